@@ -1,0 +1,148 @@
+// Package envs holds the environments agents train on: the Env interface with
+// Gymnasium semantics, observation and action spaces, a registry, the
+// time-limit wrapper, a vectorised runner with auto-reset, and the
+// environments themselves.
+package envs
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// SpaceKind says whether a space is a set of choices or a box of reals.
+type SpaceKind uint8
+
+const (
+	Discrete SpaceKind = iota
+	Box
+)
+
+func (k SpaceKind) String() string {
+	if k == Discrete {
+		return "discrete"
+	}
+	return "continuous"
+}
+
+// Space describes observations or actions. A Discrete space holds the
+// integers 0…N−1; a Box holds float vectors of length Dim bounded by Low and
+// High (±Inf where unbounded).
+type Space struct {
+	Kind      SpaceKind
+	N         int // Discrete: number of choices
+	Dim       int // Box: vector length
+	Low, High []float32
+}
+
+// Size is the number of floats a value of the space takes in a vector: one
+// for a discrete action, Dim for a box.
+func (s Space) Size() int {
+	if s.Kind == Discrete {
+		return 1
+	}
+	return s.Dim
+}
+
+func (s Space) String() string {
+	if s.Kind == Discrete {
+		return fmt.Sprintf("Discrete(%d)", s.N)
+	}
+	return fmt.Sprintf("Box(%d)", s.Dim)
+}
+
+// NoSeed asks Reset to go on with the environment's own random stream
+// instead of re-seeding it (Gymnasium's reset(seed=None)).
+const NoSeed int64 = -1
+
+// Env is one environment with Gymnasium semantics. Observations are written
+// into caller-owned buffers so that stepping allocates nothing. A discrete
+// action is passed as action[0] holding the integer index.
+type Env interface {
+	ObservationSpace() Space
+	ActionSpace() Space
+	// Reset starts an episode, re-seeding the environment's random stream
+	// first unless seed is NoSeed, and writes the first observation.
+	Reset(seed int64, obs []float32)
+	// Step applies action, writes the next observation, and reports the
+	// reward and whether the episode terminated (a terminal state) or was
+	// truncated (a time limit or other cut that is not a terminal state).
+	Step(action []float32, obs []float32) (reward float64, terminated, truncated bool)
+}
+
+// Renderer is implemented by environments that can draw themselves as text.
+type Renderer interface {
+	Render() string
+}
+
+// SuccessReporter is implemented by environments whose episodes can succeed
+// or fail (FrozenLake reaching the goal, say); it is asked when an episode ends.
+type SuccessReporter interface {
+	Succeeded() bool
+}
+
+// Stateful is implemented by environments whose internal state can be read
+// and set; the golden tests replay recorded Gymnasium trajectories with it.
+type Stateful interface {
+	State() []float64
+	SetState(state []float64)
+}
+
+// Params are free-form constructor arguments (`env.args` in the config, or
+// a dataset row).
+type Params map[string]any
+
+// Spec describes a registered environment.
+type Spec struct {
+	ID              string
+	Description     string // one line, shown by `agenttrainer list` and the picker
+	MaxEpisodeSteps int    // 0: no time limit
+	// New builds one instance from its arguments.
+	New func(args Params) (Env, error)
+}
+
+var registry = map[string]Spec{}
+
+// Register adds an environment to the registry; it panics on a duplicate or
+// empty ID since that is a programming error.
+func Register(s Spec) {
+	if s.ID == "" || s.New == nil {
+		panic("envs: Register needs an ID and a constructor")
+	}
+	if _, dup := registry[s.ID]; dup {
+		panic("envs: duplicate registration of " + s.ID)
+	}
+	registry[s.ID] = s
+}
+
+// Lookup returns the spec of a registered environment.
+func Lookup(id string) (Spec, bool) {
+	s, ok := registry[id]
+	return s, ok
+}
+
+// IDs returns the registered environment IDs in sorted order.
+func IDs() []string {
+	ids := make([]string, 0, len(registry))
+	for id := range registry {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Make builds a registered environment, wrapped in its time limit.
+func Make(id string, args Params) (Env, error) {
+	s, ok := registry[id]
+	if !ok {
+		return nil, fmt.Errorf("unknown environment %q (registered: %s)", id, strings.Join(IDs(), ", "))
+	}
+	e, err := s.New(args)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	if s.MaxEpisodeSteps > 0 {
+		e = NewTimeLimit(e, s.MaxEpisodeSteps)
+	}
+	return e, nil
+}

@@ -1,0 +1,118 @@
+package envs
+
+import "fmt"
+
+// Episode is one finished episode as the vector runner saw it.
+type Episode struct {
+	Env       int // index of the sub-environment
+	Return    float64
+	Length    int
+	Truncated bool // ended by a time limit rather than a terminal state
+	// Success is set for environments that report it (SuccessReporter);
+	// HasSuccess says whether it means anything.
+	Success, HasSuccess bool
+}
+
+// Vector steps N environments in lockstep with Gymnasium-style auto-reset:
+// when a sub-environment's episode ends, its final observation is kept in
+// FinalObs and the environment is reset at once, so Obs always holds the
+// observation the next action is for.
+type Vector struct {
+	Envs           []Env
+	ObsDim, ActDim int
+
+	Obs        []float32 // N×ObsDim: the observations to act on
+	FinalObs   []float32 // N×ObsDim: where Done[i], the observation the episode ended on
+	Rewards    []float32 // N: rewards of the last step
+	Terminated []bool    // N: the last step reached a terminal state
+	Truncated  []bool    // N: the last step was cut off (and did not terminate)
+	Finished   []Episode // episodes that ended on the last step
+
+	returns []float64
+	lengths []int
+}
+
+// NewVector wraps envs, which must share observation and action spaces.
+func NewVector(envs []Env) (*Vector, error) {
+	if len(envs) == 0 {
+		return nil, fmt.Errorf("a vector of environments needs at least one environment")
+	}
+	os, as := envs[0].ObservationSpace(), envs[0].ActionSpace()
+	for i, e := range envs[1:] {
+		if e.ObservationSpace().Size() != os.Size() || e.ActionSpace().Size() != as.Size() ||
+			e.ActionSpace().Kind != as.Kind {
+			return nil, fmt.Errorf("environment %d has spaces %v/%v, environment 0 has %v/%v",
+				i+1, e.ObservationSpace(), e.ActionSpace(), os, as)
+		}
+	}
+	n, od := len(envs), os.Size()
+	return &Vector{
+		Envs: envs, ObsDim: od, ActDim: as.Size(),
+		Obs: make([]float32, n*od), FinalObs: make([]float32, n*od),
+		Rewards: make([]float32, n), Terminated: make([]bool, n), Truncated: make([]bool, n),
+		returns: make([]float64, n), lengths: make([]int, n),
+	}, nil
+}
+
+// Len is the number of sub-environments.
+func (v *Vector) Len() int { return len(v.Envs) }
+
+// ObservationSpace and ActionSpace are those of the sub-environments.
+func (v *Vector) ObservationSpace() Space { return v.Envs[0].ObservationSpace() }
+
+// ActionSpace is the sub-environments' action space.
+func (v *Vector) ActionSpace() Space { return v.Envs[0].ActionSpace() }
+
+// Reset resets sub-environment i with seed+i (Gymnasium's vector seeding).
+func (v *Vector) Reset(seed int64) {
+	for i, e := range v.Envs {
+		s := seed + int64(i)
+		if seed == NoSeed {
+			s = NoSeed
+		}
+		e.Reset(s, v.obs(i))
+		v.returns[i], v.lengths[i] = 0, 0
+	}
+}
+
+func (v *Vector) obs(i int) []float32 { return v.Obs[i*v.ObsDim : (i+1)*v.ObsDim] }
+
+// Step applies actions (N×ActDim) to every sub-environment.
+func (v *Vector) Step(actions []float32) {
+	v.Finished = v.Finished[:0]
+	for i, e := range v.Envs {
+		obs := v.obs(i)
+		r, term, trunc := e.Step(actions[i*v.ActDim:(i+1)*v.ActDim], obs)
+		v.Rewards[i] = float32(r)
+		v.returns[i] += r
+		v.lengths[i]++
+		v.Terminated[i], v.Truncated[i] = term, trunc && !term
+		if !term && !trunc {
+			continue
+		}
+		ep := Episode{Env: i, Return: v.returns[i], Length: v.lengths[i], Truncated: !term}
+		if s, ok := unwrapSuccess(e); ok {
+			ep.Success, ep.HasSuccess = s.Succeeded(), true
+		}
+		v.Finished = append(v.Finished, ep)
+		copy(v.FinalObs[i*v.ObsDim:(i+1)*v.ObsDim], obs)
+		e.Reset(NoSeed, obs)
+		v.returns[i], v.lengths[i] = 0, 0
+	}
+}
+
+// Done reports whether sub-environment i's episode ended on the last step.
+func (v *Vector) Done(i int) bool { return v.Terminated[i] || v.Truncated[i] }
+
+func unwrapSuccess(e Env) (SuccessReporter, bool) {
+	for {
+		if s, ok := e.(SuccessReporter); ok {
+			return s, true
+		}
+		u, ok := e.(interface{ Unwrap() Env })
+		if !ok {
+			return nil, false
+		}
+		e = u.Unwrap()
+	}
+}

@@ -1,0 +1,421 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+)
+
+// CPU is the pure-Go device: contiguous float32 buffers, loops written so the
+// compiler can drop bounds checks, scratch space reused across calls, and the
+// large matrix products split across cores.
+type CPU struct {
+	threads int
+	pool    *workerPool
+	scratch [2][]float32 // transposed operands
+}
+
+// NewCPU returns a CPU device using up to threads cores (0: all of them).
+func NewCPU(threads int) *CPU {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	return &CPU{threads: threads, pool: newWorkerPool(threads - 1)}
+}
+
+// Name implements Device.
+func (d *CPU) Name() string { return fmt.Sprintf("cpu (%d threads)", d.threads) }
+
+// Close stops the device's worker goroutines.
+func (d *CPU) Close() { d.pool.close() }
+
+func (d *CPU) data(t Tensor) []float32 {
+	buf, ok := t.buf.([]float32)
+	if !ok {
+		panic("gpu: tensor does not belong to the CPU device")
+	}
+	return buf[t.off : t.off+t.Len() : t.off+t.Len()]
+}
+
+// Data exposes a CPU tensor's elements (shared, not copied); tests and the
+// host-side rollout use it to avoid copies on the CPU device.
+func (d *CPU) Data(t Tensor) []float32 { return d.data(t) }
+
+// Alloc implements Device.
+func (d *CPU) Alloc(rows, cols int) Tensor {
+	return Tensor{Rows: rows, Cols: cols, buf: make([]float32, rows*cols)}
+}
+
+// Upload implements Device.
+func (d *CPU) Upload(dst Tensor, src []float32) {
+	if len(src) != dst.Len() {
+		panic(fmt.Sprintf("gpu: upload of %d values into %d×%d tensor", len(src), dst.Rows, dst.Cols))
+	}
+	copy(d.data(dst), src)
+}
+
+// Download implements Device.
+func (d *CPU) Download(dst []float32, src Tensor) { copy(dst[:src.Len()], d.data(src)) }
+
+// Fill implements Device.
+func (d *CPU) Fill(t Tensor, v float32) {
+	x := d.data(t)
+	for i := range x {
+		x[i] = v
+	}
+}
+
+// Copy implements Device.
+func (d *CPU) Copy(dst, src Tensor) {
+	if dst.Len() != src.Len() {
+		panic("gpu: copy between tensors of different length")
+	}
+	copy(d.data(dst), d.data(src))
+}
+
+// MatMul implements Device. Transposed operands are first copied into
+// scratch so that a single row-major kernel does the arithmetic.
+func (d *CPU) MatMul(c, a Tensor, transA bool, b Tensor, transB bool, beta float32) {
+	m, k := a.Rows, a.Cols
+	if transA {
+		m, k = k, m
+	}
+	kb, n := b.Rows, b.Cols
+	if transB {
+		kb, n = n, kb
+	}
+	if k != kb || c.Rows != m || c.Cols != n {
+		panic(fmt.Sprintf("gpu: matmul shapes %d×%d (t=%v) · %d×%d (t=%v) → %d×%d",
+			a.Rows, a.Cols, transA, b.Rows, b.Cols, transB, c.Rows, c.Cols))
+	}
+	ad, bd, cd := d.data(a), d.data(b), d.data(c)
+	if transA {
+		ad = transpose(d.grow(0, m*k), ad, k, m)
+	}
+	if transB {
+		bd = transpose(d.grow(1, k*n), bd, n, k)
+	}
+	switch beta {
+	case 0:
+		clear(cd)
+	case 1:
+	default:
+		for i := range cd {
+			cd[i] *= beta
+		}
+	}
+	d.pool.gemm(cd, ad, bd, m, n, k)
+}
+
+func (d *CPU) grow(i, n int) []float32 {
+	if cap(d.scratch[i]) < n {
+		d.scratch[i] = make([]float32, n)
+	}
+	return d.scratch[i][:n]
+}
+
+// transpose writes the cols×rows transpose of the rows×cols matrix src.
+func transpose(dst, src []float32, rows, cols int) []float32 {
+	for i := 0; i < rows; i++ {
+		row := src[i*cols : i*cols+cols]
+		for j, v := range row {
+			dst[j*rows+i] = v
+		}
+	}
+	return dst
+}
+
+// BiasAct implements Device.
+func (d *CPU) BiasAct(x, bias Tensor, act Activation) {
+	xd, bd := d.data(x), d.data(bias)
+	n := x.Cols
+	if len(bd) != n {
+		panic("gpu: bias length differs from column count")
+	}
+	for i := 0; i < x.Rows; i++ {
+		row := xd[i*n : i*n+n]
+		row = row[:len(bd)]
+		switch act {
+		case Tanh:
+			for j, b := range bd {
+				row[j] = tanh32(row[j] + b)
+			}
+		case ReLU:
+			for j, b := range bd {
+				v := row[j] + b
+				if v < 0 {
+					v = 0
+				}
+				row[j] = v
+			}
+		default:
+			for j, b := range bd {
+				row[j] += b
+			}
+		}
+	}
+}
+
+// tanh32 is tanh in float32 precision through a clamped rational-free
+// formula: 1 − 2/(e^{2x}+1) is exact enough (≤ 2 ulp) and much faster than
+// math.Tanh.
+func tanh32(x float32) float32 {
+	if x > 9 {
+		return 1
+	}
+	if x < -9 {
+		return -1
+	}
+	e := float32(math.Exp(float64(2 * x)))
+	return 1 - 2/(e+1)
+}
+
+// ActGrad implements Device.
+func (d *CPU) ActGrad(dy, y Tensor, act Activation) {
+	g, yd := d.data(dy), d.data(y)
+	g = g[:len(yd)]
+	switch act {
+	case Tanh:
+		for i, v := range yd {
+			g[i] *= 1 - v*v
+		}
+	case ReLU:
+		for i, v := range yd {
+			if v <= 0 {
+				g[i] = 0
+			}
+		}
+	}
+}
+
+// ColSum implements Device.
+func (d *CPU) ColSum(out, x Tensor, beta float32) {
+	o, xd := d.data(out), d.data(x)
+	n := x.Cols
+	if len(o) != n {
+		panic("gpu: colsum output length differs from column count")
+	}
+	for j := range o {
+		o[j] *= beta
+	}
+	for i := 0; i < x.Rows; i++ {
+		row := xd[i*n : i*n+n]
+		row = row[:len(o)]
+		for j, v := range row {
+			o[j] += v
+		}
+	}
+}
+
+// GatherRows implements Device.
+func (d *CPU) GatherRows(dst, src Tensor, idx []int32) {
+	dd, sd := d.data(dst), d.data(src)
+	n := src.Cols
+	if dst.Cols != n || dst.Rows != len(idx) {
+		panic("gpu: gather shape mismatch")
+	}
+	for i, r := range idx {
+		copy(dd[i*n:i*n+n], sd[int(r)*n:int(r)*n+n])
+	}
+}
+
+// normalizedAdv returns the mean and 1/(std+1e-8) used to normalise a
+// minibatch of advantages (std with Bessel's correction, as torch.std).
+func normalizedAdv(adv []float32, norm bool) (mean, inv float64) {
+	if !norm {
+		return 0, 1
+	}
+	for _, a := range adv {
+		mean += float64(a)
+	}
+	mean /= float64(len(adv))
+	var ss float64
+	for _, a := range adv {
+		ss += (float64(a) - mean) * (float64(a) - mean)
+	}
+	std := 0.0
+	if len(adv) > 1 {
+		std = math.Sqrt(ss / float64(len(adv)-1))
+	}
+	return mean, 1 / (std + 1e-8)
+}
+
+// surrogate returns the clipped surrogate loss of one sample and the
+// derivative of that loss with respect to the new log-probability.
+func surrogate(adv, ratio, clip float64) (loss, dLogp float64) {
+	pg1 := -adv * ratio
+	pg2 := -adv * math.Min(math.Max(ratio, 1-clip), 1+clip)
+	if pg1 >= pg2 {
+		return pg1, pg1 // d(−A·r)/dlogp = −A·r
+	}
+	return pg2, 0 // the clipped branch is flat in r
+}
+
+// ppoStats accumulates one minibatch's policy statistics into stats.
+func ppoStats(stats []float32, pg, ent, kl, clipped float64, b int) {
+	inv := 1 / float64(b)
+	stats[StatPolicyLoss] += float32(pg * inv)
+	stats[StatEntropy] += float32(ent * inv)
+	stats[StatApproxKL] += float32(kl * inv)
+	stats[StatClipFrac] += float32(clipped * inv)
+}
+
+// CategoricalPPO implements Device.
+func (d *CPU) CategoricalPPO(p PPOPolicyArgs) {
+	logits, dOut := d.data(p.Out), d.data(p.DOut)
+	acts, old, adv := d.data(p.Actions), d.data(p.OldLogp), d.data(p.Adv)
+	stats := d.data(p.Stats)
+	B, A := p.Out.Rows, p.Out.Cols
+	mean, inv := normalizedAdv(adv, p.NormAdv)
+	clip, ent := float64(p.ClipCoef), float64(p.EntCoef)
+	invB := 1 / float64(B)
+	var sumPG, sumEnt, sumKL, sumClip float64
+	for i := 0; i < B; i++ {
+		row := logits[i*A : i*A+A]
+		g := dOut[i*A : i*A+A]
+		g = g[:len(row)]
+		mx := float64(row[0])
+		for _, v := range row {
+			mx = math.Max(mx, float64(v))
+		}
+		var se float64
+		for _, v := range row {
+			se += math.Exp(float64(v) - mx)
+		}
+		lse := mx + math.Log(se)
+		var h float64
+		for _, v := range row {
+			lp := float64(v) - lse
+			h -= math.Exp(lp) * lp
+		}
+		a := int(acts[i])
+		logRatio := float64(row[a]) - lse - float64(old[i])
+		ratio := math.Exp(logRatio)
+		pg, dLogp := surrogate((float64(adv[i])-mean)*inv, ratio, clip)
+		for j, v := range row {
+			lp := float64(v) - lse
+			pj := math.Exp(lp)
+			gj := -dLogp*pj + ent*pj*(lp+h)
+			if j == a {
+				gj += dLogp
+			}
+			g[j] = float32(gj * invB)
+		}
+		sumPG += pg
+		sumEnt += h
+		sumKL += (ratio - 1) - logRatio
+		if math.Abs(ratio-1) > clip {
+			sumClip++
+		}
+	}
+	ppoStats(stats, sumPG, sumEnt, sumKL, sumClip, B)
+}
+
+const halfLog2Pi = 0.9189385332046727 // ½·log(2π)
+
+// GaussianPPO implements Device.
+func (d *CPU) GaussianPPO(p PPOPolicyArgs) {
+	mu, dMu := d.data(p.Out), d.data(p.DOut)
+	logStd, dLogStd := d.data(p.LogStd), d.data(p.DLogStd)
+	acts, old, adv := d.data(p.Actions), d.data(p.OldLogp), d.data(p.Adv)
+	stats := d.data(p.Stats)
+	B, A := p.Out.Rows, p.Out.Cols
+	mean, inv := normalizedAdv(adv, p.NormAdv)
+	clip := float64(p.ClipCoef)
+	invB := 1 / float64(B)
+	var h float64 // entropy is the same for every sample
+	for _, ls := range logStd {
+		h += 0.5 + halfLog2Pi + float64(ls)
+	}
+	clear(dLogStd)
+	var sumPG, sumKL, sumClip float64
+	for i := 0; i < B; i++ {
+		m := mu[i*A : i*A+A]
+		act := acts[i*A : i*A+A]
+		var logp float64
+		for j := range m {
+			z := (float64(act[j]) - float64(m[j])) / math.Exp(float64(logStd[j]))
+			logp += -0.5*z*z - float64(logStd[j]) - halfLog2Pi
+		}
+		logRatio := logp - float64(old[i])
+		ratio := math.Exp(logRatio)
+		pg, dLogp := surrogate((float64(adv[i])-mean)*inv, ratio, clip)
+		for j := range m {
+			sd := math.Exp(float64(logStd[j]))
+			diff := float64(act[j]) - float64(m[j])
+			dMu[i*A+j] = float32(dLogp * diff / (sd * sd) * invB)
+			z := diff / sd
+			dLogStd[j] += float32(dLogp * (z*z - 1) * invB)
+		}
+		sumPG += pg
+		sumKL += (ratio - 1) - logRatio
+		if math.Abs(ratio-1) > clip {
+			sumClip++
+		}
+	}
+	for j := range dLogStd {
+		dLogStd[j] -= p.EntCoef // d(−c·H)/dlogσ_j = −c for every sample
+	}
+	ppoStats(stats, sumPG, h*float64(B), sumKL, sumClip, B)
+}
+
+// ValueLoss implements Device.
+func (d *CPU) ValueLoss(p ValueArgs) {
+	v, old, ret, dv := d.data(p.Value), d.data(p.OldValue), d.data(p.Returns), d.data(p.DValue)
+	stats := d.data(p.Stats)
+	B := len(v)
+	c := float64(p.ClipCoef)
+	scale := float64(p.VFCoef) / float64(B)
+	var sum float64
+	for i := range v {
+		diff := float64(v[i]) - float64(ret[i])
+		loss := diff * diff
+		grad := diff
+		if p.Clip {
+			vc := float64(old[i]) + math.Min(math.Max(float64(v[i])-float64(old[i]), -c), c)
+			if lc := (vc - float64(ret[i])) * (vc - float64(ret[i])); lc > loss {
+				loss, grad = lc, 0 // the clipped branch is flat in v
+			}
+		}
+		sum += loss
+		dv[i] = float32(grad * scale) // d(½·vf·mean(loss))/dv
+	}
+	stats[StatValueLoss] += float32(0.5 * sum / float64(B))
+}
+
+// ClipGradNorm implements Device.
+func (d *CPU) ClipGradNorm(grads Tensor, maxNorm float32, stats Tensor) {
+	g := d.data(grads)
+	var ss float64
+	for _, v := range g {
+		ss += float64(v) * float64(v)
+	}
+	norm := math.Sqrt(ss)
+	d.data(stats)[StatGradNorm] += float32(norm)
+	if coef := float64(maxNorm) / (norm + 1e-6); coef < 1 {
+		c := float32(coef)
+		for i := range g {
+			g[i] *= c
+		}
+	}
+}
+
+// Adam implements Device.
+func (d *CPU) Adam(params, grads, m, v Tensor, a AdamArgs) {
+	p, g, md, vd := d.data(params), d.data(grads), d.data(m), d.data(v)
+	g, md, vd = g[:len(p)], md[:len(p)], vd[:len(p)]
+	bc1 := 1 - math.Pow(float64(a.Beta1), float64(a.Step))
+	bc2 := 1 - math.Pow(float64(a.Beta2), float64(a.Step))
+	stepSize := float32(float64(a.LR) / bc1)
+	invSqrtBC2 := float32(1 / math.Sqrt(bc2))
+	b1, b2, eps := a.Beta1, a.Beta2, a.Eps
+	for i := range p {
+		gi := g[i]
+		mi := b1*md[i] + (1-b1)*gi
+		vi := b2*vd[i] + (1-b2)*gi*gi
+		md[i], vd[i] = mi, vi
+		p[i] -= stepSize * mi / (sqrt32(vi)*invSqrtBC2 + eps)
+	}
+}
+
+func sqrt32(x float32) float32 { return float32(math.Sqrt(float64(x))) }

@@ -1,0 +1,311 @@
+package gpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func randSlice(r *rand.Rand, n int, scale float64) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32((r.Float64()*2 - 1) * scale)
+	}
+	return s
+}
+
+func tensorFrom(d *CPU, rows, cols int, v []float32) Tensor {
+	t := d.Alloc(rows, cols)
+	d.Upload(t, v)
+	return t
+}
+
+func TestMatMulMatchesReference(t *testing.T) {
+	d := NewCPU(2)
+	defer d.Close()
+	r := rand.New(rand.NewPCG(1, 2))
+	shapes := []struct{ m, n, k int }{
+		{1, 1, 1}, {3, 5, 7}, {4, 64, 4}, {128, 64, 64}, {129, 2, 64}, {67, 65, 63}, {512, 64, 4}, {5, 256, 256},
+	}
+	for _, s := range shapes {
+		for _, ta := range []bool{false, true} {
+			for _, tb := range []bool{false, true} {
+				for _, beta := range []float32{0, 1, 0.5} {
+					av := randSlice(r, s.m*s.k, 1)
+					bv := randSlice(r, s.k*s.n, 1)
+					cv := randSlice(r, s.m*s.n, 1)
+					ar, ac := s.m, s.k
+					if ta {
+						ar, ac = ac, ar
+					}
+					br, bc := s.k, s.n
+					if tb {
+						br, bc = bc, br
+					}
+					a, b, c := tensorFrom(d, ar, ac, av), tensorFrom(d, br, bc, bv), tensorFrom(d, s.m, s.n, cv)
+					d.MatMul(c, a, ta, b, tb, beta)
+					got := d.Data(c)
+					for i := 0; i < s.m; i++ {
+						for j := 0; j < s.n; j++ {
+							want := float64(beta) * float64(cv[i*s.n+j])
+							for p := 0; p < s.k; p++ {
+								x := av[i*s.k+p]
+								if ta {
+									x = av[p*s.m+i]
+								}
+								y := bv[p*s.n+j]
+								if tb {
+									y = bv[j*s.k+p]
+								}
+								want += float64(x) * float64(y)
+							}
+							if diff := math.Abs(float64(got[i*s.n+j]) - want); diff > 1e-4*(1+math.Abs(want)) {
+								t.Fatalf("%dx%dx%d ta=%v tb=%v beta=%v: C[%d,%d] = %v, want %v", s.m, s.n, s.k, ta, tb, beta, i, j, got[i*s.n+j], want)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestBiasActAndGrad(t *testing.T) {
+	d := NewCPU(1)
+	tests := []struct {
+		act  Activation
+		f    func(float64) float64
+		grad func(y float64) float64
+	}{
+		{Tanh, math.Tanh, func(y float64) float64 { return 1 - y*y }},
+		{ReLU, func(x float64) float64 { return math.Max(x, 0) }, func(y float64) float64 {
+			if y > 0 {
+				return 1
+			}
+			return 0
+		}},
+		{Identity, func(x float64) float64 { return x }, func(float64) float64 { return 1 }},
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range tests {
+		xv, bv, gv := randSlice(r, 6*5, 3), randSlice(r, 5, 1), randSlice(r, 6*5, 1)
+		x, b, g := tensorFrom(d, 6, 5, xv), tensorFrom(d, 1, 5, bv), tensorFrom(d, 6, 5, gv)
+		d.BiasAct(x, b, tc.act)
+		d.ActGrad(g, x, tc.act)
+		for i := range xv {
+			y := tc.f(float64(xv[i]) + float64(bv[i%5]))
+			if math.Abs(float64(d.Data(x)[i])-y) > 2e-6 {
+				t.Fatalf("act %d: y[%d] = %v, want %v", tc.act, i, d.Data(x)[i], y)
+			}
+			if want := float64(gv[i]) * tc.grad(y); math.Abs(float64(d.Data(g)[i])-want) > 1e-5 {
+				t.Fatalf("act %d: grad[%d] = %v, want %v", tc.act, i, d.Data(g)[i], want)
+			}
+		}
+	}
+}
+
+// refCategorical is an independent float64 statement of CleanRL's discrete
+// loss: mean clipped surrogate − entCoef·mean entropy.
+func refCategorical(logits []float64, acts []int, old, adv []float64, A int, clip, ent float64, norm bool) float64 {
+	B := len(acts)
+	advN := append([]float64(nil), adv...)
+	if norm {
+		var m float64
+		for _, a := range adv {
+			m += a
+		}
+		m /= float64(B)
+		var ss float64
+		for _, a := range adv {
+			ss += (a - m) * (a - m)
+		}
+		std := math.Sqrt(ss / float64(B-1))
+		for i := range advN {
+			advN[i] = (adv[i] - m) / (std + 1e-8)
+		}
+	}
+	var loss float64
+	for i := 0; i < B; i++ {
+		row := logits[i*A : (i+1)*A]
+		var z float64
+		for _, v := range row {
+			z += math.Exp(v)
+		}
+		var h float64
+		for _, v := range row {
+			p := math.Exp(v) / z
+			h -= p * math.Log(p)
+		}
+		ratio := math.Exp(row[acts[i]] - math.Log(z) - old[i])
+		l := math.Max(-advN[i]*ratio, -advN[i]*math.Min(math.Max(ratio, 1-clip), 1+clip))
+		loss += (l - ent*h) / float64(B)
+	}
+	return loss
+}
+
+func TestCategoricalPPOGradient(t *testing.T) {
+	d := NewCPU(1)
+	r := rand.New(rand.NewPCG(5, 6))
+	const B, A = 16, 3
+	for _, norm := range []bool{false, true} {
+		logits := randSlice(r, B*A, 1)
+		acts := make([]float32, B)
+		iacts := make([]int, B)
+		old, adv := make([]float32, B), randSlice(r, B, 2)
+		for i := range acts {
+			iacts[i] = r.IntN(A)
+			acts[i] = float32(iacts[i])
+			old[i] = float32(math.Log(1.0/A) + (r.Float64()-0.5)*0.6) // ratios both inside and outside the clip range
+		}
+		args := PPOPolicyArgs{
+			Out: tensorFrom(d, B, A, logits), Actions: tensorFrom(d, B, 1, acts),
+			OldLogp: tensorFrom(d, B, 1, old), Adv: tensorFrom(d, B, 1, adv),
+			DOut: d.Alloc(B, A), ClipCoef: 0.2, EntCoef: 0.01, NormAdv: norm, Stats: d.Alloc(1, NumStats),
+		}
+		d.CategoricalPPO(args)
+		f := func(l []float64) float64 {
+			return refCategorical(l, iacts, f64(old), f64(adv), A, 0.2, 0.01, norm)
+		}
+		checkGradient(t, "categorical logits", f, f64(logits), d.Data(args.DOut))
+		stats := d.Data(args.Stats)
+		if got, want := float64(stats[StatPolicyLoss]-0.01*stats[StatEntropy]), f(f64(logits)); math.Abs(got-want) > 1e-5 {
+			t.Errorf("loss stats give %v, reference %v", got, want)
+		}
+	}
+}
+
+func f64(s []float32) []float64 {
+	out := make([]float64, len(s))
+	for i, v := range s {
+		out[i] = float64(v)
+	}
+	return out
+}
+
+// checkGradient compares an analytic gradient with central differences of f.
+func checkGradient(t *testing.T, what string, f func([]float64) float64, x []float64, grad []float32) {
+	t.Helper()
+	const h = 1e-5
+	for i := range x {
+		orig := x[i]
+		x[i] = orig + h
+		up := f(x)
+		x[i] = orig - h
+		down := f(x)
+		x[i] = orig
+		num := (up - down) / (2 * h)
+		if diff := math.Abs(num - float64(grad[i])); diff > 1e-4+1e-3*math.Abs(num) {
+			t.Errorf("%s: d/dx[%d] analytic %v, numeric %v", what, i, grad[i], num)
+		}
+	}
+}
+
+func TestGaussianPPOGradient(t *testing.T) {
+	d := NewCPU(1)
+	r := rand.New(rand.NewPCG(7, 8))
+	const B, A = 12, 2
+	mu, logStd := randSlice(r, B*A, 1), randSlice(r, A, 0.5)
+	acts, old, adv := randSlice(r, B*A, 1.5), make([]float32, B), randSlice(r, B, 2)
+	for i := range old {
+		old[i] = float32(-2 + (r.Float64()-0.5)*0.6)
+	}
+	args := PPOPolicyArgs{
+		Out: tensorFrom(d, B, A, mu), LogStd: tensorFrom(d, 1, A, logStd), Actions: tensorFrom(d, B, A, acts),
+		OldLogp: tensorFrom(d, B, 1, old), Adv: tensorFrom(d, B, 1, adv),
+		DOut: d.Alloc(B, A), DLogStd: d.Alloc(1, A), ClipCoef: 0.2, EntCoef: 0.05, NormAdv: true, Stats: d.Alloc(1, NumStats),
+	}
+	d.GaussianPPO(args)
+	loss := func(m, ls []float64) float64 {
+		mean, inv := normalizedAdv(adv, true)
+		var total float64
+		var h float64
+		for _, s := range ls {
+			h += 0.5 + 0.5*math.Log(2*math.Pi) + s
+		}
+		for i := 0; i < B; i++ {
+			var lp float64
+			for j := 0; j < A; j++ {
+				sd := math.Exp(ls[j])
+				lp += -(float64(acts[i*A+j])-m[i*A+j])*(float64(acts[i*A+j])-m[i*A+j])/(2*sd*sd) - ls[j] - 0.5*math.Log(2*math.Pi)
+			}
+			ratio := math.Exp(lp - float64(old[i]))
+			a := (float64(adv[i]) - mean) * inv
+			total += math.Max(-a*ratio, -a*math.Min(math.Max(ratio, 0.8), 1.2)) / B
+		}
+		return total - 0.05*h
+	}
+	ls := f64(logStd)
+	checkGradient(t, "gaussian mean", func(m []float64) float64 { return loss(m, ls) }, f64(mu), d.Data(args.DOut))
+	mv := f64(mu)
+	checkGradient(t, "gaussian log-std", func(l []float64) float64 { return loss(mv, l) }, ls, d.Data(args.DLogStd))
+}
+
+func TestValueLossGradient(t *testing.T) {
+	d := NewCPU(1)
+	r := rand.New(rand.NewPCG(9, 10))
+	const B = 20
+	for _, clip := range []bool{false, true} {
+		v, old, ret := randSlice(r, B, 1), randSlice(r, B, 1), randSlice(r, B, 2)
+		args := ValueArgs{Value: tensorFrom(d, B, 1, v), OldValue: tensorFrom(d, B, 1, old), Returns: tensorFrom(d, B, 1, ret),
+			DValue: d.Alloc(B, 1), ClipCoef: 0.2, Clip: clip, VFCoef: 0.5, Stats: d.Alloc(1, NumStats)}
+		d.ValueLoss(args)
+		f := func(x []float64) float64 {
+			var s float64
+			for i := range x {
+				l := (x[i] - float64(ret[i])) * (x[i] - float64(ret[i]))
+				if clip {
+					vc := float64(old[i]) + math.Min(math.Max(x[i]-float64(old[i]), -0.2), 0.2)
+					l = math.Max(l, (vc-float64(ret[i]))*(vc-float64(ret[i])))
+				}
+				s += l
+			}
+			return 0.5 * 0.5 * s / B
+		}
+		checkGradient(t, "value", f, f64(v), d.Data(args.DValue))
+		if got, want := 0.5*float64(d.Data(args.Stats)[StatValueLoss]), f(f64(v)); math.Abs(got-want) > 1e-5 {
+			t.Errorf("clip=%v: value loss stat %v, want %v", clip, got, want)
+		}
+	}
+}
+
+func TestClipGradNormAndAdam(t *testing.T) {
+	d := NewCPU(1)
+	g := tensorFrom(d, 1, 2, []float32{3, 4})
+	stats := d.Alloc(1, NumStats)
+	d.ClipGradNorm(g, 0.5, stats)
+	if got := d.Data(g); math.Abs(float64(got[0])-0.3) > 1e-6 || math.Abs(float64(got[1])-0.4) > 1e-6 {
+		t.Fatalf("clipped grads %v, want [0.3 0.4]", got)
+	}
+	if n := d.Data(stats)[StatGradNorm]; n != 5 {
+		t.Fatalf("grad norm stat %v, want 5", n)
+	}
+	// Two Adam steps against PyTorch's formulas written out by hand.
+	p, m, v := tensorFrom(d, 1, 1, []float32{1}), d.Alloc(1, 1), d.Alloc(1, 1)
+	gr := tensorFrom(d, 1, 1, []float32{0.5})
+	want, mm, vv := 1.0, 0.0, 0.0
+	for step := 1; step <= 2; step++ {
+		d.Adam(p, gr, m, v, AdamArgs{LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-5, Step: step})
+		mm = 0.9*mm + 0.1*0.5
+		vv = 0.999*vv + 0.001*0.25
+		bc1, bc2 := 1-math.Pow(0.9, float64(step)), 1-math.Pow(0.999, float64(step))
+		want -= 0.1 / bc1 * mm / (math.Sqrt(vv)/math.Sqrt(bc2) + 1e-5)
+	}
+	if got := float64(d.Data(p)[0]); math.Abs(got-want) > 1e-6 {
+		t.Fatalf("adam: p = %v, want %v", got, want)
+	}
+}
+
+func TestColSumAndGather(t *testing.T) {
+	d := NewCPU(1)
+	x := tensorFrom(d, 3, 2, []float32{1, 2, 3, 4, 5, 6})
+	out := tensorFrom(d, 1, 2, []float32{10, 10})
+	d.ColSum(out, x, 0.5)
+	if got := d.Data(out); got[0] != 14 || got[1] != 17 {
+		t.Fatalf("colsum = %v, want [14 17]", got)
+	}
+	dst := d.Alloc(2, 2)
+	d.GatherRows(dst, x, []int32{2, 0})
+	if got := d.Data(dst); got[0] != 5 || got[1] != 6 || got[2] != 1 || got[3] != 2 {
+		t.Fatalf("gather = %v", got)
+	}
+}
