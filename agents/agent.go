@@ -1,0 +1,110 @@
+// Package agents holds the policies PPO trains: the Agent and Learner
+// interfaces, a registry, the actor-critic MLP and a random baseline.
+package agents
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/gpu"
+)
+
+// Agent chooses actions. Observations, actions, log-probabilities and
+// values are host slices of n rows.
+type Agent interface {
+	// Act writes, for n observations (n×obsDim), sampled actions (n×actDim),
+	// their log-probabilities and the value estimates. deterministic picks
+	// the distribution's mode instead of sampling.
+	Act(obs []float32, n int, rng *rand.Rand, deterministic bool, actions, logp, values []float32)
+	// Values writes value estimates for n observations; PPO bootstraps
+	// truncated episodes with them.
+	Values(obs []float32, n int, values []float32)
+}
+
+// Learner is an Agent whose parameters PPO trains on a device. The PPO loop
+// drives one minibatch as Forward → PolicyLoss → (value loss) → Backward,
+// then clips and steps the flat gradient and parameter tensors.
+type Learner interface {
+	Agent
+	// Params and Grads are flat tensors with the same layout.
+	Params() gpu.Tensor
+	Grads() gpu.Tensor
+	// Forward runs actor and critic on a minibatch of observations held on
+	// the device, keeping what Backward needs, and returns the values (B×1).
+	Forward(obs gpu.Tensor) (values gpu.Tensor)
+	// PolicyLoss completes a with the policy's outputs and gradient buffers
+	// and runs the device's fused loss for this agent's distribution.
+	PolicyLoss(a gpu.PPOPolicyArgs)
+	// Backward computes every parameter gradient into Grads from the policy
+	// loss gradient and dValues (B×1).
+	Backward(dValues gpu.Tensor)
+	// Tensors lists the named parameter tensors, PyTorch-style
+	// ("actor.0.weight"), for checkpoints.
+	Tensors() []NamedTensor
+}
+
+// NamedTensor is one parameter tensor for export. Weights are stored
+// in×out on the device; Transposed says the exported (PyTorch) layout is
+// out×in.
+type NamedTensor struct {
+	Name       string
+	T          gpu.Tensor
+	Transposed bool
+}
+
+// Build is what an agent constructor gets.
+type Build struct {
+	Obs, Act   envs.Space
+	Hidden     []int
+	Activation string
+	Device     gpu.Device
+	RNG        *rand.Rand // for initialisation
+}
+
+// Spec describes a registered agent.
+type Spec struct {
+	Name        string
+	Description string
+	New         func(Build) (Agent, error)
+}
+
+var registry = map[string]Spec{}
+
+// Register adds an agent to the registry; it panics on a duplicate name.
+func Register(s Spec) {
+	if s.Name == "" || s.New == nil {
+		panic("agents: Register needs a name and a constructor")
+	}
+	if _, dup := registry[s.Name]; dup {
+		panic("agents: duplicate registration of " + s.Name)
+	}
+	registry[s.Name] = s
+}
+
+// Lookup returns a registered agent's spec.
+func Lookup(name string) (Spec, bool) {
+	s, ok := registry[name]
+	return s, ok
+}
+
+// Names lists the registered agents in sorted order.
+func Names() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// New builds a registered agent.
+func New(name string, b Build) (Agent, error) {
+	s, ok := registry[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown agent %q (registered: %s)", name, strings.Join(Names(), ", "))
+	}
+	return s.New(b)
+}

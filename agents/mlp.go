@@ -1,0 +1,322 @@
+package agents
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/gpu"
+)
+
+func init() {
+	Register(Spec{
+		Name:        "mlp",
+		Description: "actor-critic with separate MLPs (CleanRL's PPO agent): categorical or Gaussian actions",
+		New:         func(b Build) (Agent, error) { return NewActorCritic(b) },
+	})
+}
+
+// linear is one fully connected layer. W is stored in×out so the forward
+// product needs no transpose; export transposes to PyTorch's out×in.
+type linear struct {
+	in, out int
+	w, b    gpu.Tensor // parameters (views into the flat parameter tensor)
+	dw, db  gpu.Tensor // gradients (views into the flat gradient tensor)
+}
+
+// network is a stack of linear layers with an activation between them and
+// none after the last.
+type network struct {
+	layers []linear
+	act    gpu.Activation
+	// Per-layer outputs of the last forward pass and the gradient buffers
+	// of the backward pass, sized for cap rows.
+	outs, grads []gpu.Tensor
+	cap         int
+	input       gpu.Tensor
+}
+
+func (n *network) reserve(dev gpu.Device, rows int) {
+	if rows <= n.cap {
+		return
+	}
+	n.outs, n.grads = n.outs[:0], n.grads[:0]
+	for _, l := range n.layers {
+		n.outs = append(n.outs, dev.Alloc(rows, l.out))
+		n.grads = append(n.grads, dev.Alloc(rows, l.out))
+	}
+	n.cap = rows
+}
+
+// forward returns the output for x (rows×in), keeping activations.
+func (n *network) forward(dev gpu.Device, x gpu.Tensor) gpu.Tensor {
+	n.reserve(dev, x.Rows)
+	n.input = x
+	h := x
+	for i, l := range n.layers {
+		y := n.outs[i].RowRange(0, x.Rows)
+		dev.MatMul(y, h, false, l.w, false, 0)
+		act := n.act
+		if i == len(n.layers)-1 {
+			act = gpu.Identity
+		}
+		dev.BiasAct(y, l.b, act)
+		h = y
+	}
+	return h
+}
+
+// outGrad is the buffer the loss writes the output gradient into.
+func (n *network) outGrad(rows int) gpu.Tensor {
+	return n.grads[len(n.layers)-1].RowRange(0, rows)
+}
+
+// backward turns the gradient in outGrad into parameter gradients.
+func (n *network) backward(dev gpu.Device) {
+	rows := n.input.Rows
+	for i := len(n.layers) - 1; i >= 0; i-- {
+		l := n.layers[i]
+		dy := n.grads[i].RowRange(0, rows)
+		prev := n.input
+		if i > 0 {
+			prev = n.outs[i-1].RowRange(0, rows)
+		}
+		dev.MatMul(l.dw, prev, true, dy, false, 0)
+		dev.ColSum(l.db, dy, 0)
+		if i > 0 {
+			dprev := n.grads[i-1].RowRange(0, rows)
+			dev.MatMul(dprev, dy, false, l.w, true, 0)
+			dev.ActGrad(dprev, prev, n.act)
+		}
+	}
+}
+
+// ActorCritic is CleanRL's PPO agent: separate actor and critic MLPs,
+// orthogonal initialisation (gain √2 for hidden layers, 0.01 for the policy
+// head, 1 for the value head), zero biases, and either a categorical head
+// (discrete actions) or a Gaussian with a state-independent log-std.
+type ActorCritic struct {
+	dev           gpu.Device
+	actor, critic network
+	discrete      bool
+	obsDim, nOut  int
+
+	params, grads   gpu.Tensor
+	logStd, dLogStd gpu.Tensor // Gaussian only
+	names           []NamedTensor
+
+	// Host buffers for acting.
+	obsDev                gpu.Tensor
+	hostOut, hostLogStd   []float32
+	hostVals              []float32
+	probs                 []float64
+	actCap                int
+	policyOut, policyGrad gpu.Tensor
+}
+
+// NewActorCritic builds the agent on b.Device.
+func NewActorCritic(b Build) (*ActorCritic, error) {
+	if b.Obs.Kind != envs.Box || b.Obs.Dim <= 0 {
+		return nil, fmt.Errorf("mlp needs vector observations, got %v", b.Obs)
+	}
+	if len(b.Hidden) == 0 {
+		return nil, fmt.Errorf("mlp needs at least one hidden layer")
+	}
+	act, err := gpu.ParseActivation(b.Activation)
+	if err != nil {
+		return nil, err
+	}
+	a := &ActorCritic{dev: b.Device, obsDim: b.Obs.Dim, discrete: b.Act.Kind == envs.Discrete}
+	a.nOut = b.Act.Dim
+	if a.discrete {
+		a.nOut = b.Act.N
+		if a.nOut < 1 {
+			return nil, fmt.Errorf("discrete action space with %d actions", a.nOut)
+		}
+	}
+	actorSizes := append(append([]int{a.obsDim}, b.Hidden...), a.nOut)
+	criticSizes := append(append([]int{a.obsDim}, b.Hidden...), 1)
+	total := countParams(actorSizes) + countParams(criticSizes)
+	if !a.discrete {
+		total += a.nOut
+	}
+	a.params = b.Device.Alloc(1, total)
+	a.grads = b.Device.Alloc(1, total)
+	host := make([]float32, total)
+	off := 0
+	a.actor = a.layout("actor", actorSizes, act, &off, host, b.RNG, 0.01)
+	a.critic = a.layout("critic", criticSizes, act, &off, host, b.RNG, 1)
+	if !a.discrete {
+		a.logStd = a.params.Slice(off, 1, a.nOut)
+		a.dLogStd = a.grads.Slice(off, 1, a.nOut)
+		a.names = append(a.names, NamedTensor{Name: "actor_logstd", T: a.logStd})
+		off += a.nOut // log-std starts at 0: σ = 1
+	}
+	b.Device.Upload(a.params, host)
+	return a, nil
+}
+
+func countParams(sizes []int) int {
+	n := 0
+	for i := 1; i < len(sizes); i++ {
+		n += sizes[i-1]*sizes[i] + sizes[i]
+	}
+	return n
+}
+
+// layout carves one network's layers out of the flat tensors and
+// initialises their weights in host (biases stay zero).
+func (a *ActorCritic) layout(name string, sizes []int, act gpu.Activation, off *int, host []float32, rng *rand.Rand, headGain float64) network {
+	n := network{act: act}
+	for i := 1; i < len(sizes); i++ {
+		in, out := sizes[i-1], sizes[i]
+		l := linear{in: in, out: out,
+			w: a.params.Slice(*off, in, out), dw: a.grads.Slice(*off, in, out),
+			b: a.params.Slice(*off+in*out, 1, out), db: a.grads.Slice(*off+in*out, 1, out)}
+		gain := math.Sqrt2
+		if i == len(sizes)-1 {
+			gain = headGain
+		}
+		torch := make([]float32, in*out)
+		orthogonal(torch, out, in, gain, rng) // PyTorch's out×in
+		for o := 0; o < out; o++ {
+			for j := 0; j < in; j++ {
+				host[*off+j*out+o] = torch[o*in+j]
+			}
+		}
+		// PyTorch numbers a Sequential's modules: Linear layers sit at
+		// even indices with the activations between them.
+		idx := 2 * (i - 1)
+		a.names = append(a.names,
+			NamedTensor{Name: fmt.Sprintf("%s.%d.weight", name, idx), T: l.w, Transposed: true},
+			NamedTensor{Name: fmt.Sprintf("%s.%d.bias", name, idx), T: l.b})
+		*off += in*out + out
+		n.layers = append(n.layers, l)
+	}
+	return n
+}
+
+// Params implements Learner.
+func (a *ActorCritic) Params() gpu.Tensor { return a.params }
+
+// Grads implements Learner.
+func (a *ActorCritic) Grads() gpu.Tensor { return a.grads }
+
+// Tensors implements Learner.
+func (a *ActorCritic) Tensors() []NamedTensor { return a.names }
+
+// Forward implements Learner.
+func (a *ActorCritic) Forward(obs gpu.Tensor) gpu.Tensor {
+	a.policyOut = a.actor.forward(a.dev, obs)
+	a.policyGrad = a.actor.outGrad(obs.Rows)
+	return a.critic.forward(a.dev, obs)
+}
+
+// PolicyLoss implements Learner.
+func (a *ActorCritic) PolicyLoss(p gpu.PPOPolicyArgs) {
+	p.Out, p.DOut = a.policyOut, a.policyGrad
+	if a.discrete {
+		a.dev.CategoricalPPO(p)
+		return
+	}
+	p.LogStd, p.DLogStd = a.logStd, a.dLogStd
+	a.dev.GaussianPPO(p)
+}
+
+// Backward implements Learner. The value loss gradient is copied into the
+// critic's output gradient buffer (B×1), then both networks backpropagate.
+func (a *ActorCritic) Backward(dValues gpu.Tensor) {
+	a.dev.Copy(a.critic.outGrad(dValues.Rows), dValues)
+	a.actor.backward(a.dev)
+	a.critic.backward(a.dev)
+}
+
+func (a *ActorCritic) reserveAct(n int) {
+	if n <= a.actCap {
+		return
+	}
+	a.obsDev = a.dev.Alloc(n, a.obsDim)
+	a.hostOut = make([]float32, n*a.nOut)
+	a.hostVals = make([]float32, n)
+	a.hostLogStd = make([]float32, a.nOut)
+	a.probs = make([]float64, a.nOut)
+	a.actCap = n
+}
+
+// Values implements Agent.
+func (a *ActorCritic) Values(obs []float32, n int, values []float32) {
+	a.reserveAct(n)
+	x := a.obsDev.RowRange(0, n)
+	a.dev.Upload(x, obs[:n*a.obsDim])
+	a.dev.Download(values[:n], a.critic.forward(a.dev, x))
+}
+
+// Act implements Agent. Sampling happens on the host from the downloaded
+// logits (or means), with the caller's random stream, so runs are
+// reproducible whatever the device.
+func (a *ActorCritic) Act(obs []float32, n int, rng *rand.Rand, deterministic bool, actions, logp, values []float32) {
+	a.reserveAct(n)
+	x := a.obsDev.RowRange(0, n)
+	a.dev.Upload(x, obs[:n*a.obsDim])
+	a.dev.Download(a.hostOut, a.actor.forward(a.dev, x))
+	a.dev.Download(values[:n], a.critic.forward(a.dev, x))
+	if a.discrete {
+		for i := 0; i < n; i++ {
+			actions[i], logp[i] = sampleCategorical(a.hostOut[i*a.nOut:(i+1)*a.nOut], a.probs, rng, deterministic)
+		}
+		return
+	}
+	a.dev.Download(a.hostLogStd, a.logStd)
+	for i := 0; i < n; i++ {
+		logp[i] = sampleGaussian(a.hostOut[i*a.nOut:(i+1)*a.nOut], a.hostLogStd, actions[i*a.nOut:(i+1)*a.nOut], rng, deterministic)
+	}
+}
+
+// sampleCategorical draws an index from softmax(logits) and returns it with
+// its log-probability; probs is scratch of len(logits).
+func sampleCategorical(logits []float32, probs []float64, rng *rand.Rand, deterministic bool) (float32, float32) {
+	mx := float64(logits[0])
+	best := 0
+	for j, v := range logits {
+		if float64(v) > mx {
+			mx, best = float64(v), j
+		}
+	}
+	var sum float64
+	for j, v := range logits {
+		probs[j] = math.Exp(float64(v) - mx)
+		sum += probs[j]
+	}
+	choice := best
+	if !deterministic {
+		u := rng.Float64() * sum
+		choice = len(logits) - 1
+		for j, p := range probs {
+			if u < p {
+				choice = j
+				break
+			}
+			u -= p
+		}
+	}
+	return float32(choice), float32(float64(logits[choice]) - mx - math.Log(sum))
+}
+
+// sampleGaussian draws actions from N(mean, exp(logStd)²) into out and
+// returns the log-density of the (unclipped) sample.
+func sampleGaussian(mean, logStd, out []float32, rng *rand.Rand, deterministic bool) float32 {
+	var lp float64
+	for j, m := range mean {
+		sd := math.Exp(float64(logStd[j]))
+		z := 0.0
+		if !deterministic {
+			z = rng.NormFloat64()
+		}
+		out[j] = float32(float64(m) + sd*z)
+		// The log-density of the stored float32 sample.
+		zq := (float64(out[j]) - float64(m)) / sd
+		lp += -0.5*zq*zq - float64(logStd[j]) - 0.5*math.Log(2*math.Pi)
+	}
+	return float32(lp)
+}

@@ -1,0 +1,153 @@
+package agents
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/gpu"
+)
+
+func newTestAgent(t *testing.T, act envs.Space, hidden []int) (*ActorCritic, *gpu.CPU) {
+	dev := gpu.NewCPU(1)
+	a, err := NewActorCritic(Build{Obs: envs.Space{Kind: envs.Box, Dim: 3}, Act: act, Hidden: hidden,
+		Activation: "tanh", Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, dev
+}
+
+// TestActorCriticGradients checks Backward against central differences of
+// the whole PPO loss (policy + entropy + value) in every parameter.
+func TestActorCriticGradients(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		act  envs.Space
+	}{
+		{"categorical", envs.Space{Kind: envs.Discrete, N: 3}},
+		{"gaussian", envs.Space{Kind: envs.Box, Dim: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, dev := newTestAgent(t, tc.act, []int{5, 4})
+			r := rand.New(rand.NewPCG(3, 4))
+			const B = 8
+			ad := tc.act.Size()
+			obs, acts := make([]float32, B*3), make([]float32, B*ad)
+			for i := range obs {
+				obs[i] = float32(r.NormFloat64())
+			}
+			// Make the policy non-trivial so gradients are not tiny.
+			p := dev.Data(a.Params())
+			for i := range p {
+				p[i] += float32(r.NormFloat64() * 0.3)
+			}
+			old, vals := make([]float32, B), make([]float32, B)
+			a.Act(obs, B, r, false, acts, old, vals)
+			for i := range old {
+				old[i] += float32(r.NormFloat64() * 0.05)
+			}
+			adv, ret := make([]float32, B), make([]float32, B)
+			for i := range adv {
+				adv[i], ret[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+			}
+			up := func(rows, cols int, v []float32) gpu.Tensor { x := dev.Alloc(rows, cols); dev.Upload(x, v); return x }
+			obsT, actT, oldT, advT, retT, valT := up(B, 3, obs), up(B, ad, acts), up(B, 1, old), up(B, 1, adv), up(B, 1, ret), up(B, 1, vals)
+			stats, dv := dev.Alloc(1, gpu.NumStats), dev.Alloc(B, 1)
+			loss := func() float64 {
+				dev.Fill(stats, 0)
+				v := a.Forward(obsT)
+				a.PolicyLoss(gpu.PPOPolicyArgs{Actions: actT, OldLogp: oldT, Adv: advT, ClipCoef: 10, EntCoef: 0.05, NormAdv: true, Stats: stats})
+				dev.ValueLoss(gpu.ValueArgs{Value: v, OldValue: valT, Returns: retT, DValue: dv, ClipCoef: 10, Clip: true, VFCoef: 0.5, Stats: stats})
+				s := dev.Data(stats)
+				return float64(s[gpu.StatPolicyLoss]) - 0.05*float64(s[gpu.StatEntropy]) + 0.5*float64(s[gpu.StatValueLoss])
+			}
+			loss()
+			a.Backward(dv)
+			grad := append([]float32(nil), dev.Data(a.Grads())...)
+			const h = 1e-2
+			for i := range p {
+				orig := p[i]
+				p[i] = orig + h
+				lu := loss()
+				p[i] = orig - h
+				ld := loss()
+				p[i] = orig
+				num := (lu - ld) / (2 * h)
+				if math.Abs(num-float64(grad[i])) > 2e-4+2e-2*math.Abs(num) {
+					t.Errorf("param %d: analytic %v, numeric %v", i, grad[i], num)
+				}
+			}
+		})
+	}
+}
+
+func TestOrthogonalInit(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, s := range []struct{ rows, cols int }{{64, 4}, {4, 64}, {64, 64}, {2, 64}} {
+		w := make([]float32, s.rows*s.cols)
+		orthogonal(w, s.rows, s.cols, math.Sqrt2, r)
+		// The shorter side's vectors are orthogonal with squared norm gain².
+		short, long := s.cols, s.rows
+		at := func(i, j int) float64 { return float64(w[j*s.cols+i]) } // column i, element j
+		if s.rows < s.cols {
+			short, long = s.rows, s.cols
+			at = func(i, j int) float64 { return float64(w[i*s.cols+j]) }
+		}
+		for i := 0; i < short; i++ {
+			for k := 0; k <= i; k++ {
+				var dot float64
+				for j := 0; j < long; j++ {
+					dot += at(i, j) * at(k, j)
+				}
+				want := 0.0
+				if i == k {
+					want = 2
+				}
+				if math.Abs(dot-want) > 1e-5 {
+					t.Fatalf("%dx%d: <v%d,v%d> = %v, want %v", s.rows, s.cols, i, k, dot, want)
+				}
+			}
+		}
+	}
+}
+
+func TestInitialPolicyIsNearUniform(t *testing.T) {
+	a, _ := newTestAgent(t, envs.Space{Kind: envs.Discrete, N: 2}, []int{64, 64})
+	obs := []float32{0.1, -0.2, 0.3}
+	acts, logp, vals := make([]float32, 1), make([]float32, 1), make([]float32, 1)
+	a.Act(obs, 1, rand.New(rand.NewPCG(1, 1)), false, acts, logp, vals)
+	// Policy head gain 0.01 keeps initial logits tiny: both actions ≈ ½.
+	if math.Abs(float64(logp[0])-math.Log(0.5)) > 0.01 {
+		t.Fatalf("initial log-prob %v, want ≈ log ½", logp[0])
+	}
+	if names := a.Tensors(); names[0].Name != "actor.0.weight" || names[len(names)-1].Name != "critic.4.bias" {
+		t.Fatalf("tensor names %q … %q", names[0].Name, names[len(names)-1].Name)
+	}
+}
+
+func TestSamplingMatchesProbabilities(t *testing.T) {
+	logits := []float32{0, float32(math.Log(3))} // p = ¼, ¾
+	probs := make([]float64, 2)
+	r := rand.New(rand.NewPCG(7, 8))
+	ones := 0
+	const n = 40000
+	for i := 0; i < n; i++ {
+		a, lp := sampleCategorical(logits, probs, r, false)
+		want := math.Log(0.25)
+		if a == 1 {
+			ones++
+			want = math.Log(0.75)
+		}
+		if math.Abs(float64(lp)-want) > 1e-6 {
+			t.Fatalf("log-prob %v for action %v, want %v", lp, a, want)
+		}
+	}
+	if f := float64(ones) / n; math.Abs(f-0.75) > 0.01 {
+		t.Fatalf("action 1 drawn %.3f of the time, want 0.75", f)
+	}
+	if a, _ := sampleCategorical(logits, probs, r, true); a != 1 {
+		t.Fatal("deterministic sampling should pick the mode")
+	}
+}

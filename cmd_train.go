@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/agenttrainer/agenttrainer/agents"
+	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/trainer"
+	"github.com/agenttrainer/agenttrainer/trainer/config"
+)
+
+func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("train", "[--config FILE] [--run-dir DIR] [--quiet] [key=value ...]", "train headless, printing progress", stderr)
+	file := fs.String("config", "", "TOML `file` applied over the defaults")
+	runDir := fs.String("run-dir", "", "put this run exactly in `dir` (default: a new directory under trainer.runs_dir)")
+	quiet := fs.Bool("quiet", false, "print only the run directory and the final result")
+	overrides, err := parseArgs(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	cfg, err := config.Resolve(*file, overrides)
+	if err != nil {
+		printConfigError(stderr, err)
+		return exitConfig
+	}
+	t, err := trainer.New(cfg, trainer.Options{RunDir: *runDir})
+	if err != nil {
+		printConfigError(stderr, err)
+		return exitConfig
+	}
+	events, unsubscribe := t.Subscribe(1024)
+	printed := make(chan struct{})
+	go func() {
+		defer close(printed)
+		printProgress(events, stdout, *quiet, cfg.PPO.TotalTimesteps, t.Info().Device)
+	}()
+	sum, err := t.Run(ctx)
+	<-printed
+	unsubscribe()
+	if err != nil {
+		fmt.Fprintf(stderr, "agenttrainer: %v\n", err)
+		if sum.RunDir != "" {
+			fmt.Fprintf(stderr, "agenttrainer: what was done is kept in %s\n", sum.RunDir)
+		}
+		return exitFail
+	}
+	if sum.State == trainer.StateStopped {
+		fmt.Fprintf(stdout, "stopped after %d iterations; kept in %s\n", sum.Iterations, sum.RunDir)
+		return 130
+	}
+	return exitOK
+}
+
+// printProgress prints the run directory, then at most one progress line a
+// second, then the result.
+func printProgress(events <-chan trainer.Event, w io.Writer, quiet bool, total int64, device string) {
+	var last trainer.Metrics
+	var lastPrint time.Time
+	for e := range events {
+		switch e.Kind {
+		case trainer.EventStarted:
+			fmt.Fprintf(w, "run directory: %s\ndevice: %s\n", e.Message, device)
+		case trainer.EventMetrics:
+			last = e.Metrics
+			if !quiet && time.Since(lastPrint) >= time.Second {
+				lastPrint = time.Now()
+				fmt.Fprintln(w, progressLine(e.Metrics, total))
+			}
+		case trainer.EventEdit, trainer.EventLog:
+			if !quiet {
+				fmt.Fprintln(w, e.Message)
+			}
+		case trainer.EventDone:
+			if last.Iter > 0 {
+				if !quiet {
+					fmt.Fprintln(w, progressLine(last, total))
+				}
+				fmt.Fprintf(w, "%s: %d steps in %.1f s (%s steps/s), ep_return_mean %s over the last 100 of %d episodes\n",
+					e.State, last.Step, float64(last.TimeS), thousands(float64(last.SPS)), num(last.EpReturnMean), last.Episodes)
+			}
+		}
+	}
+}
+
+func progressLine(m trainer.Metrics, total int64) string {
+	return fmt.Sprintf("step %9d/%d %3.0f%% | %8s steps/s | ep_return_mean %8s | policy_loss %7s value_loss %8s entropy %6s approx_kl %7s",
+		m.Step, total, 100*float64(m.Step)/float64(total), thousands(float64(m.SPS)), num(m.EpReturnMean),
+		num(m.PolicyLoss), num(m.ValueLoss), num(m.Entropy), num(m.ApproxKL))
+}
+
+// num prints a metric compactly; undefined values print as "-".
+func num(f trainer.Float) string {
+	v := float64(f)
+	switch {
+	case math.IsNaN(v):
+		return "-"
+	case v != 0 && math.Abs(v) < 0.01:
+		return fmt.Sprintf("%.2e", v)
+	}
+	return fmt.Sprintf("%.4g", v)
+}
+
+func thousands(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func runList(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("list", "", "list agents and environments", stderr)
+	if _, err := parseArgs(fs, args); err != nil {
+		return flagExit(err)
+	}
+	fmt.Fprintln(stdout, "Agents (agent.name):")
+	for _, name := range agents.Names() {
+		s, _ := agents.Lookup(name)
+		fmt.Fprintf(stdout, "  %-10s %s\n", name, s.Description)
+	}
+	fmt.Fprintln(stdout, "\nEnvironments (env.id):")
+	for _, id := range envs.IDs() {
+		s, _ := envs.Lookup(id)
+		kind := "?"
+		if e, err := s.New(nil); err == nil {
+			kind = e.ActionSpace().Kind.String()
+		}
+		fmt.Fprintf(stdout, "  %-26s %-10s %s\n", id, kind, s.Description)
+	}
+	return exitOK
+}

@@ -1,0 +1,298 @@
+// Package config is agenttrainer's configuration: the schema (every key with
+// its type, default, doc comment, constraint and whether it may change while
+// a run trains), the documented defaults embedded from config.toml, and one
+// code path that applies config files, command-line key=value overrides and
+// Go maps or string slices of overrides, with errors that say how to fix them.
+package config
+
+import (
+	_ "embed"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/BurntSushi/toml"
+)
+
+// defaultsTOML is a copy of the repository's config.toml (a test keeps the
+// two identical): the defaults and the documentation of every key.
+//
+//go:embed defaults.toml
+var defaultsTOML string
+
+// Config is the whole configuration of a training run. Struct tags carry the
+// schema: `toml` names the key, `live` marks keys a running training may
+// change, `check` states the constraint on the value.
+type Config struct {
+	Env     EnvConfig     `toml:"env"`
+	Agent   AgentConfig   `toml:"agent"`
+	PPO     PPOConfig     `toml:"ppo"`
+	Trainer TrainerConfig `toml:"trainer"`
+}
+
+// EnvConfig chooses and parameterises the environment.
+type EnvConfig struct {
+	ID      string         `toml:"id" check:"nonempty"`
+	NumEnvs int            `toml:"num_envs" check:">0"`
+	Args    map[string]any `toml:"args"`
+}
+
+// AgentConfig chooses and shapes the agent.
+type AgentConfig struct {
+	Name       string `toml:"name" check:"nonempty"`
+	Hidden     []int  `toml:"hidden" check:"each>0"`
+	Activation string `toml:"activation" check:"oneof=tanh|relu"`
+}
+
+// PPOConfig holds the algorithm's hyperparameters (CleanRL's names).
+type PPOConfig struct {
+	TotalTimesteps int64   `toml:"total_timesteps" live:"" check:">0"`
+	NumSteps       int     `toml:"num_steps" check:">0"`
+	LearningRate   float64 `toml:"learning_rate" live:"" check:">0"`
+	AnnealLR       bool    `toml:"anneal_lr" live:""`
+	Gamma          float64 `toml:"gamma" live:"" check:"[0,1]"`
+	GAELambda      float64 `toml:"gae_lambda" live:"" check:"[0,1]"`
+	NumMinibatches int     `toml:"num_minibatches" live:"" check:">0"`
+	UpdateEpochs   int     `toml:"update_epochs" live:"" check:">0"`
+	NormAdv        bool    `toml:"norm_adv" live:""`
+	ClipCoef       float64 `toml:"clip_coef" live:"" check:">0"`
+	ClipVLoss      bool    `toml:"clip_vloss" live:""`
+	EntCoef        float64 `toml:"ent_coef" live:"" check:">=0"`
+	VFCoef         float64 `toml:"vf_coef" live:"" check:">=0"`
+	MaxGradNorm    float64 `toml:"max_grad_norm" live:"" check:">0"`
+	TargetKL       float64 `toml:"target_kl" live:"" check:">=0"`
+}
+
+// TrainerConfig holds everything about a run that is not the algorithm.
+type TrainerConfig struct {
+	Seed     int64  `toml:"seed" check:">=0"`
+	Device   string `toml:"device" check:"device"`
+	Name     string `toml:"name" check:"name"`
+	RunsDir  string `toml:"runs_dir" check:"nonempty"`
+	SaveFreq int    `toml:"save_freq" live:"" check:">=0"`
+}
+
+// BatchSize is the number of samples per update.
+func (c *Config) BatchSize() int { return c.Env.NumEnvs * c.PPO.NumSteps }
+
+// MinibatchSize is the number of samples per gradient step.
+func (c *Config) MinibatchSize() int { return c.BatchSize() / c.PPO.NumMinibatches }
+
+// Key describes one configuration key.
+type Key struct {
+	Name    string // dot notation, e.g. "ppo.learning_rate"
+	Type    string // "int", "float", "bool", "string", "[]int", "table"
+	Default any    // the value from the embedded defaults
+	Doc     string // the comment above the key in config.toml
+	Live    bool   // may change while a run trains
+	Check   string // the constraint, as written in the struct tag
+
+	index []int // reflect field path from Config
+}
+
+var (
+	schemaOnce sync.Once
+	schema     []Key
+	schemaByID map[string]int
+	defaults   Config
+	schemaErr  error
+)
+
+func loadSchema() {
+	docs := parseDocs(defaultsTOML)
+	t := reflect.TypeOf(Config{})
+	schemaByID = map[string]int{}
+	for i := 0; i < t.NumField(); i++ {
+		sec := t.Field(i)
+		for j := 0; j < sec.Type.NumField(); j++ {
+			f := sec.Type.Field(j)
+			k := Key{
+				Name:  sec.Tag.Get("toml") + "." + f.Tag.Get("toml"),
+				Type:  typeName(f.Type),
+				Check: f.Tag.Get("check"),
+				index: []int{i, j},
+			}
+			_, k.Live = f.Tag.Lookup("live")
+			k.Doc = docs[k.Name]
+			schemaByID[k.Name] = len(schema)
+			schema = append(schema, k)
+		}
+	}
+	var err error
+	defaults, err = decodeDefaults()
+	if err != nil {
+		schemaErr = fmt.Errorf("embedded defaults: %w", err)
+		return
+	}
+	v := reflect.ValueOf(&defaults).Elem()
+	for i := range schema {
+		schema[i].Default = v.FieldByIndex(schema[i].index).Interface()
+	}
+}
+
+func decodeDefaults() (Config, error) {
+	var c Config
+	md, err := toml.Decode(defaultsTOML, &c)
+	if err != nil {
+		return c, err
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		// env.args is a free-form table; anything else undecoded is a bug.
+		for _, k := range und {
+			if !strings.HasPrefix(k.String(), "env.args") {
+				return c, fmt.Errorf("key %s is not in the schema", k)
+			}
+		}
+	}
+	if c.Env.Args == nil {
+		c.Env.Args = map[string]any{}
+	}
+	return c, nil
+}
+
+func typeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64:
+		return "int"
+	case reflect.Float64:
+		return "float"
+	case reflect.Bool:
+		return "bool"
+	case reflect.String:
+		return "string"
+	case reflect.Slice:
+		return "[]" + typeName(t.Elem())
+	case reflect.Map:
+		return "table"
+	}
+	panic("config: unsupported field type " + t.String())
+}
+
+// parseDocs maps each key of a commented TOML file to the comment lines
+// directly above it.
+func parseDocs(src string) map[string]string {
+	docs := map[string]string{}
+	section := ""
+	var comment []string
+	for _, line := range strings.Split(src, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "#"):
+			comment = append(comment, strings.TrimSpace(strings.TrimPrefix(line, "#")))
+		case strings.HasPrefix(line, "["):
+			section = strings.Trim(line, "[]")
+			comment = nil
+		case strings.Contains(line, "="):
+			name := strings.TrimSpace(line[:strings.Index(line, "=")])
+			docs[section+"."+name] = strings.Join(comment, " ")
+			comment = nil
+		default:
+			comment = nil
+		}
+	}
+	return docs
+}
+
+// Schema returns every key in file order.
+func Schema() []Key {
+	mustSchema()
+	return append([]Key(nil), schema...)
+}
+
+// Lookup returns the schema entry of a key.
+func Lookup(name string) (Key, bool) {
+	mustSchema()
+	i, ok := schemaByID[name]
+	if !ok {
+		return Key{}, false
+	}
+	return schema[i], true
+}
+
+func mustSchema() {
+	schemaOnce.Do(loadSchema)
+	if schemaErr != nil {
+		panic(schemaErr) // the embedded file is part of the program
+	}
+}
+
+// Default returns the embedded defaults.
+func Default() Config {
+	mustSchema()
+	return defaults.Clone()
+}
+
+// DefaultsTOML is the embedded, commented defaults file.
+func DefaultsTOML() string { return defaultsTOML }
+
+// Clone returns a deep copy.
+func (c Config) Clone() Config {
+	out := c
+	out.Agent.Hidden = append([]int(nil), c.Agent.Hidden...)
+	out.Env.Args = cloneTable(c.Env.Args)
+	return out
+}
+
+func cloneTable(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if sub, ok := v.(map[string]any); ok {
+			v = cloneTable(sub)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// Get returns the value of a key.
+func (c *Config) Get(name string) (any, error) {
+	k, ok := Lookup(name)
+	if !ok {
+		return nil, unknownKeyError(name)
+	}
+	return reflect.ValueOf(c).Elem().FieldByIndex(k.index).Interface(), nil
+}
+
+// TOML renders the config as a TOML document.
+func (c Config) TOML() string {
+	var b strings.Builder
+	if err := toml.NewEncoder(&b).Encode(c); err != nil {
+		return fmt.Sprintf("# cannot encode config: %v\n", err)
+	}
+	return b.String()
+}
+
+// FormatValue renders a value the way it would be written in TOML.
+func FormatValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		return fmt.Sprintf("%q", x)
+	case []int:
+		parts := make([]string, len(x))
+		for i, n := range x {
+			parts[i] = fmt.Sprint(n)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case map[string]any:
+		if len(x) == 0 {
+			return "{}"
+		}
+		var b strings.Builder
+		if err := toml.NewEncoder(&b).Encode(map[string]any{"v": x}); err != nil {
+			return fmt.Sprint(x)
+		}
+		return strings.TrimSpace(strings.TrimPrefix(b.String(), "[v]"))
+	case float64:
+		return formatFloat(x)
+	}
+	return fmt.Sprint(v)
+}
+
+func formatFloat(f float64) string {
+	s := fmt.Sprint(f)
+	if !strings.ContainsAny(s, ".eEn") { // keep floats recognisable as floats
+		s += ".0"
+	}
+	return s
+}

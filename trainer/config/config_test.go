@@ -1,0 +1,188 @@
+package config
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "copy the repository's config.toml over the embedded defaults.toml")
+
+// The embedded defaults are a copy of the repository's config.toml, which is
+// what people read and edit; -update copies it here.
+func TestEmbeddedDefaultsMatchRootConfig(t *testing.T) {
+	root, err := os.ReadFile("../../config.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile("defaults.toml", root, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if string(root) != defaultsTOML {
+		t.Fatal("trainer/config/defaults.toml differs from config.toml; run go test ./trainer/config -update")
+	}
+}
+
+func TestEveryKeyDocumented(t *testing.T) {
+	for _, k := range Schema() {
+		if k.Doc == "" {
+			t.Errorf("%s has no comment in config.toml", k.Name)
+		}
+		if strings.Contains(k.Doc, "[live]") != k.Live {
+			t.Errorf("%s: the [live] mark in config.toml (%v) disagrees with the schema (%v)",
+				k.Name, strings.Contains(k.Doc, "[live]"), k.Live)
+		}
+	}
+	if got := len(parseDocs(defaultsTOML)); got != len(Schema()) {
+		t.Errorf("config.toml documents %d keys, the schema has %d", got, len(Schema()))
+	}
+}
+
+func TestRequiredKeys(t *testing.T) {
+	for _, name := range []string{"env.id", "env.num_envs", "agent.name", "agent.hidden", "agent.activation",
+		"ppo.total_timesteps", "ppo.num_steps", "ppo.learning_rate", "ppo.anneal_lr", "ppo.gamma", "ppo.gae_lambda",
+		"ppo.num_minibatches", "ppo.update_epochs", "ppo.norm_adv", "ppo.clip_coef", "ppo.clip_vloss",
+		"ppo.ent_coef", "ppo.vf_coef", "ppo.max_grad_norm", "ppo.target_kl", "trainer.seed", "trainer.device"} {
+		if _, ok := Lookup(name); !ok {
+			t.Errorf("schema lacks %s", name)
+		}
+	}
+}
+
+func TestOverrideFormsAgree(t *testing.T) {
+	args := []string{"ppo.learning_rate=3e-4", "agent.hidden=[128,128]", "env.id=Acrobot-v1",
+		`trainer.name="my run"`, "ppo.total_timesteps=1e6", "env.args.command=[\"python3\", \"x.py\"]"}
+	a := Default()
+	if err := a.ApplyArgs(args); err == nil {
+		t.Fatal("a run name with a space should be refused")
+	}
+	args[3] = `trainer.name="my-run"`
+	a = Default()
+	if err := a.ApplyArgs(args); err != nil {
+		t.Fatal(err)
+	}
+	b := Default()
+	if err := b.ApplyMap(map[string]any{
+		"ppo.learning_rate": 3e-4, "agent.hidden": []int{128, 128}, "env": map[string]any{"id": "Acrobot-v1"},
+		"trainer.name": "my-run", "ppo.total_timesteps": 1_000_000, "env.args.command": []string{"python3", "x.py"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("string and map overrides differ:\n%s\n---\n%s", a.TOML(), b.TOML())
+	}
+	if a.PPO.LearningRate != 3e-4 || a.PPO.TotalTimesteps != 1_000_000 || !reflect.DeepEqual(a.Agent.Hidden, []int{128, 128}) {
+		t.Fatalf("overrides not applied: %+v", a.PPO)
+	}
+}
+
+func TestPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c.toml")
+	os.WriteFile(file, []byte("[ppo]\nlearning_rate = 1e-3\ngamma = 0.9\n[env.args]\nsize = 4\n"), 0o644)
+	c, err := Resolve(file, []string{"ppo.gamma=0.95"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.PPO.LearningRate != 1e-3 || c.PPO.Gamma != 0.95 || c.PPO.NumSteps != 128 || c.Env.Args["size"] != int64(4) {
+		t.Fatalf("defaults ← file ← overrides not respected: lr %v gamma %v steps %v args %v",
+			c.PPO.LearningRate, c.PPO.Gamma, c.PPO.NumSteps, c.Env.Args)
+	}
+	if Default().PPO.LearningRate != 2.5e-4 {
+		t.Fatal("resolving changed the defaults")
+	}
+}
+
+func TestResolvedTOMLRoundTrips(t *testing.T) {
+	c, err := Resolve("", []string{"agent.hidden=[32]", "env.args.x=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "r.toml")
+	os.WriteFile(file, []byte(c.TOML()), 0o644)
+	back, err := Resolve(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c, back) {
+		t.Fatalf("round trip changed the config:\n%s\n---\n%s", c.TOML(), back.TOML())
+	}
+}
+
+// TestBadInput pins the message for each kind of mistake a person can make.
+func TestBadInput(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		file string // contents of a config file, if any
+		want string
+	}{
+		{"unknown key with typo", []string{"ppo.learnig_rate=1e-3"}, "", `ppo.learnig_rate: unknown key; did you mean ppo.learning_rate?`},
+		{"key without section", []string{"learning_rate=1e-3"}, "", `did you mean ppo.learning_rate?`},
+		{"unknown section", []string{"optim.lr=1"}, "", "optim.lr: unknown key (`agenttrainer config` lists every key)"},
+		{"not key=value", []string{"ppo.gamma"}, "", `override "ppo.gamma": not of the form key=value`},
+		{"empty key", []string{"=3"}, "", `not of the form key=value`},
+		{"string for int", []string{"ppo.num_steps=abc"}, "", `ppo.num_steps: expects an integer, got "abc" (a string)`},
+		{"fraction for int", []string{"env.num_envs=2.5"}, "", `env.num_envs: expects an integer, got 2.5 (a float)`},
+		{"string for float", []string{"ppo.learning_rate=fast"}, "", `ppo.learning_rate: expects a number, got "fast" (a string)`},
+		{"number for bool", []string{"ppo.anneal_lr=2"}, "", `ppo.anneal_lr: expects true or false, got 2 (an integer)`},
+		{"number for string", []string{"trainer.device=3"}, "", `trainer.device: expects a string, got 3 (an integer)`},
+		{"scalar for list", []string{"agent.hidden=64"}, "", `agent.hidden: expects a list of integers such as [64, 64], got 64 (an integer)`},
+		{"list of strings", []string{`agent.hidden=["a"]`}, "", `element 0 is "a" (a string)`},
+		{"unbalanced bracket", []string{"agent.hidden=[64,"}, "", `agent.hidden: cannot read [64, as a TOML value`},
+		{"negative rate", []string{"ppo.learning_rate=-1"}, "", `ppo.learning_rate: must be greater than 0, got -1`},
+		{"gamma above 1", []string{"ppo.gamma=1.5"}, "", `ppo.gamma: must be between 0 and 1, got 1.5`},
+		{"lambda below 0", []string{"ppo.gae_lambda=-0.1"}, "", `ppo.gae_lambda: must be between 0 and 1, got -0.1`},
+		{"zero envs", []string{"env.num_envs=0"}, "", `env.num_envs: must be greater than 0, got 0`},
+		{"empty hidden", []string{"agent.hidden=[]"}, "", `needs at least one hidden layer`},
+		{"zero layer", []string{"agent.hidden=[64,0]"}, "", `layer sizes must be greater than 0, got [64 0]`},
+		{"bad activation", []string{"agent.activation=sigmoid"}, "", `agent.activation: must be one of tanh, relu, got "sigmoid"`},
+		{"bad device", []string{"trainer.device=gpu"}, "", `trainer.device: must be "auto", "cpu", "cuda" or "cuda:N", got "gpu"`},
+		{"minibatches do not divide", []string{"ppo.num_minibatches=3"}, "", `ppo.num_minibatches: 3 does not divide the batch of 512 (env.num_envs 4 × ppo.num_steps 128); try 2 or 4`},
+		{"minibatch of one", []string{"env.num_envs=1", "ppo.num_steps=4", "ppo.num_minibatches=4"}, "", `minibatches of 1 sample cannot normalise advantages`},
+		{"nan", []string{"ppo.clip_coef=nan"}, "", `ppo.clip_coef: expects a finite number`},
+		{"args not a table", []string{"env.args=3"}, "", `env.args: expects a table`},
+		{"file unknown key", nil, "[ppo]\nlearnig_rate = 1e-3\n", `c.toml: ppo.learnig_rate: unknown key; did you mean ppo.learning_rate?`},
+		{"file bad syntax", nil, "[ppo\nx=1\n", `c.toml: not valid TOML at line 2`},
+		{"file wrong type", nil, "[env]\nnum_envs = \"four\"\n", `c.toml: env.num_envs: expects an integer, got "four" (a string)`},
+		{"file top-level key", nil, "seed = 1\n", `seed: unknown key; did you mean trainer.seed?`},
+		{"missing file", nil, "MISSING", `cannot read config file: no such file or directory`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			file := ""
+			if tc.file != "" {
+				file = filepath.Join(t.TempDir(), "c.toml")
+				if tc.file != "MISSING" {
+					os.WriteFile(file, []byte(tc.file), 0o644)
+				}
+			}
+			_, err := Resolve(file, tc.args)
+			if err == nil {
+				t.Fatalf("accepted %v %q", tc.args, tc.file)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q\ndoes not contain %q", err, tc.want)
+			}
+			if !IsConfigError(err) {
+				t.Fatalf("%v is not marked as a configuration error", err)
+			}
+		})
+	}
+}
+
+func TestLenientScalars(t *testing.T) {
+	c := Default()
+	if err := c.ApplyArgs([]string{"ppo.learning_rate=.5", "ppo.norm_adv=false", "trainer.device=cuda:1", "env.id=CartPole-v1", "ppo.total_timesteps=1_000"}); err != nil {
+		t.Fatal(err)
+	}
+	if c.PPO.LearningRate != 0.5 || c.PPO.NormAdv || c.Trainer.Device != "cuda:1" || c.PPO.TotalTimesteps != 1000 {
+		t.Fatalf("got %+v %+v", c.PPO, c.Trainer)
+	}
+}

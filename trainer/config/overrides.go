@@ -1,0 +1,511 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Error is a configuration mistake: which key (if any), where it came from
+// (a file, the command line, a live edit) and what is wrong.
+type Error struct {
+	Source string // "config.toml", "command line", …; may be empty
+	Key    string
+	Msg    string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.Source != "" {
+		b.WriteString(e.Source + ": ")
+	}
+	if e.Key != "" {
+		b.WriteString(e.Key + ": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// IsConfigError reports whether err is (or wraps) a configuration mistake,
+// as opposed to a failure while running.
+func IsConfigError(err error) bool {
+	var e *Error
+	return errors.As(err, &e)
+}
+
+const argsPrefix = "env.args"
+
+// Resolve builds a config from the embedded defaults, an optional file and
+// key=value overrides, and validates it.
+func Resolve(file string, overrides []string) (Config, error) {
+	c := Default()
+	if file != "" {
+		if err := c.LoadFile(file); err != nil {
+			return c, err
+		}
+	}
+	if err := c.ApplyArgs(overrides); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+// LoadFile applies every key of a TOML file on top of c.
+func (c *Config) LoadFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return &Error{Source: path, Msg: fmt.Sprintf("cannot read config file: %v", errors.Unwrap(err))}
+	}
+	var m map[string]any
+	if _, err := toml.Decode(string(data), &m); err != nil {
+		var perr toml.ParseError
+		if errors.As(err, &perr) {
+			return &Error{Source: path, Msg: fmt.Sprintf("not valid TOML at line %d: %s", perr.Position.Line, perr.Message)}
+		}
+		return &Error{Source: path, Msg: "not valid TOML: " + err.Error()}
+	}
+	return c.applyTable(m, path)
+}
+
+// ApplyArgs applies overrides written as "key=value" (dot-notation keys,
+// TOML values; strings may go without quotes).
+func (c *Config) ApplyArgs(args []string) error {
+	var errs []error
+	for _, arg := range args {
+		key, raw, ok := strings.Cut(arg, "=")
+		key = strings.TrimSpace(key)
+		if !ok || key == "" {
+			errs = append(errs, &Error{Source: "override " + strconv.Quote(arg),
+				Msg: "not of the form key=value (for example ppo.learning_rate=3e-4)"})
+			continue
+		}
+		if err := c.SetString(key, raw); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ApplyMap applies overrides given as a Go map with dot-notation keys; values
+// may also be nested maps ({"ppo": {"gamma": 0.98}}).
+func (c *Config) ApplyMap(m map[string]any) error { return c.applyTable(m, "") }
+
+func (c *Config) applyTable(m map[string]any, source string) error {
+	flat := map[string]any{}
+	flatten("", m, flat)
+	keys := make([]string, 0, len(flat))
+	for k := range flat {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var errs []error
+	for _, k := range keys {
+		if err := c.set(k, flat[k], source); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func flatten(prefix string, m map[string]any, out map[string]any) {
+	for k, v := range m {
+		name := k
+		if prefix != "" {
+			name = prefix + "." + k
+		}
+		if sub, ok := v.(map[string]any); ok && (len(sub) > 0 || name != argsPrefix) {
+			flatten(name, sub, out)
+			continue
+		}
+		out[name] = v
+	}
+}
+
+// SetString sets a key from its textual form: a TOML value, or a bare string.
+func (c *Config) SetString(key, raw string) error {
+	v, err := ParseValue(raw)
+	if err != nil {
+		return &Error{Key: key, Msg: err.Error()}
+	}
+	return c.set(key, v, "")
+}
+
+// Set sets a key to a Go value (int, float, bool, string, []int, …).
+func (c *Config) Set(key string, v any) error { return c.set(key, v, "") }
+
+// ParseValue reads a TOML value; text that is not TOML and does not look
+// like an attempt at a quoted string, list or table is taken as a bare string.
+func ParseValue(raw string) (any, error) {
+	var m map[string]any
+	if _, err := toml.Decode("v = "+raw, &m); err == nil {
+		return m["v"], nil
+	}
+	s := strings.TrimSpace(raw)
+	if s != "" && strings.ContainsAny(s[:1], `["'{`) {
+		return nil, fmt.Errorf("cannot read %s as a TOML value (check brackets and quotes, e.g. [64, 64] or \"text\")", raw)
+	}
+	return s, nil
+}
+
+func (c *Config) set(key string, v any, source string) error {
+	fail := func(format string, a ...any) error {
+		return &Error{Source: source, Key: key, Msg: fmt.Sprintf(format, a...)}
+	}
+	v = normalize(v)
+	if key == argsPrefix || strings.HasPrefix(key, argsPrefix+".") {
+		return c.setArg(strings.TrimPrefix(strings.TrimPrefix(key, argsPrefix), "."), v, fail)
+	}
+	k, ok := Lookup(key)
+	if !ok {
+		e := unknownKeyError(key)
+		e.Source = source
+		return e
+	}
+	field := reflect.ValueOf(c).Elem().FieldByIndex(k.index)
+	val, err := convert(field.Type(), v)
+	if err != nil {
+		return fail("%s", err)
+	}
+	if err := checkValue(k.Check, val.Interface()); err != nil {
+		return fail("%s", err)
+	}
+	field.Set(val)
+	return nil
+}
+
+func (c *Config) setArg(sub string, v any, fail func(string, ...any) error) error {
+	if sub == "" {
+		t, ok := v.(map[string]any)
+		if !ok {
+			return fail("expects a table such as {command = [\"python3\", \"server.py\"]}, got %s", describe(v))
+		}
+		c.Env.Args = cloneTable(t)
+		return nil
+	}
+	if c.Env.Args == nil {
+		c.Env.Args = map[string]any{}
+	}
+	parts := strings.Split(sub, ".")
+	m := c.Env.Args
+	for _, p := range parts[:len(parts)-1] {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[p] = next
+		}
+		m = next
+	}
+	m[parts[len(parts)-1]] = v
+	return nil
+}
+
+// normalize maps Go values onto the types TOML decoding produces.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case int:
+		return int64(x)
+	case int32:
+		return int64(x)
+	case float32:
+		return float64(x)
+	case []int:
+		out := make([]any, len(x))
+		for i, n := range x {
+			out[i] = int64(n)
+		}
+		return out
+	case []int64:
+		out := make([]any, len(x))
+		for i, n := range x {
+			out[i] = n
+		}
+		return out
+	case []string:
+		out := make([]any, len(x))
+		for i, s := range x {
+			out[i] = s
+		}
+		return out
+	}
+	return v
+}
+
+// describe names a value and its TOML type for error messages.
+func describe(v any) string {
+	switch x := v.(type) {
+	case string:
+		return fmt.Sprintf("%q (a string)", x)
+	case int64:
+		return fmt.Sprintf("%d (an integer)", x)
+	case float64:
+		return fmt.Sprintf("%s (a float)", formatFloat(x))
+	case bool:
+		return fmt.Sprintf("%v (a boolean)", x)
+	case []any:
+		return fmt.Sprintf("%v (a list)", x)
+	case map[string]any:
+		return "a table"
+	case nil:
+		return "nothing"
+	}
+	return fmt.Sprintf("%v (a %T)", v, v)
+}
+
+func convert(t reflect.Type, v any) (reflect.Value, error) {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64:
+		var n int64
+		switch x := v.(type) {
+		case int64:
+			n = x
+		case float64:
+			if x != math.Trunc(x) || math.Abs(x) > 1<<53 {
+				return reflect.Value{}, fmt.Errorf("expects an integer, got %s", describe(v))
+			}
+			n = int64(x)
+		case string:
+			p, err := strconv.ParseFloat(strings.ReplaceAll(x, "_", ""), 64)
+			if err != nil || p != math.Trunc(p) {
+				return reflect.Value{}, fmt.Errorf("expects an integer, got %s", describe(v))
+			}
+			n = int64(p)
+		default:
+			return reflect.Value{}, fmt.Errorf("expects an integer, got %s", describe(v))
+		}
+		return reflect.ValueOf(n).Convert(t), nil
+	case reflect.Float64:
+		switch x := v.(type) {
+		case int64:
+			return reflect.ValueOf(float64(x)), nil
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return reflect.Value{}, fmt.Errorf("expects a finite number, got %s", describe(v))
+			}
+			return reflect.ValueOf(x), nil
+		case string:
+			if p, err := strconv.ParseFloat(x, 64); err == nil && !math.IsNaN(p) && !math.IsInf(p, 0) {
+				return reflect.ValueOf(p), nil
+			}
+		}
+		return reflect.Value{}, fmt.Errorf("expects a number, got %s", describe(v))
+	case reflect.Bool:
+		switch x := v.(type) {
+		case bool:
+			return reflect.ValueOf(x), nil
+		case string:
+			if b, err := strconv.ParseBool(x); err == nil {
+				return reflect.ValueOf(b), nil
+			}
+		}
+		return reflect.Value{}, fmt.Errorf("expects true or false, got %s", describe(v))
+	case reflect.String:
+		if s, ok := v.(string); ok {
+			return reflect.ValueOf(s), nil
+		}
+		return reflect.Value{}, fmt.Errorf("expects a string, got %s (quote it if you meant text)", describe(v))
+	case reflect.Slice: // []int
+		list, ok := v.([]any)
+		if !ok {
+			return reflect.Value{}, fmt.Errorf("expects a list of integers such as [64, 64], got %s", describe(v))
+		}
+		out := make([]int, len(list))
+		for i, e := range list {
+			n, ok := e.(int64)
+			if !ok {
+				return reflect.Value{}, fmt.Errorf("expects a list of integers such as [64, 64], but element %d is %s", i, describe(e))
+			}
+			out[i] = int(n)
+		}
+		return reflect.ValueOf(out), nil
+	case reflect.Map:
+		if m, ok := v.(map[string]any); ok {
+			return reflect.ValueOf(cloneTable(m)), nil
+		}
+		return reflect.Value{}, fmt.Errorf("expects a table, got %s", describe(v))
+	}
+	return reflect.Value{}, fmt.Errorf("unsupported type %s", t)
+}
+
+var (
+	deviceRE  = regexp.MustCompile(`^(auto|cpu|cuda|cuda:[0-9]+)$`)
+	runNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]*$`)
+)
+
+// checkValue enforces a field's `check` tag.
+func checkValue(check string, v any) error {
+	num := func() float64 {
+		switch x := v.(type) {
+		case int:
+			return float64(x)
+		case int64:
+			return float64(x)
+		case float64:
+			return x
+		}
+		return math.NaN()
+	}
+	switch {
+	case check == "":
+		return nil
+	case check == ">0":
+		if !(num() > 0) {
+			return fmt.Errorf("must be greater than 0, got %v", v)
+		}
+	case check == ">=0":
+		if !(num() >= 0) {
+			return fmt.Errorf("must be 0 or more, got %v", v)
+		}
+	case check == "[0,1]":
+		if x := num(); !(x >= 0 && x <= 1) {
+			return fmt.Errorf("must be between 0 and 1, got %v", v)
+		}
+	case check == "nonempty":
+		if v.(string) == "" {
+			return errors.New("must not be empty")
+		}
+	case check == "each>0":
+		list := v.([]int)
+		if len(list) == 0 {
+			return errors.New("needs at least one hidden layer, e.g. [64, 64]")
+		}
+		for _, n := range list {
+			if n <= 0 {
+				return fmt.Errorf("layer sizes must be greater than 0, got %v", list)
+			}
+		}
+	case strings.HasPrefix(check, "oneof="):
+		opts := strings.Split(strings.TrimPrefix(check, "oneof="), "|")
+		if !slices.Contains(opts, v.(string)) {
+			return fmt.Errorf("must be one of %s, got %q", strings.Join(opts, ", "), v)
+		}
+	case check == "device":
+		if !deviceRE.MatchString(v.(string)) {
+			return fmt.Errorf(`must be "auto", "cpu", "cuda" or "cuda:N", got %q`, v)
+		}
+	case check == "name":
+		if !runNameRE.MatchString(v.(string)) {
+			return fmt.Errorf("may use only letters, digits, '.', '_' and '-' (it names a directory), got %q", v)
+		}
+	}
+	return nil
+}
+
+// Validate checks every key's constraint and the relations between keys.
+func (c *Config) Validate() error {
+	var errs []error
+	v := reflect.ValueOf(c).Elem()
+	for _, k := range Schema() {
+		if err := checkValue(k.Check, v.FieldByIndex(k.index).Interface()); err != nil {
+			errs = append(errs, &Error{Key: k.Name, Msg: err.Error()})
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	batch := c.BatchSize()
+	if batch%c.PPO.NumMinibatches != 0 {
+		errs = append(errs, &Error{Key: "ppo.num_minibatches", Msg: fmt.Sprintf(
+			"%d does not divide the batch of %d (env.num_envs %d × ppo.num_steps %d); try %s",
+			c.PPO.NumMinibatches, batch, c.Env.NumEnvs, c.PPO.NumSteps, divisorsNear(batch, c.PPO.NumMinibatches))})
+	} else if c.PPO.NormAdv && c.MinibatchSize() < 2 {
+		errs = append(errs, &Error{Key: "ppo.num_minibatches", Msg: fmt.Sprintf(
+			"minibatches of %d sample cannot normalise advantages; use fewer minibatches or ppo.norm_adv=false", c.MinibatchSize())})
+	}
+	return errors.Join(errs...)
+}
+
+// divisorsNear names the divisors of n just below and above want.
+func divisorsNear(n, want int) string {
+	var ds []string
+	for d := min(want, n); d >= 1; d-- {
+		if n%d == 0 {
+			ds = append(ds, strconv.Itoa(d))
+			break
+		}
+	}
+	for d := want + 1; d <= n; d++ {
+		if n%d == 0 {
+			ds = append(ds, strconv.Itoa(d))
+			break
+		}
+	}
+	return strings.Join(ds, " or ")
+}
+
+func unknownKeyError(key string) *Error {
+	e := &Error{Key: key, Msg: "unknown key"}
+	if near := Nearest(key); len(near) > 0 {
+		e.Msg += "; did you mean " + strings.Join(near, " or ") + "?"
+	} else {
+		e.Msg += " (`agenttrainer config` lists every key)"
+	}
+	return e
+}
+
+// Nearest returns up to two keys closest to name by edit distance, also
+// matching the last segment alone (learning_rate → ppo.learning_rate).
+func Nearest(name string) []string {
+	keys := Schema()
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = k.Name
+	}
+	last := name[strings.LastIndex(name, ".")+1:]
+	return closest(names, max(2, len(last)/3), func(k string) int {
+		return min(editDistance(name, k), editDistance(last, k[strings.LastIndex(k, ".")+1:])+1)
+	})
+}
+
+// Suggest returns up to two options close to name, for "did you mean"
+// messages about environment and agent names.
+func Suggest(name string, options []string) []string {
+	lower := strings.ToLower(name)
+	return closest(options, max(2, len(name)/3), func(o string) int {
+		return editDistance(lower, strings.ToLower(o))
+	})
+}
+
+// closest returns up to two candidates with the smallest distance, if it is
+// at most limit.
+func closest(cands []string, limit int, dist func(string) int) []string {
+	best := limit + 1
+	var out []string
+	for _, c := range cands {
+		switch d := dist(c); {
+		case d > limit:
+		case d < best:
+			best, out = d, []string{c}
+		case d == best && len(out) < 2:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

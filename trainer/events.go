@@ -1,0 +1,111 @@
+package trainer
+
+import (
+	"sync"
+	"time"
+)
+
+// EventKind says what an Event carries.
+type EventKind uint8
+
+const (
+	EventStarted EventKind = iota // the run directory exists and training begins
+	EventMetrics                  // one iteration's metrics
+	EventLog                      // a line for the log pane
+	EventEdit                     // a live config edit was applied
+	EventState                    // paused, resumed, checkpoint saved
+	EventDone                     // the run ended (Err set if it failed)
+)
+
+// State is the lifecycle state of a run.
+type State string
+
+const (
+	StateRunning State = "running"
+	StatePaused  State = "paused"
+	StateDone    State = "done"
+	StateStopped State = "stopped"
+	StateFailed  State = "failed"
+)
+
+// Event is one message on a trainer's event stream.
+type Event struct {
+	Kind    EventKind
+	Time    time.Time
+	Metrics Metrics // EventMetrics
+	Message string  // EventLog, EventState, EventEdit
+	Edit    Edit    // EventEdit
+	State   State   // EventState, EventDone
+	Err     error   // EventDone
+}
+
+// Edit is one applied live config change, as appended to edits.jsonl.
+type Edit struct {
+	Iter  int     `json:"iter"`
+	Step  int64   `json:"step"`
+	TimeS float64 `json:"time_s"`
+	Key   string  `json:"key"`
+	Value string  `json:"value"`
+	Old   string  `json:"old"`
+}
+
+// broker fans events out to subscribers. Publishing never blocks: a
+// subscriber that does not keep up loses events rather than slowing the
+// trainer. Lifecycle events (state changes, the end of the run) displace the
+// oldest queued event instead of being dropped, so every viewer learns how
+// the run ended.
+type broker struct {
+	mu   sync.Mutex
+	subs map[chan Event]struct{}
+}
+
+func newBroker() *broker { return &broker{subs: map[chan Event]struct{}{}} }
+
+func (b *broker) subscribe(buffer int) (<-chan Event, func()) {
+	ch := make(chan Event, max(buffer, 1))
+	b.mu.Lock()
+	b.subs[ch] = struct{}{}
+	b.mu.Unlock()
+	return ch, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if _, ok := b.subs[ch]; ok {
+			delete(b.subs, ch)
+			close(ch)
+		}
+	}
+}
+
+func (b *broker) publish(e Event) {
+	mustDeliver := e.Kind == EventDone || e.Kind == EventState || e.Kind == EventStarted
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch := range b.subs {
+		select {
+		case ch <- e:
+			continue
+		default:
+		}
+		if !mustDeliver {
+			continue
+		}
+		select { // make room by dropping the oldest event
+		case <-ch:
+		default:
+		}
+		select {
+		case ch <- e:
+		default:
+		}
+	}
+}
+
+// closeAll ends every subscription (after EventDone).
+func (b *broker) closeAll() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch := range b.subs {
+		delete(b.subs, ch)
+		close(ch)
+	}
+}

@@ -1,0 +1,496 @@
+package trainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"time"
+
+	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/gpu"
+)
+
+// This file is the PPO algorithm, in the order of CleanRL's ppo.py: roll
+// out, compute advantages with GAE, then several epochs of clipped-surrogate
+// minibatch updates with Adam. Two departures, both deliberate:
+//   - time-limit truncation is not termination: the reward of a truncated
+//     step gets γ·V(final observation) added, so the value is bootstrapped;
+//   - the target-KL early stop compares the mean approximate KL of an epoch
+//     (CleanRL: the last minibatch's) with ppo.target_kl.
+
+// rollout holds one iteration's experience on the host, step-major:
+// row t·num_envs+e is env e at step t.
+type rollout struct {
+	obs, actions           []float32
+	logp, values, rewards  []float32
+	dones                  []float32 // 1 where the step ended an episode
+	advantages, returns    []float32
+	nextValue, finalValues []float32
+	envActions, finalObs   []float32
+	truncatedIdx           []int
+}
+
+func newRollout(steps, nEnvs, obsDim, actDim int) *rollout {
+	n := steps * nEnvs
+	return &rollout{
+		obs: make([]float32, n*obsDim), actions: make([]float32, n*actDim),
+		logp: make([]float32, n), values: make([]float32, n), rewards: make([]float32, n),
+		dones: make([]float32, n), advantages: make([]float32, n), returns: make([]float32, n),
+		nextValue: make([]float32, nEnvs), finalValues: make([]float32, nEnvs),
+		envActions: make([]float32, nEnvs*actDim), finalObs: make([]float32, nEnvs*obsDim),
+	}
+}
+
+// batch holds the rollout on the device, and the minibatch being trained on.
+type batch struct {
+	obs, actions, logp, adv, returns, values       gpu.Tensor
+	mbObs, mbActions, mbLogp, mbAdv, mbRet, mbVals gpu.Tensor
+	dValues, stats                                 gpu.Tensor
+	indices                                        []int32
+	hostStats                                      []float32
+}
+
+func newBatch(dev gpu.Device, n, obsDim, actDim int) *batch {
+	return &batch{
+		obs: dev.Alloc(n, obsDim), actions: dev.Alloc(n, actDim), logp: dev.Alloc(n, 1),
+		adv: dev.Alloc(n, 1), returns: dev.Alloc(n, 1), values: dev.Alloc(n, 1),
+		mbObs: dev.Alloc(n, obsDim), mbActions: dev.Alloc(n, actDim), mbLogp: dev.Alloc(n, 1),
+		mbAdv: dev.Alloc(n, 1), mbRet: dev.Alloc(n, 1), mbVals: dev.Alloc(n, 1),
+		dValues: dev.Alloc(n, 1), stats: dev.Alloc(1, gpu.NumStats),
+		indices: make([]int32, n), hostStats: make([]float32, gpu.NumStats),
+	}
+}
+
+// adam is the optimizer state: PyTorch's Adam with eps 1e-5 (CleanRL).
+type adam struct {
+	m, v gpu.Tensor
+	step int
+}
+
+// Run trains until ppo.total_timesteps, Stop, or the end of ctx. It creates
+// the run directory first; a run that is stopped keeps what it did (metrics
+// and a final checkpoint).
+func (t *Trainer) Run(ctx context.Context) (Summary, error) {
+	if !t.started.CompareAndSwap(false, true) {
+		return Summary{}, errors.New("a Trainer runs once; build a new one with New")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	t.mu.Lock()
+	t.cancel = cancel
+	t.mu.Unlock()
+
+	f, err := t.openRun()
+	if err != nil {
+		t.finish(StateFailed, err)
+		return Summary{}, err
+	}
+	sum, err := t.train(ctx, f)
+	f.close()
+	sum.RunDir = f.dir
+	switch {
+	case err != nil:
+		sum.State = StateFailed
+	case ctx.Err() != nil:
+		sum.State = StateStopped
+	default:
+		sum.State = StateDone
+	}
+	t.finish(sum.State, err)
+	return sum, err
+}
+
+func (t *Trainer) finish(s State, err error) {
+	msg := "run " + string(s)
+	if err != nil {
+		msg += ": " + err.Error()
+	}
+	t.broker.publish(Event{Kind: EventDone, Time: t.opts.Now(), State: s, Err: err, Message: msg})
+	t.broker.closeAll()
+}
+
+// runFiles are the open files of a run directory.
+type runFiles struct {
+	dir            string
+	metrics, edits *jsonlWriter
+}
+
+func (f *runFiles) close() {
+	f.metrics.close()
+	f.edits.close()
+}
+
+func (t *Trainer) openRun() (*runFiles, error) {
+	c := &t.cfg
+	dir, err := createRunDir(t.opts.RunDir, c.Trainer.RunsDir,
+		newRunDirName(t.opts.Now(), c.Env.ID, c.Agent.Name, c.Trainer.Name))
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the run directory: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(dir, ConfigFile), []byte(c.TOML())); err != nil {
+		return nil, err
+	}
+	f := &runFiles{dir: dir}
+	if f.metrics, err = openJSONL(filepath.Join(dir, MetricsFile)); err != nil {
+		return nil, err
+	}
+	if f.edits, err = openJSONL(filepath.Join(dir, EditsFile)); err != nil {
+		f.metrics.close()
+		return nil, err
+	}
+	t.mu.Lock()
+	t.runDir = dir
+	t.mu.Unlock()
+	t.broker.publish(Event{Kind: EventStarted, Time: t.opts.Now(), Message: dir})
+	return f, nil
+}
+
+func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
+	c := &t.cfg
+	nEnvs, nSteps := c.Env.NumEnvs, c.PPO.NumSteps
+	batchSize := c.BatchSize()
+	v := t.venv
+	buf := newRollout(nSteps, nEnvs, v.ObsDim, v.ActDim)
+	dev := t.dev
+	b := newBatch(dev, batchSize, v.ObsDim, v.ActDim)
+	var opt adam
+	if t.learner != nil {
+		opt = adam{m: dev.Alloc(1, t.learner.Params().Len()), v: dev.Alloc(1, t.learner.Params().Len())}
+	}
+	episodes := newEpisodeWindow(100)
+	var sum Summary
+	t.logf("training %s with %s on %s for %d steps", c.Env.ID, c.Agent.Name, t.devInfo, c.PPO.TotalTimesteps)
+
+	start := t.opts.Now()
+	var paused time.Duration // time spent paused does not count against SPS
+	globalStep := int64(0)
+	v.Reset(c.Trainer.Seed)
+	for iter := 1; iter <= t.numIterations(); iter++ {
+		if err := t.applyEdits(f, iter, globalStep, start); err != nil {
+			return sum, err
+		}
+		d, err := t.waitWhilePaused(ctx, f, iter-1, globalStep, &opt)
+		paused += d
+		if err != nil || ctx.Err() != nil {
+			break
+		}
+
+		// Annealing the rate if instructed to do so.
+		lr := c.PPO.LearningRate
+		if c.PPO.AnnealLR {
+			frac := 1 - float64(iter-1)/float64(t.numIterations())
+			lr = math.Max(frac, 0) * lr
+		}
+
+		// Roll out num_steps steps in every environment.
+		for step := 0; step < nSteps; step++ {
+			globalStep += int64(nEnvs)
+			row := step * nEnvs
+			copy(buf.obs[row*v.ObsDim:], v.Obs)
+			acts := buf.actions[row*v.ActDim : (row+nEnvs)*v.ActDim]
+			t.agent.Act(v.Obs, nEnvs, t.actRNG, false, acts, buf.logp[row:row+nEnvs], buf.values[row:row+nEnvs])
+			v.Step(t.envActions(acts, buf.envActions))
+			copy(buf.rewards[row:], v.Rewards)
+			for e := 0; e < nEnvs; e++ {
+				buf.dones[row+e] = 0
+				if v.Done(e) {
+					buf.dones[row+e] = 1
+				}
+			}
+			t.bootstrapTruncated(buf, row)
+			for _, ep := range v.Finished {
+				episodes.add(ep.Return, ep.Length)
+			}
+		}
+
+		// Bootstrap the value of the last observation and compute advantages.
+		t.agent.Values(v.Obs, nEnvs, buf.nextValue)
+		computeGAE(buf, nSteps, nEnvs, c.PPO.Gamma, c.PPO.GAELambda)
+
+		// Optimize the policy and value networks.
+		m := Metrics{Iter: iter, Step: globalStep, LR: Float(lr)}
+		if t.learner != nil {
+			t.update(buf, b, &opt, lr, &m)
+			if err := checkFinite(m); err != nil {
+				return sum, fmt.Errorf("iteration %d: %w; the last checkpoint is the last good state", iter, err)
+			}
+		}
+		m.ExplainedVariance = Float(explainedVariance(buf.values, buf.returns))
+
+		elapsed := t.opts.Now().Sub(start) - paused
+		m.TimeS = Float(elapsed.Seconds())
+		m.SPS = Float(float64(globalStep) / math.Max(elapsed.Seconds(), 1e-9))
+		mean, lo, hi, length := episodes.stats()
+		m.Episodes, m.EpReturnMean, m.EpReturnMin, m.EpReturnMax, m.EpLengthMean =
+			episodes.total, Float(mean), Float(lo), Float(hi), Float(length)
+		if err := f.metrics.write(m); err != nil {
+			return sum, fmt.Errorf("writing metrics: %w", err)
+		}
+		t.broker.publish(Event{Kind: EventMetrics, Time: t.opts.Now(), Metrics: m})
+		sum.Last, sum.Iterations = m, iter
+
+		if (c.Trainer.SaveFreq > 0 && iter%c.Trainer.SaveFreq == 0) || t.saveReq.Swap(false) {
+			if err := t.checkpoint(f, &sum, iter, globalStep, &opt); err != nil {
+				return sum, err
+			}
+		}
+	}
+	// A final checkpoint, whether the run completed or was stopped.
+	if sum.Iterations > 0 {
+		if err := t.checkpoint(f, &sum, sum.Iterations, sum.Last.Step, &opt); err != nil {
+			return sum, err
+		}
+	}
+	return sum, nil
+}
+
+// numIterations is CleanRL's total_timesteps // batch_size (at least one);
+// total_timesteps may change live.
+func (t *Trainer) numIterations() int {
+	return max(1, int(t.cfg.PPO.TotalTimesteps/int64(t.cfg.BatchSize())))
+}
+
+// envActions returns the actions the environments receive: continuous
+// actions are clipped to the action box, while the unclipped sample is what
+// the rollout stores and the loss scores (CleanRL's ClipAction wrapper).
+func (t *Trainer) envActions(acts, scratch []float32) []float32 {
+	sp := t.venv.ActionSpace()
+	if sp.Kind == envs.Discrete {
+		return acts
+	}
+	for i, a := range acts {
+		j := i % sp.Dim
+		scratch[i] = min(max(a, sp.Low[j]), sp.High[j])
+	}
+	return scratch
+}
+
+// bootstrapTruncated adds γ·V(final observation) to the reward of every
+// environment whose episode was cut off by a time limit on this step.
+func (t *Trainer) bootstrapTruncated(buf *rollout, row int) {
+	v := t.venv
+	buf.truncatedIdx = buf.truncatedIdx[:0]
+	for e := 0; e < v.Len(); e++ {
+		if v.Truncated[e] {
+			n := len(buf.truncatedIdx)
+			copy(buf.finalObs[n*v.ObsDim:(n+1)*v.ObsDim], v.FinalObs[e*v.ObsDim:(e+1)*v.ObsDim])
+			buf.truncatedIdx = append(buf.truncatedIdx, e)
+		}
+	}
+	if len(buf.truncatedIdx) == 0 {
+		return
+	}
+	t.agent.Values(buf.finalObs, len(buf.truncatedIdx), buf.finalValues)
+	for i, e := range buf.truncatedIdx {
+		buf.rewards[row+e] += float32(t.cfg.PPO.Gamma) * buf.finalValues[i]
+	}
+}
+
+// computeGAE fills advantages and returns with generalised advantage
+// estimation. dones[t] = 1 means step t ended its episode, so nothing flows
+// back across it (truncated steps already carry their bootstrap reward).
+func computeGAE(buf *rollout, nSteps, nEnvs int, gamma, lambda float64) {
+	for e := 0; e < nEnvs; e++ {
+		lastGAE := 0.0
+		for s := nSteps - 1; s >= 0; s-- {
+			i := s*nEnvs + e
+			nextValue := float64(buf.nextValue[e])
+			if s < nSteps-1 {
+				nextValue = float64(buf.values[i+nEnvs])
+			}
+			nextNonTerminal := 1 - float64(buf.dones[i])
+			delta := float64(buf.rewards[i]) + gamma*nextValue*nextNonTerminal - float64(buf.values[i])
+			lastGAE = delta + gamma*lambda*nextNonTerminal*lastGAE
+			buf.advantages[i] = float32(lastGAE)
+			buf.returns[i] = float32(lastGAE + float64(buf.values[i]))
+		}
+	}
+}
+
+// update runs update_epochs passes of minibatch PPO over the rollout and
+// fills the loss fields of m.
+func (t *Trainer) update(buf *rollout, b *batch, opt *adam, lr float64, m *Metrics) {
+	c := &t.cfg.PPO
+	dev, agent := t.dev, t.learner
+	n := len(buf.logp)
+	mbSize := n / c.NumMinibatches
+	dev.Upload(b.obs, buf.obs)
+	dev.Upload(b.actions, buf.actions)
+	dev.Upload(b.logp, buf.logp)
+	dev.Upload(b.adv, buf.advantages)
+	dev.Upload(b.returns, buf.returns)
+	dev.Upload(b.values, buf.values)
+	dev.Fill(b.stats, 0)
+	for i := range b.indices {
+		b.indices[i] = int32(i)
+	}
+
+	minibatches, klSoFar := 0, 0.0
+	for epoch := 0; epoch < c.UpdateEpochs; epoch++ {
+		t.shuffleRNG.Shuffle(n, func(i, j int) { b.indices[i], b.indices[j] = b.indices[j], b.indices[i] })
+		for start := 0; start < n; start += mbSize {
+			idx := b.indices[start : start+mbSize]
+			obs, acts, logp := b.mbObs.RowRange(0, mbSize), b.mbActions.RowRange(0, mbSize), b.mbLogp.RowRange(0, mbSize)
+			adv, ret, vals := b.mbAdv.RowRange(0, mbSize), b.mbRet.RowRange(0, mbSize), b.mbVals.RowRange(0, mbSize)
+			dev.GatherRows(obs, b.obs, idx)
+			dev.GatherRows(acts, b.actions, idx)
+			dev.GatherRows(logp, b.logp, idx)
+			dev.GatherRows(adv, b.adv, idx)
+			dev.GatherRows(ret, b.returns, idx)
+			dev.GatherRows(vals, b.values, idx)
+
+			newValues := agent.Forward(obs)
+			agent.PolicyLoss(gpu.PPOPolicyArgs{Actions: acts, OldLogp: logp, Adv: adv,
+				ClipCoef: float32(c.ClipCoef), EntCoef: float32(c.EntCoef), NormAdv: c.NormAdv, Stats: b.stats})
+			dValues := b.dValues.RowRange(0, mbSize)
+			dev.ValueLoss(gpu.ValueArgs{Value: newValues, OldValue: vals, Returns: ret, DValue: dValues,
+				ClipCoef: float32(c.ClipCoef), Clip: c.ClipVLoss, VFCoef: float32(c.VFCoef), Stats: b.stats})
+			agent.Backward(dValues)
+			dev.ClipGradNorm(agent.Grads(), float32(c.MaxGradNorm), b.stats)
+			opt.step++
+			dev.Adam(agent.Params(), agent.Grads(), opt.m, opt.v,
+				gpu.AdamArgs{LR: float32(lr), Beta1: 0.9, Beta2: 0.999, Eps: 1e-5, Step: opt.step})
+			minibatches++
+		}
+		if c.TargetKL > 0 {
+			dev.Download(b.hostStats, b.stats)
+			kl := float64(b.hostStats[gpu.StatApproxKL])
+			epochKL := (kl - klSoFar) / float64(c.NumMinibatches)
+			klSoFar = kl
+			if epochKL > c.TargetKL {
+				t.logf("iteration %d: epoch %d approx_kl %.4f > target_kl %.4f, stopping the update early", m.Iter, epoch+1, epochKL, c.TargetKL)
+				break
+			}
+		}
+	}
+	dev.Download(b.hostStats, b.stats)
+	s, k := b.hostStats, float64(minibatches)
+	m.PolicyLoss, m.ValueLoss = Float(float64(s[gpu.StatPolicyLoss])/k), Float(float64(s[gpu.StatValueLoss])/k)
+	m.Entropy, m.ApproxKL = Float(float64(s[gpu.StatEntropy])/k), Float(float64(s[gpu.StatApproxKL])/k)
+	m.ClipFrac, m.GradNorm = Float(float64(s[gpu.StatClipFrac])/k), Float(float64(s[gpu.StatGradNorm])/k)
+}
+
+// checkFinite refuses an update whose losses or gradients went non-finite.
+func checkFinite(m Metrics) error {
+	for _, f := range []struct {
+		name string
+		v    Float
+	}{{"policy loss", m.PolicyLoss}, {"value loss", m.ValueLoss}, {"entropy", m.Entropy}, {"gradient norm", m.GradNorm}} {
+		if math.IsNaN(float64(f.v)) || math.IsInf(float64(f.v), 0) {
+			return fmt.Errorf("the %s became %v (try a lower ppo.learning_rate or ppo.max_grad_norm)", f.name, float64(f.v))
+		}
+	}
+	return nil
+}
+
+// applyEdits applies queued live edits before an iteration and records them.
+func (t *Trainer) applyEdits(f *runFiles, iter int, step int64, start time.Time) error {
+	edits, cfg := t.takeEdits()
+	if len(edits) == 0 {
+		return nil
+	}
+	t.cfg = cfg
+	for _, e := range edits {
+		e.Iter, e.Step, e.TimeS = iter, step, t.opts.Now().Sub(start).Seconds()
+		if err := f.edits.write(e); err != nil {
+			return fmt.Errorf("writing %s: %w", EditsFile, err)
+		}
+		t.broker.publish(Event{Kind: EventEdit, Time: t.opts.Now(), Edit: e,
+			Message: fmt.Sprintf("step %d: %s = %s (was %s)", step, e.Key, e.Value, e.Old)})
+	}
+	return writeFileAtomic(filepath.Join(f.dir, ConfigFile), []byte(t.cfg.TOML()))
+}
+
+// waitWhilePaused blocks while the run is paused, saving a checkpoint when
+// the pause begins, and returns how long it waited.
+func (t *Trainer) waitWhilePaused(ctx context.Context, f *runFiles, iter int, step int64, opt *adam) (time.Duration, error) {
+	if !t.Paused() {
+		return 0, nil
+	}
+	began := t.opts.Now()
+	t.broker.publish(Event{Kind: EventState, Time: began, State: StatePaused, Message: fmt.Sprintf("paused at step %d", step)})
+	for t.Paused() {
+		if t.saveReq.Swap(false) && iter > 0 {
+			var s Summary
+			if err := t.checkpoint(f, &s, iter, step, opt); err != nil {
+				t.logf("checkpoint failed: %v", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return t.opts.Now().Sub(began), ctx.Err()
+		case <-t.wake:
+		}
+	}
+	t.broker.publish(Event{Kind: EventState, Time: t.opts.Now(), State: StateRunning, Message: "resumed"})
+	return t.opts.Now().Sub(began), nil
+}
+
+// checkpoint writes checkpoints/step-<N>.safetensors atomically and points
+// checkpoints/latest at it.
+func (t *Trainer) checkpoint(f *runFiles, sum *Summary, iter int, step int64, opt *adam) error {
+	if err := f.metrics.sync(); err != nil {
+		return err
+	}
+	name := fmt.Sprintf("step-%d.safetensors", step)
+	path := filepath.Join(f.dir, CheckpointsDir, name)
+	if sum.Checkpoint == path {
+		return nil
+	}
+	tensors, meta := t.checkpointTensors(opt)
+	meta["iter"], meta["step"] = fmt.Sprint(iter), fmt.Sprint(step)
+	data, err := encodeSafetensors(tensors, meta)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(path, data); err != nil {
+		return fmt.Errorf("writing checkpoint: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(f.dir, CheckpointsDir, LatestFile), []byte(name+"\n")); err != nil {
+		return fmt.Errorf("writing checkpoint pointer: %w", err)
+	}
+	sum.Checkpoint = path
+	t.broker.publish(Event{Kind: EventState, Time: t.opts.Now(), State: StateRunning, Message: "checkpoint saved: " + name})
+	return nil
+}
+
+// checkpointTensors gathers the parameters in PyTorch layout (weights
+// out×in) and the Adam moments under "optimizer.exp_avg.<name>" and
+// "optimizer.exp_avg_sq.<name>".
+func (t *Trainer) checkpointTensors(opt *adam) ([]tensorData, map[string]string) {
+	meta := map[string]string{
+		"format": "agenttrainer/v1", "env": t.cfg.Env.ID, "agent": t.cfg.Agent.Name,
+		"config": t.cfg.TOML(),
+	}
+	if t.learner == nil {
+		return nil, meta
+	}
+	meta["adam_step"] = fmt.Sprint(opt.step)
+	n := t.learner.Params().Len()
+	host := map[string][]float32{"": make([]float32, n), "optimizer.exp_avg.": make([]float32, n), "optimizer.exp_avg_sq.": make([]float32, n)}
+	t.dev.Download(host[""], t.learner.Params())
+	t.dev.Download(host["optimizer.exp_avg."], opt.m)
+	t.dev.Download(host["optimizer.exp_avg_sq."], opt.v)
+	var out []tensorData
+	for prefix, flat := range host {
+		for _, nt := range t.learner.Tensors() {
+			src := flat[nt.T.Offset() : nt.T.Offset()+nt.T.Len()]
+			td := tensorData{Name: prefix + nt.Name, Shape: []int{nt.T.Rows, nt.T.Cols}, Data: append([]float32(nil), src...)}
+			if nt.T.Rows == 1 && !nt.Transposed {
+				td.Shape = []int{nt.T.Cols} // biases and log-stds are vectors
+			}
+			if nt.Transposed {
+				td.Shape = []int{nt.T.Cols, nt.T.Rows}
+				for r := 0; r < nt.T.Rows; r++ {
+					for c := 0; c < nt.T.Cols; c++ {
+						td.Data[c*nt.T.Rows+r] = src[r*nt.T.Cols+c]
+					}
+				}
+			}
+			out = append(out, td)
+		}
+	}
+	return out, meta
+}

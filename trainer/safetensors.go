@@ -1,0 +1,119 @@
+package trainer
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+)
+
+// tensorData is one float32 tensor bound for or read from a safetensors file.
+type tensorData struct {
+	Name  string
+	Shape []int
+	Data  []float32
+}
+
+type safetensorsEntry struct {
+	DType   string   `json:"dtype"`
+	Shape   []int    `json:"shape"`
+	Offsets [2]int64 `json:"data_offsets"`
+}
+
+// encodeSafetensors lays tensors out in the safetensors format: an 8-byte
+// little-endian header length, a JSON header naming each tensor's dtype,
+// shape and byte range (plus string metadata), then the raw little-endian
+// data. Tensors are stored in name order, as the reference writer does.
+func encodeSafetensors(tensors []tensorData, meta map[string]string) ([]byte, error) {
+	sorted := append([]tensorData(nil), tensors...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	header := map[string]any{}
+	if len(meta) > 0 {
+		header["__metadata__"] = meta
+	}
+	var off int64
+	for _, t := range sorted {
+		n := int64(len(t.Data)) * 4
+		header[t.Name] = safetensorsEntry{DType: "F32", Shape: t.Shape, Offsets: [2]int64{off, off + n}}
+		off += n
+	}
+	h, err := json.Marshal(header)
+	if err != nil {
+		return nil, err
+	}
+	for len(h)%8 != 0 { // the format pads the header with spaces to 8 bytes
+		h = append(h, ' ')
+	}
+	var buf bytes.Buffer
+	buf.Grow(8 + len(h) + int(off))
+	binary.Write(&buf, binary.LittleEndian, uint64(len(h)))
+	buf.Write(h)
+	word := make([]byte, 4)
+	for _, t := range sorted {
+		for _, v := range t.Data {
+			binary.LittleEndian.PutUint32(word, math.Float32bits(v))
+			buf.Write(word)
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+// readSafetensors parses a safetensors file of F32 tensors, checking that
+// every byte range lies inside the file and that the ranges tile the data.
+func readSafetensors(path string) (map[string]tensorData, map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(b) < 8 {
+		return nil, nil, fmt.Errorf("%s: %d bytes is too short for a safetensors file", path, len(b))
+	}
+	n := binary.LittleEndian.Uint64(b[:8])
+	if n > uint64(len(b)-8) {
+		return nil, nil, fmt.Errorf("%s: header of %d bytes runs past the end of the file (truncated?)", path, n)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b[8:8+n], &raw); err != nil {
+		return nil, nil, fmt.Errorf("%s: bad safetensors header: %v", path, err)
+	}
+	data := b[8+n:]
+	meta := map[string]string{}
+	out := map[string]tensorData{}
+	var covered int64
+	for name, msg := range raw {
+		if name == "__metadata__" {
+			if err := json.Unmarshal(msg, &meta); err != nil {
+				return nil, nil, fmt.Errorf("%s: bad metadata: %v", path, err)
+			}
+			continue
+		}
+		var e safetensorsEntry
+		if err := json.Unmarshal(msg, &e); err != nil {
+			return nil, nil, fmt.Errorf("%s: tensor %s: %v", path, name, err)
+		}
+		if e.DType != "F32" {
+			return nil, nil, fmt.Errorf("%s: tensor %s has dtype %s; only F32 is supported", path, name, e.DType)
+		}
+		count := int64(1)
+		for _, d := range e.Shape {
+			count *= int64(d)
+		}
+		if e.Offsets[0] < 0 || e.Offsets[1] > int64(len(data)) || e.Offsets[1]-e.Offsets[0] != 4*count {
+			return nil, nil, fmt.Errorf("%s: tensor %s: byte range %v does not fit shape %v in %d data bytes (truncated?)",
+				path, name, e.Offsets, e.Shape, len(data))
+		}
+		vals := make([]float32, count)
+		for i := range vals {
+			vals[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[e.Offsets[0]+4*int64(i):]))
+		}
+		out[name] = tensorData{Name: name, Shape: e.Shape, Data: vals}
+		covered += 4 * count
+	}
+	if covered != int64(len(data)) {
+		return nil, nil, fmt.Errorf("%s: tensors cover %d of %d data bytes", path, covered, len(data))
+	}
+	return out, meta, nil
+}

@@ -1,0 +1,250 @@
+// Package trainer trains agents with PPO: it builds the environments, the
+// agent and the device from a resolved config, runs the PPO loop (ppo.go),
+// writes the run directory (resolved config, metrics.jsonl, live edits,
+// checkpoints) and publishes an event stream that viewers subscribe to.
+package trainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agenttrainer/agenttrainer/agents"
+	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/gpu"
+	"github.com/agenttrainer/agenttrainer/trainer/config"
+)
+
+// Options are the parts of a run that are not configuration.
+type Options struct {
+	// RunDir puts the run exactly there; empty means a new directory under
+	// trainer.runs_dir.
+	RunDir string
+	// Device overrides trainer.device (tests use it).
+	Device gpu.Device
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Info describes a run for viewers.
+type Info struct {
+	RunDir     string
+	Device     string
+	EnvID      string
+	Agent      string
+	TotalSteps int64
+	ObsSpace   envs.Space
+	ActSpace   envs.Space
+}
+
+// Summary is how a run ended.
+type Summary struct {
+	RunDir     string
+	State      State
+	Last       Metrics
+	Iterations int
+	Checkpoint string // path of the last checkpoint written
+}
+
+// Trainer is one training run. Build it with New, start it with Run; the
+// control methods (Pause, Resume, Stop, SaveCheckpoint, Edit, Subscribe)
+// may be called from any goroutine while it runs.
+type Trainer struct {
+	cfg     config.Config // the loop's config: only the loop changes it
+	opts    Options
+	venv    *envs.Vector
+	agent   agents.Agent
+	learner agents.Learner // nil for agents that do not learn
+	dev     gpu.Device
+	devInfo string
+	broker  *broker
+
+	// Random streams: action sampling and minibatch shuffling.
+	actRNG, shuffleRNG *rand.Rand
+
+	mu      sync.Mutex
+	pending []Edit        // validated live edits, applied at the next iteration
+	shadow  config.Config // cfg with the pending edits applied
+	paused  bool
+	cancel  context.CancelFunc
+	runDir  string
+	wake    chan struct{}
+	saveReq atomic.Bool
+	started atomic.Bool
+}
+
+// New validates cfg and builds the environments, device and agent. It writes
+// nothing to disk: configuration mistakes surface here as *config.Error.
+func New(cfg config.Config, opts Options) (*Trainer, error) {
+	cfg = cfg.Clone()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	spec, ok := envs.Lookup(cfg.Env.ID)
+	if !ok {
+		return nil, &config.Error{Key: "env.id", Msg: unknownName("environment", cfg.Env.ID, envs.IDs())}
+	}
+	if _, ok := agents.Lookup(cfg.Agent.Name); !ok {
+		return nil, &config.Error{Key: "agent.name", Msg: unknownName("agent", cfg.Agent.Name, agents.Names())}
+	}
+	list := make([]envs.Env, cfg.Env.NumEnvs)
+	for i := range list {
+		e, err := envs.Make(spec.ID, envs.Params(cfg.Env.Args))
+		if err != nil {
+			return nil, &config.Error{Key: "env.args", Msg: err.Error()}
+		}
+		list[i] = e
+	}
+	venv, err := envs.NewVector(list)
+	if err != nil {
+		return nil, &config.Error{Key: "env.id", Msg: err.Error()}
+	}
+	t := &Trainer{cfg: cfg, opts: opts, venv: venv, broker: newBroker(), wake: make(chan struct{}, 1)}
+	t.dev, t.devInfo = opts.Device, ""
+	if t.dev == nil {
+		if t.dev, t.devInfo, err = gpu.Open(cfg.Trainer.Device, 0); err != nil {
+			return nil, &config.Error{Key: "trainer.device", Msg: err.Error()}
+		}
+	} else {
+		t.devInfo = t.dev.Name()
+	}
+	seed := uint64(cfg.Trainer.Seed)
+	t.agent, err = agents.New(cfg.Agent.Name, agents.Build{
+		Obs: venv.ObservationSpace(), Act: venv.ActionSpace(), Hidden: cfg.Agent.Hidden,
+		Activation: cfg.Agent.Activation, Device: t.dev, RNG: rand.New(rand.NewPCG(seed, 1)),
+	})
+	if err != nil {
+		return nil, &config.Error{Key: "agent.name", Msg: err.Error()}
+	}
+	t.learner, _ = t.agent.(agents.Learner)
+	t.actRNG = rand.New(rand.NewPCG(seed, 2))
+	t.shuffleRNG = rand.New(rand.NewPCG(seed, 3))
+	t.shadow = cfg.Clone()
+	return t, nil
+}
+
+func unknownName(what, name string, known []string) string {
+	msg := fmt.Sprintf("unknown %s %q", what, name)
+	if near := config.Suggest(name, known); len(near) > 0 {
+		msg += "; did you mean " + strings.Join(near, " or ") + "?"
+	}
+	return msg + " (available: " + strings.Join(known, ", ") + ")"
+}
+
+// Config returns the config the run uses now (live edits included).
+func (t *Trainer) Config() config.Config {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.shadow.Clone()
+}
+
+// Info describes the run. RunDir is empty until Run has created it.
+func (t *Trainer) Info() Info {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return Info{RunDir: t.runDir, Device: t.devInfo, EnvID: t.cfg.Env.ID, Agent: t.cfg.Agent.Name,
+		TotalSteps: t.shadow.PPO.TotalTimesteps, ObsSpace: t.venv.ObservationSpace(), ActSpace: t.venv.ActionSpace()}
+}
+
+// Subscribe returns a stream of events with room for buffer of them, and a
+// function that ends the subscription. A subscriber that falls behind loses
+// events (never the end of the run); the trainer never waits for it.
+func (t *Trainer) Subscribe(buffer int) (<-chan Event, func()) { return t.broker.subscribe(buffer) }
+
+// Pause holds training at the next iteration boundary.
+func (t *Trainer) Pause() { t.setPaused(true) }
+
+// Resume continues a paused run.
+func (t *Trainer) Resume() { t.setPaused(false) }
+
+// Paused reports whether the run is paused.
+func (t *Trainer) Paused() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.paused
+}
+
+func (t *Trainer) setPaused(p bool) {
+	t.mu.Lock()
+	t.paused = p
+	t.mu.Unlock()
+	t.poke()
+}
+
+// poke wakes a paused loop to look at its controls again.
+func (t *Trainer) poke() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Stop ends the run at the next iteration boundary, keeping what was done.
+func (t *Trainer) Stop() {
+	t.mu.Lock()
+	cancel := t.cancel
+	t.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// SaveCheckpoint asks for a checkpoint at the next iteration boundary.
+func (t *Trainer) SaveCheckpoint() {
+	t.saveReq.Store(true)
+	t.poke()
+}
+
+// ErrNotLive is returned when a running training is asked to change a key
+// that only takes effect when a run starts.
+var ErrNotLive = errors.New("applies only when a run starts; change it before starting")
+
+// Edit validates a live change of key to the TOML value raw and queues it
+// for the next iteration. Unknown keys, bad values and keys that need a
+// restart are refused with a *config.Error.
+func (t *Trainer) Edit(key, raw string) error {
+	k, ok := config.Lookup(key)
+	if !ok {
+		probe := config.Default()
+		return probe.SetString(key, raw) // yields the unknown-key message
+	}
+	if !k.Live {
+		return &config.Error{Key: key, Msg: ErrNotLive.Error()}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	next := t.shadow.Clone()
+	if err := next.SetString(key, raw); err != nil {
+		return err
+	}
+	if err := next.Validate(); err != nil {
+		return err
+	}
+	old, _ := t.shadow.Get(key)
+	val, _ := next.Get(key)
+	t.shadow = next
+	t.pending = append(t.pending, Edit{Key: key, Value: config.FormatValue(val), Old: config.FormatValue(old)})
+	t.poke()
+	return nil
+}
+
+// takeEdits removes the queued edits and the config they produce.
+func (t *Trainer) takeEdits() ([]Edit, config.Config) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	edits := t.pending
+	t.pending = nil
+	return edits, t.shadow.Clone()
+}
+
+func (t *Trainer) logf(format string, args ...any) {
+	t.broker.publish(Event{Kind: EventLog, Time: t.opts.Now(), Message: fmt.Sprintf(format, args...)})
+}
