@@ -156,19 +156,33 @@ func (d *CPU) BiasAct(x, bias Tensor, act Activation) {
 	}
 }
 
-// tanh32 is tanh in float32 precision through a clamped rational-free
-// formula: 1 − 2/(e^{2x}+1) is exact enough (≤ 2 ulp) and much faster than
-// math.Tanh.
+// tanh32 is tanh in float32 through a 13/6 rational approximation on
+// [−7.9, 7.9] (Eigen's generic ptanh; beyond that tanh rounds to ±1). It is
+// within a few float32 ulps of math.Tanh and several times faster, which
+// matters because every hidden unit of every forward pass goes through it.
 func tanh32(x float32) float32 {
-	if x > 9 {
-		return 1
+	const clampTo = 7.90531110763549805
+	x = max(-clampTo, min(clampTo, x))
+	if abs32(x) < 0.0004 {
+		return x // the rational form loses relative accuracy near 0
 	}
-	if x < -9 {
-		return -1
-	}
-	e := float32(math.Exp(float64(2 * x)))
-	return 1 - 2/(e+1)
+	x2 := x * x
+	p := float32(-2.76076847742355e-16)
+	p = p*x2 + 2.00018790482477e-13
+	p = p*x2 + -8.60467152213735e-11
+	p = p*x2 + 5.12229709037114e-08
+	p = p*x2 + 1.48572235717979e-05
+	p = p*x2 + 6.37261928875436e-04
+	p = p*x2 + 4.89352455891786e-03
+	p *= x
+	q := float32(1.19825839466702e-06)
+	q = q*x2 + 1.18534705686654e-04
+	q = q*x2 + 2.26843463243900e-03
+	q = q*x2 + 4.89352518554385e-03
+	return p / q
 }
+
+func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
 
 // ActGrad implements Device.
 func (d *CPU) ActGrad(dy, y Tensor, act Activation) {

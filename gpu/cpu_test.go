@@ -309,3 +309,17 @@ func TestColSumAndGather(t *testing.T) {
 		t.Fatalf("gather = %v", got)
 	}
 }
+
+func TestTanh32Accuracy(t *testing.T) {
+	worst := 0.0
+	for x := -10.0; x <= 10; x += 1e-4 {
+		want := math.Tanh(float64(float32(x)))
+		ulp := float64(math.Nextafter32(float32(math.Abs(want)), 2) - float32(math.Abs(want)))
+		ulps := math.Abs(float64(tanh32(float32(x)))-want) / ulp
+		if ulps > 8 {
+			t.Fatalf("tanh32(%v) = %v, want %v (%.1f ulp)", x, tanh32(float32(x)), want, ulps)
+		}
+		worst = math.Max(worst, ulps)
+	}
+	t.Logf("largest error %.1f float32 ulp", worst)
+}

@@ -68,18 +68,45 @@ func (p *workerPool) gemm(c, a, b []float32, m, n, k int) {
 	}
 }
 
-// gemmRows computes rows [lo, hi) of C += A·B. Four rows of C are updated per
-// pass over a row of B, so each loaded B element feeds four multiply-adds.
+// gemmRows computes rows [lo, hi) of C += A·B: the SIMD kernels take the
+// columns in blocks of 16 where the CPU has them, the portable kernel the
+// rest.
 func gemmRows(c, a, b []float32, lo, hi, n, k int) {
+	n16 := 0
+	if hasFMA && k > 0 {
+		n16 = n &^ 15
+	}
+	if n16 > 0 {
+		i := lo
+		for ; i+4 <= hi; i += 4 {
+			for j := 0; j < n16; j += 16 {
+				gemm4x16(&c[i*n+j], n, &a[i*k], k, &b[j], n, k)
+			}
+		}
+		for ; i < hi; i++ {
+			for j := 0; j < n16; j += 16 {
+				gemm1x16(&c[i*n+j], &a[i*k], &b[j], n, k)
+			}
+		}
+	}
+	if n16 < n {
+		gemmGo(c, a, b, lo, hi, n16, n, k)
+	}
+}
+
+// gemmGo computes rows [lo, hi), columns [j0, n) of C += A·B in plain Go.
+// Four rows of C are updated per pass over a row of B, so each loaded B
+// element feeds four multiply-adds.
+func gemmGo(c, a, b []float32, lo, hi, j0, n, k int) {
 	i := lo
 	for ; i+4 <= hi; i += 4 {
-		c0 := c[i*n : i*n+n]
-		c1 := c[(i+1)*n : (i+1)*n+n]
-		c2 := c[(i+2)*n : (i+2)*n+n]
-		c3 := c[(i+3)*n : (i+3)*n+n]
+		c0 := c[i*n+j0 : i*n+n]
+		c1 := c[(i+1)*n+j0 : (i+1)*n+n]
+		c2 := c[(i+2)*n+j0 : (i+2)*n+n]
+		c3 := c[(i+3)*n+j0 : (i+3)*n+n]
 		for p := 0; p < k; p++ {
 			a0, a1, a2, a3 := a[i*k+p], a[(i+1)*k+p], a[(i+2)*k+p], a[(i+3)*k+p]
-			br := b[p*n : p*n+n]
+			br := b[p*n+j0 : p*n+n]
 			c0, c1, c2, c3 := c0[:len(br)], c1[:len(br)], c2[:len(br)], c3[:len(br)]
 			for j, bv := range br {
 				c0[j] += a0 * bv
@@ -90,10 +117,10 @@ func gemmRows(c, a, b []float32, lo, hi, n, k int) {
 		}
 	}
 	for ; i < hi; i++ {
-		ci := c[i*n : i*n+n]
+		ci := c[i*n+j0 : i*n+n]
 		for p := 0; p < k; p++ {
 			av := a[i*k+p]
-			br := b[p*n : p*n+n]
+			br := b[p*n+j0 : p*n+n]
 			ci := ci[:len(br)]
 			for j, bv := range br {
 				ci[j] += av * bv

@@ -452,6 +452,7 @@ func (t *Trainer) checkpoint(f *runFiles, sum *Summary, iter int, step int64, op
 		return fmt.Errorf("writing checkpoint pointer: %w", err)
 	}
 	sum.Checkpoint = path
+	pruneCheckpoints(filepath.Join(f.dir, CheckpointsDir), t.cfg.Trainer.Keep)
 	t.broker.publish(Event{Kind: EventState, Time: t.opts.Now(), State: StateRunning, Message: "checkpoint saved: " + name})
 	return nil
 }

@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -119,4 +122,40 @@ func (w *jsonlWriter) close() error {
 		return nil
 	}
 	return w.f.Close()
+}
+
+// checkpointStep reads N from a checkpoint file name step-N.safetensors.
+func checkpointStep(name string) (int64, bool) {
+	s, ok := strings.CutPrefix(name, "step-")
+	if !ok {
+		return 0, false
+	}
+	s, ok = strings.CutSuffix(s, ".safetensors")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
+// pruneCheckpoints deletes all but the keep newest checkpoints (keep 0
+// keeps everything). Called after the newest was written and pointed to.
+func pruneCheckpoints(dir string, keep int) {
+	if keep <= 0 {
+		return
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	var steps []int64
+	for _, e := range entries {
+		if n, ok := checkpointStep(e.Name()); ok {
+			steps = append(steps, n)
+		}
+	}
+	slices.Sort(steps)
+	for _, n := range steps[:max(0, len(steps)-keep)] {
+		os.Remove(filepath.Join(dir, fmt.Sprintf("step-%d.safetensors", n)))
+	}
 }

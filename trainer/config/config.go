@@ -71,6 +71,7 @@ type TrainerConfig struct {
 	Name     string `toml:"name" check:"name"`
 	RunsDir  string `toml:"runs_dir" check:"nonempty"`
 	SaveFreq int    `toml:"save_freq" live:"" check:">=0"`
+	Keep     int    `toml:"keep_checkpoints" live:"" check:">=0"`
 }
 
 // BatchSize is the number of samples per update.

@@ -1,0 +1,115 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// func gemm4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int)
+//
+// C[0:4, 0:16] += A[0:4, 0:k] · B[0:k, 0:16] for row-major operands with
+// leading dimensions ldc, lda, ldb (in elements). The 4×16 block of C lives
+// in eight YMM accumulators; each step of k loads one 16-wide row of B and
+// broadcasts one element of each A row into it with FMA.
+TEXT ·gemm4x16(SB), NOSPLIT, $0-56
+	MOVQ c+0(FP), DI
+	MOVQ ldc+8(FP), R8
+	MOVQ a+16(FP), SI
+	MOVQ lda+24(FP), R9
+	MOVQ b+32(FP), DX
+	MOVQ ldb+40(FP), R10
+	MOVQ k+48(FP), CX
+	SHLQ $2, R8
+	SHLQ $2, R9
+	SHLQ $2, R10
+
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+	MOVQ SI, R11
+	LEAQ (SI)(R9*1), R12
+	LEAQ (R12)(R9*1), R13
+	LEAQ (R13)(R9*1), R14
+
+loop4:
+	TESTQ CX, CX
+	JE    store4
+	VMOVUPS      (DX), Y8
+	VMOVUPS      32(DX), Y9
+	VBROADCASTSS (R11), Y10
+	VFMADD231PS  Y8, Y10, Y0
+	VFMADD231PS  Y9, Y10, Y1
+	VBROADCASTSS (R12), Y11
+	VFMADD231PS  Y8, Y11, Y2
+	VFMADD231PS  Y9, Y11, Y3
+	VBROADCASTSS (R13), Y12
+	VFMADD231PS  Y8, Y12, Y4
+	VFMADD231PS  Y9, Y12, Y5
+	VBROADCASTSS (R14), Y13
+	VFMADD231PS  Y8, Y13, Y6
+	VFMADD231PS  Y9, Y13, Y7
+	ADDQ         $4, R11
+	ADDQ         $4, R12
+	ADDQ         $4, R13
+	ADDQ         $4, R14
+	ADDQ         R10, DX
+	DECQ         CX
+	JMP          loop4
+
+store4:
+	VADDPS  (DI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	VADDPS  32(DI), Y1, Y1
+	VMOVUPS Y1, 32(DI)
+	ADDQ    R8, DI
+	VADDPS  (DI), Y2, Y2
+	VMOVUPS Y2, (DI)
+	VADDPS  32(DI), Y3, Y3
+	VMOVUPS Y3, 32(DI)
+	ADDQ    R8, DI
+	VADDPS  (DI), Y4, Y4
+	VMOVUPS Y4, (DI)
+	VADDPS  32(DI), Y5, Y5
+	VMOVUPS Y5, 32(DI)
+	ADDQ    R8, DI
+	VADDPS  (DI), Y6, Y6
+	VMOVUPS Y6, (DI)
+	VADDPS  32(DI), Y7, Y7
+	VMOVUPS Y7, 32(DI)
+	VZEROUPPER
+	RET
+
+// func gemm1x16(c *float32, a *float32, b *float32, ldb int, k int)
+//
+// C[0, 0:16] += A[0, 0:k] · B[0:k, 0:16].
+TEXT ·gemm1x16(SB), NOSPLIT, $0-40
+	MOVQ c+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DX
+	MOVQ ldb+24(FP), R10
+	MOVQ k+32(FP), CX
+	SHLQ $2, R10
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+loop1:
+	TESTQ CX, CX
+	JE    store1
+	VBROADCASTSS (SI), Y10
+	VFMADD231PS  (DX), Y10, Y0
+	VFMADD231PS  32(DX), Y10, Y1
+	ADDQ         $4, SI
+	ADDQ         R10, DX
+	DECQ         CX
+	JMP          loop1
+
+store1:
+	VADDPS  (DI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	VADDPS  32(DI), Y1, Y1
+	VMOVUPS Y1, 32(DI)
+	VZEROUPPER
+	RET

@@ -1,0 +1,15 @@
+//go:build !amd64 || purego
+
+package gpu
+
+// hasFMA is false where there is no assembly kernel: the portable Go
+// kernel does all the work.
+const hasFMA = false
+
+func gemm4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int) {
+	panic("gpu: no SIMD kernel on this platform")
+}
+
+func gemm1x16(c *float32, a *float32, b *float32, ldb int, k int) {
+	panic("gpu: no SIMD kernel on this platform")
+}
