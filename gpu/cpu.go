@@ -137,8 +137,13 @@ func (d *CPU) BiasAct(x, bias Tensor, act Activation) {
 		row = row[:len(bd)]
 		switch act {
 		case Tanh:
-			for j, b := range bd {
-				row[j] = tanh32(row[j] + b)
+			j := 0
+			if n8 := n &^ 7; hasFMA && n8 > 0 {
+				biasTanh8(&row[0], &bd[0], n8)
+				j = n8
+			}
+			for ; j < n; j++ {
+				row[j] = tanh32(row[j] + bd[j])
 			}
 		case ReLU:
 			for j, b := range bd {

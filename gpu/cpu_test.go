@@ -88,17 +88,20 @@ func TestBiasActAndGrad(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, tc := range tests {
-		xv, bv, gv := randSlice(r, 6*5, 3), randSlice(r, 5, 1), randSlice(r, 6*5, 1)
-		x, b, g := tensorFrom(d, 6, 5, xv), tensorFrom(d, 1, 5, bv), tensorFrom(d, 6, 5, gv)
-		d.BiasAct(x, b, tc.act)
-		d.ActGrad(g, x, tc.act)
-		for i := range xv {
-			y := tc.f(float64(xv[i]) + float64(bv[i%5]))
-			if math.Abs(float64(d.Data(x)[i])-y) > 2e-6 {
-				t.Fatalf("act %d: y[%d] = %v, want %v", tc.act, i, d.Data(x)[i], y)
-			}
-			if want := float64(gv[i]) * tc.grad(y); math.Abs(float64(d.Data(g)[i])-want) > 1e-5 {
-				t.Fatalf("act %d: grad[%d] = %v, want %v", tc.act, i, d.Data(g)[i], want)
+		for _, cols := range []int{5, 8, 67} { // scalar tail only, SIMD only, both
+			rows := 6
+			xv, bv, gv := randSlice(r, rows*cols, 10), randSlice(r, cols, 1), randSlice(r, rows*cols, 1)
+			x, b, g := tensorFrom(d, rows, cols, xv), tensorFrom(d, 1, cols, bv), tensorFrom(d, rows, cols, gv)
+			d.BiasAct(x, b, tc.act)
+			d.ActGrad(g, x, tc.act)
+			for i := range xv {
+				y := tc.f(float64(xv[i]) + float64(bv[i%cols]))
+				if math.Abs(float64(d.Data(x)[i])-y) > 2e-6 {
+					t.Fatalf("act %d: y[%d] = %v, want %v", tc.act, i, d.Data(x)[i], y)
+				}
+				if want := float64(gv[i]) * tc.grad(y); math.Abs(float64(d.Data(g)[i])-want) > 1e-5 {
+					t.Fatalf("act %d: grad[%d] = %v, want %v", tc.act, i, d.Data(g)[i], want)
+				}
 			}
 		}
 	}

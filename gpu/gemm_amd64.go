@@ -12,3 +12,15 @@ func gemm4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k i
 
 //go:noescape
 func gemm1x16(c *float32, a *float32, b *float32, ldb int, k int)
+
+// tanhConsts feeds biasTanh8: the clamp bound, then tanh32's numerator
+// (a13 … a1) and denominator (b6 … b0) coefficients.
+var tanhConsts = [13]float32{
+	7.90531110763549805, -7.90531110763549805,
+	-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
+	1.48572235717979e-05, 6.37261928875436e-04, 4.89352455891786e-03,
+	1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03,
+}
+
+//go:noescape
+func biasTanh8(x *float32, bias *float32, n int)

@@ -113,3 +113,57 @@ store1:
 	VMOVUPS Y1, 32(DI)
 	VZEROUPPER
 	RET
+
+// func biasTanh8(x *float32, bias *float32, n int)
+//
+// x[i] = tanh(x[i] + bias[i]) for i < n, n a multiple of 8, with the same
+// clamped 13/6 rational approximation as tanh32 (without its small-|x|
+// shortcut, which the rational form only needs for relative accuracy far
+// below float32's resolution at the sizes we see).
+TEXT ·biasTanh8(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), DI
+	MOVQ bias+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	VBROADCASTSS ·tanhConsts+0(SB), Y15  // clamp
+	VBROADCASTSS ·tanhConsts+4(SB), Y14  // -clamp
+
+loopt:
+	TESTQ CX, CX
+	JE    donet
+	VMOVUPS (DI), Y0
+	VADDPS  (SI), Y0, Y0
+	VMINPS  Y15, Y0, Y0
+	VMAXPS  Y14, Y0, Y0
+	VMULPS  Y0, Y0, Y1                   // x²
+	VBROADCASTSS ·tanhConsts+8(SB), Y2   // p = a13
+	VBROADCASTSS ·tanhConsts+12(SB), Y3
+	VFMADD213PS  Y3, Y1, Y2              // p = p·x² + a11
+	VBROADCASTSS ·tanhConsts+16(SB), Y3
+	VFMADD213PS  Y3, Y1, Y2
+	VBROADCASTSS ·tanhConsts+20(SB), Y3
+	VFMADD213PS  Y3, Y1, Y2
+	VBROADCASTSS ·tanhConsts+24(SB), Y3
+	VFMADD213PS  Y3, Y1, Y2
+	VBROADCASTSS ·tanhConsts+28(SB), Y3
+	VFMADD213PS  Y3, Y1, Y2
+	VBROADCASTSS ·tanhConsts+32(SB), Y3
+	VFMADD213PS  Y3, Y1, Y2
+	VMULPS       Y0, Y2, Y2              // p·x
+	VBROADCASTSS ·tanhConsts+36(SB), Y4  // q = b6
+	VBROADCASTSS ·tanhConsts+40(SB), Y3
+	VFMADD213PS  Y3, Y1, Y4
+	VBROADCASTSS ·tanhConsts+44(SB), Y3
+	VFMADD213PS  Y3, Y1, Y4
+	VBROADCASTSS ·tanhConsts+48(SB), Y3
+	VFMADD213PS  Y3, Y1, Y4
+	VDIVPS       Y4, Y2, Y0
+	VMOVUPS      Y0, (DI)
+	ADDQ         $32, DI
+	ADDQ         $32, SI
+	DECQ         CX
+	JMP          loopt
+
+donet:
+	VZEROUPPER
+	RET

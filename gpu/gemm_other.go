@@ -13,3 +13,7 @@ func gemm4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k i
 func gemm1x16(c *float32, a *float32, b *float32, ldb int, k int) {
 	panic("gpu: no SIMD kernel on this platform")
 }
+
+func biasTanh8(x *float32, bias *float32, n int) {
+	panic("gpu: no SIMD kernel on this platform")
+}
