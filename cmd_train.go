@@ -14,24 +14,33 @@ import (
 )
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("train", "[--config FILE] [--run-dir DIR] [--quiet] [key=value ...]", "train headless, printing progress", stderr)
+	fs := newFlagSet("train", "[--config FILE] [--run-dir DIR] [--resume DIR] [--quiet] [key=value ...]", "train headless, printing progress", stderr)
 	file := fs.String("config", "", "TOML `file` applied over the defaults")
 	runDir := fs.String("run-dir", "", "put this run exactly in `dir` (default: a new directory under trainer.runs_dir)")
 	quiet := fs.Bool("quiet", false, "print only the run directory and the final result")
+	resume := fs.String("resume", "", "continue the run in `dir` from its latest valid checkpoint (overrides may change live keys)")
 	overrides, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
-	cfg, err := config.Resolve(*file, overrides)
+	var t *trainer.Trainer
+	if *resume != "" {
+		if *file != "" || *runDir != "" {
+			fmt.Fprintln(stderr, "agenttrainer: --resume continues a run in its own directory with its own config; drop --config and --run-dir")
+			return exitConfig
+		}
+		t, err = trainer.Resume(*resume, overrides, trainer.Options{})
+	} else {
+		var cfg config.Config
+		if cfg, err = config.Resolve(*file, overrides); err == nil {
+			t, err = trainer.New(cfg, trainer.Options{RunDir: *runDir})
+		}
+	}
 	if err != nil {
 		printConfigError(stderr, err)
 		return exitConfig
 	}
-	t, err := trainer.New(cfg, trainer.Options{RunDir: *runDir})
-	if err != nil {
-		printConfigError(stderr, err)
-		return exitConfig
-	}
+	cfg := t.Config()
 	events, unsubscribe := t.Subscribe(1024)
 	printed := make(chan struct{})
 	go func() {

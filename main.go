@@ -13,11 +13,12 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
 // version is reported by --version and recorded in checkpoints.
-const version = "0.1.0"
+const version = trainer.Version
 
 // Exit codes: a configuration mistake is 2 (nothing written), a failure
 // while running is 1.
@@ -34,7 +35,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"train", "[--config FILE] [--run-dir DIR] [--quiet] [key=value ...]", "train headless, printing progress", runTrain},
+		{"train", "[--config FILE] [--run-dir DIR] [--resume DIR] [--quiet] [key=value ...]", "train headless, printing progress", runTrain},
 		{"list", "", "list agents and environments", runList},
 		{"config", "[--config FILE] [key=value ...]", "print the resolved config as TOML", runConfig},
 	}

@@ -3,7 +3,6 @@ package envs
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"strings"
 )
 
@@ -22,7 +21,7 @@ func init() {
 type CartPole struct {
 	x, xDot, theta, thetaDot float64
 	stepsBeyondTerminated    int // −1 until the episode terminates
-	rng                      *rand.Rand
+	rng                      pcgRand
 }
 
 const (
@@ -41,11 +40,8 @@ var cpThetaThreshold = 12 * 2 * math.Pi / 360
 
 // NewCartPole returns a CartPole seeded with 0 until its first Reset.
 func NewCartPole() *CartPole {
-	return &CartPole{rng: newRand(0), stepsBeyondTerminated: -1}
+	return &CartPole{rng: newPCGRand(0), stepsBeyondTerminated: -1}
 }
-
-// newRand returns the PCG stream environments draw from, seeded as Reset asks.
-func newRand(seed int64) *rand.Rand { return rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15)) }
 
 // ObservationSpace implements Env.
 func (c *CartPole) ObservationSpace() Space {
@@ -62,7 +58,7 @@ func (c *CartPole) ActionSpace() Space { return Space{Kind: Discrete, N: 2} }
 // Reset implements Env: each state variable starts uniform in ±0.05.
 func (c *CartPole) Reset(seed int64, obs []float32) {
 	if seed != NoSeed {
-		c.rng = newRand(seed)
+		c.rng = newPCGRand(seed)
 	}
 	u := func() float64 { return -0.05 + 0.1*c.rng.Float64() }
 	c.x, c.xDot, c.theta, c.thetaDot = u(), u(), u(), u()
@@ -80,7 +76,7 @@ func (c *CartPole) Step(action, obs []float32) (float64, bool, bool) {
 	if action[0] == 1 {
 		force = cpForceMag
 	}
-	sinTheta, cosTheta := sinCos(c.theta)
+	sinTheta, cosTheta := libmSin(c.theta), libmCos(c.theta)
 	temp := (force + cpPoleMassLength*(c.thetaDot*c.thetaDot)*sinTheta) / cpTotalMass
 	thetaAcc := (cpGravity*sinTheta - cosTheta*temp) /
 		(cpLength * (4.0/3.0 - cpMassPole*(cosTheta*cosTheta)/cpTotalMass))
@@ -110,6 +106,22 @@ func (c *CartPole) State() []float64 { return []float64{c.x, c.xDot, c.theta, c.
 
 // SetState implements Stateful.
 func (c *CartPole) SetState(s []float64) { c.x, c.xDot, c.theta, c.thetaDot = s[0], s[1], s[2], s[3] }
+
+// Snapshot implements Snapshotter.
+func (c *CartPole) Snapshot() ([]byte, error) {
+	return snapshotPhysics(c.State(), c.rng, int64(c.stepsBeyondTerminated))
+}
+
+// Restore implements Snapshotter.
+func (c *CartPole) Restore(b []byte) error {
+	s, err := restorePhysics(b, 4, 1, c.rng)
+	if err != nil {
+		return err
+	}
+	c.SetState(s.State)
+	c.stepsBeyondTerminated = int(s.Extra[0])
+	return nil
+}
 
 // Render implements Renderer: the track as a line with the cart and the
 // pole's lean drawn above it.

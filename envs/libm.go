@@ -5,12 +5,12 @@ import (
 	"math/big"
 )
 
-// Gymnasium's CartPole and MountainCar call the C library's sin and cos,
-// which round correctly in practice; Go's math.Cos is off by an ulp on about
-// a quarter of CartPole's angles, enough for whole episodes to drift apart
-// and end on different steps. sin and cos here evaluate their Taylor series
-// in double-double arithmetic (about 106 bits) after a double-double range
-// reduction, then round once, so they agree with glibc.
+// sinCos is a correctly rounded sine and cosine: the Taylor series in
+// double-double arithmetic (about 106 bits) after a double-double range
+// reduction, rounded once. glibc's sin and cos are not always correctly
+// rounded, so the environments that must match Gymnasium bit for bit use
+// the glibc replays in libmsincos.go; those fall back to sinCos outside the
+// range they reproduce.
 
 // dd is an unevaluated sum hi+lo with |lo| ≤ ulp(hi)/2.
 type dd struct{ hi, lo float64 }

@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -124,12 +125,28 @@ func (f *runFiles) close() {
 
 func (t *Trainer) openRun() (*runFiles, error) {
 	c := &t.cfg
-	dir, err := createRunDir(t.opts.RunDir, c.Trainer.RunsDir,
-		newRunDirName(t.opts.Now(), c.Env.ID, c.Agent.Name, c.Trainer.Name))
-	if err != nil {
-		return nil, fmt.Errorf("cannot create the run directory: %w", err)
+	var dir string
+	if t.resume != nil {
+		// Records written after the checkpoint are redone by this run, and
+		// temporary files of writes a kill interrupted are swept away.
+		dir = t.opts.RunDir
+		removeStaleTemps(dir)
+		removeStaleTemps(filepath.Join(dir, CheckpointsDir))
+		for _, name := range []string{MetricsFile, EditsFile} {
+			if err := repairJSONL(filepath.Join(dir, name), t.resume.state.Iter); err != nil {
+				return nil, fmt.Errorf("repairing %s: %w", name, err)
+			}
+		}
+	} else {
+		var err error
+		dir, err = createRunDir(t.opts.RunDir, c.Trainer.RunsDir,
+			newRunDirName(t.opts.Now(), c.Env.ID, c.Agent.Name, c.Trainer.Name))
+		if err != nil {
+			return nil, fmt.Errorf("cannot create the run directory: %w", err)
+		}
 	}
-	if err := writeFileAtomic(filepath.Join(dir, ConfigFile), []byte(c.TOML())); err != nil {
+	var err error
+	if err = writeFileAtomic(filepath.Join(dir, ConfigFile), []byte(c.TOML())); err != nil {
 		return nil, err
 	}
 	f := &runFiles{dir: dir}
@@ -147,33 +164,65 @@ func (t *Trainer) openRun() (*runFiles, error) {
 	return f, nil
 }
 
+// progress is where the loop stands: what checkpoints save.
+type progress struct {
+	iter     int   // iterations completed
+	step     int64 // environment steps taken
+	start    time.Time
+	paused   time.Duration // time spent paused does not count against SPS
+	episodes *episodeWindow
+	opt      adam
+}
+
+func (p *progress) elapsed(now time.Time) time.Duration { return now.Sub(p.start) - p.paused }
+
+// begin sets up the loop's progress: fresh, or from the resume checkpoint.
+func (t *Trainer) begin() (*progress, error) {
+	p := &progress{start: t.opts.Now(), episodes: newEpisodeWindow(100)}
+	if t.learner != nil {
+		n := t.learner.Params().Len()
+		p.opt = adam{m: t.dev.Alloc(1, n), v: t.dev.Alloc(1, n)}
+	}
+	rp := t.resume
+	if rp == nil {
+		t.venv.Reset(t.cfg.Trainer.Seed)
+		return p, nil
+	}
+	st := rp.state
+	if err := p.episodes.restore(st.Episodes); err != nil {
+		return nil, err
+	}
+	p.iter, p.step, p.opt.step = st.Iter, st.Step, st.AdamStep
+	p.start = p.start.Add(-time.Duration(st.ElapsedS * float64(time.Second)))
+	if t.learner != nil {
+		t.dev.Upload(p.opt.m, t.resumeAdam[0])
+		t.dev.Upload(p.opt.v, t.resumeAdam[1])
+	}
+	if len(st.Envs) == 0 {
+		t.venv.Reset(t.cfg.Trainer.Seed + st.Step)
+	}
+	t.logf("resumed from %s at step %d", filepath.Base(rp.path), st.Step)
+	return p, nil
+}
+
 func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 	c := &t.cfg
 	nEnvs, nSteps := c.Env.NumEnvs, c.PPO.NumSteps
-	batchSize := c.BatchSize()
 	v := t.venv
 	buf := newRollout(nSteps, nEnvs, v.ObsDim, v.ActDim)
-	dev := t.dev
-	b := newBatch(dev, batchSize, v.ObsDim, v.ActDim)
-	var opt adam
-	if t.learner != nil {
-		opt = adam{m: dev.Alloc(1, t.learner.Params().Len()), v: dev.Alloc(1, t.learner.Params().Len())}
+	b := newBatch(t.dev, c.BatchSize(), v.ObsDim, v.ActDim)
+	p, err := t.begin()
+	if err != nil {
+		return Summary{}, err
 	}
-	episodes := newEpisodeWindow(100)
-	var sum Summary
+	sum := Summary{Iterations: p.iter, Last: Metrics{Step: p.step}}
 	t.logf("training %s with %s on %s for %d steps", c.Env.ID, c.Agent.Name, t.devInfo, c.PPO.TotalTimesteps)
 
-	start := t.opts.Now()
-	var paused time.Duration // time spent paused does not count against SPS
-	globalStep := int64(0)
-	v.Reset(c.Trainer.Seed)
-	for iter := 1; iter <= t.numIterations(); iter++ {
-		if err := t.applyEdits(f, iter, globalStep, start); err != nil {
+	for iter := p.iter + 1; iter <= t.numIterations(); iter++ {
+		if err := t.applyEdits(f, iter, p); err != nil {
 			return sum, err
 		}
-		d, err := t.waitWhilePaused(ctx, f, iter-1, globalStep, &opt)
-		paused += d
-		if err != nil || ctx.Err() != nil {
+		if err := t.waitWhilePaused(ctx, f, &sum, p); err != nil || ctx.Err() != nil {
 			break
 		}
 
@@ -186,7 +235,7 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 
 		// Roll out num_steps steps in every environment.
 		for step := 0; step < nSteps; step++ {
-			globalStep += int64(nEnvs)
+			p.step += int64(nEnvs)
 			row := step * nEnvs
 			copy(buf.obs[row*v.ObsDim:], v.Obs)
 			acts := buf.actions[row*v.ActDim : (row+nEnvs)*v.ActDim]
@@ -201,7 +250,7 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 			}
 			t.bootstrapTruncated(buf, row)
 			for _, ep := range v.Finished {
-				episodes.add(ep.Return, ep.Length)
+				p.episodes.add(ep.Return, ep.Length)
 			}
 		}
 
@@ -210,21 +259,22 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		computeGAE(buf, nSteps, nEnvs, c.PPO.Gamma, c.PPO.GAELambda)
 
 		// Optimize the policy and value networks.
-		m := Metrics{Iter: iter, Step: globalStep, LR: Float(lr)}
+		m := Metrics{Iter: iter, Step: p.step, LR: Float(lr)}
 		if t.learner != nil {
-			t.update(buf, b, &opt, lr, &m)
+			t.update(buf, b, &p.opt, lr, &m)
 			if err := checkFinite(m); err != nil {
 				return sum, fmt.Errorf("iteration %d: %w; the last checkpoint is the last good state", iter, err)
 			}
 		}
 		m.ExplainedVariance = Float(explainedVariance(buf.values, buf.returns))
+		p.iter = iter
 
-		elapsed := t.opts.Now().Sub(start) - paused
+		elapsed := p.elapsed(t.opts.Now())
 		m.TimeS = Float(elapsed.Seconds())
-		m.SPS = Float(float64(globalStep) / math.Max(elapsed.Seconds(), 1e-9))
-		mean, lo, hi, length := episodes.stats()
+		m.SPS = Float(float64(p.step) / math.Max(elapsed.Seconds(), 1e-9))
+		mean, lo, hi, length := p.episodes.stats()
 		m.Episodes, m.EpReturnMean, m.EpReturnMin, m.EpReturnMax, m.EpLengthMean =
-			episodes.total, Float(mean), Float(lo), Float(hi), Float(length)
+			p.episodes.total, Float(mean), Float(lo), Float(hi), Float(length)
 		if err := f.metrics.write(m); err != nil {
 			return sum, fmt.Errorf("writing metrics: %w", err)
 		}
@@ -232,14 +282,14 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		sum.Last, sum.Iterations = m, iter
 
 		if (c.Trainer.SaveFreq > 0 && iter%c.Trainer.SaveFreq == 0) || t.saveReq.Swap(false) {
-			if err := t.checkpoint(f, &sum, iter, globalStep, &opt); err != nil {
+			if err := t.checkpoint(f, &sum, p); err != nil {
 				return sum, err
 			}
 		}
 	}
 	// A final checkpoint, whether the run completed or was stopped.
-	if sum.Iterations > 0 {
-		if err := t.checkpoint(f, &sum, sum.Iterations, sum.Last.Step, &opt); err != nil {
+	if p.iter > 0 {
+		if err := t.checkpoint(f, &sum, p); err != nil {
 			return sum, err
 		}
 	}
@@ -386,14 +436,15 @@ func checkFinite(m Metrics) error {
 }
 
 // applyEdits applies queued live edits before an iteration and records them.
-func (t *Trainer) applyEdits(f *runFiles, iter int, step int64, start time.Time) error {
+func (t *Trainer) applyEdits(f *runFiles, iter int, p *progress) error {
 	edits, cfg := t.takeEdits()
 	if len(edits) == 0 {
 		return nil
 	}
 	t.cfg = cfg
+	step := p.step
 	for _, e := range edits {
-		e.Iter, e.Step, e.TimeS = iter, step, t.opts.Now().Sub(start).Seconds()
+		e.Iter, e.Step, e.TimeS = iter, step, p.elapsed(t.opts.Now()).Seconds()
 		if err := f.edits.write(e); err != nil {
 			return fmt.Errorf("writing %s: %w", EditsFile, err)
 		}
@@ -403,44 +454,64 @@ func (t *Trainer) applyEdits(f *runFiles, iter int, step int64, start time.Time)
 	return writeFileAtomic(filepath.Join(f.dir, ConfigFile), []byte(t.cfg.TOML()))
 }
 
-// waitWhilePaused blocks while the run is paused, saving a checkpoint when
-// the pause begins, and returns how long it waited.
-func (t *Trainer) waitWhilePaused(ctx context.Context, f *runFiles, iter int, step int64, opt *adam) (time.Duration, error) {
+// waitWhilePaused blocks while the run is paused. A checkpoint is written
+// when the pause begins, so a paused run can be abandoned safely.
+func (t *Trainer) waitWhilePaused(ctx context.Context, f *runFiles, sum *Summary, p *progress) error {
 	if !t.Paused() {
-		return 0, nil
+		return nil
 	}
 	began := t.opts.Now()
-	t.broker.publish(Event{Kind: EventState, Time: began, State: StatePaused, Message: fmt.Sprintf("paused at step %d", step)})
+	defer func() { p.paused += t.opts.Now().Sub(began) }()
+	t.broker.publish(Event{Kind: EventState, Time: began, State: StatePaused, Message: fmt.Sprintf("paused at step %d", p.step)})
+	if p.iter > 0 {
+		if err := t.checkpoint(f, sum, p); err != nil {
+			t.logf("checkpoint failed: %v", err)
+		}
+	}
 	for t.Paused() {
-		if t.saveReq.Swap(false) && iter > 0 {
-			var s Summary
-			if err := t.checkpoint(f, &s, iter, step, opt); err != nil {
+		if t.saveReq.Swap(false) && p.iter > 0 {
+			if err := t.checkpoint(f, sum, p); err != nil {
 				t.logf("checkpoint failed: %v", err)
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return t.opts.Now().Sub(began), ctx.Err()
+			return ctx.Err()
 		case <-t.wake:
 		}
 	}
 	t.broker.publish(Event{Kind: EventState, Time: t.opts.Now(), State: StateRunning, Message: "resumed"})
-	return t.opts.Now().Sub(began), nil
+	return nil
 }
 
-// checkpoint writes checkpoints/step-<N>.safetensors atomically and points
-// checkpoints/latest at it.
-func (t *Trainer) checkpoint(f *runFiles, sum *Summary, iter int, step int64, opt *adam) error {
-	if err := f.metrics.sync(); err != nil {
-		return err
-	}
-	name := fmt.Sprintf("step-%d.safetensors", step)
+// checkpoint writes checkpoints/step-<N>.safetensors atomically, points
+// checkpoints/latest at it, and prunes old ones.
+func (t *Trainer) checkpoint(f *runFiles, sum *Summary, p *progress) error {
+	name := fmt.Sprintf("step-%d.safetensors", p.step)
 	path := filepath.Join(f.dir, CheckpointsDir, name)
 	if sum.Checkpoint == path {
-		return nil
+		return nil // nothing new since the last one
 	}
-	tensors, meta := t.checkpointTensors(opt)
-	meta["iter"], meta["step"] = fmt.Sprint(iter), fmt.Sprint(step)
+	if err := f.metrics.sync(); err != nil { // the records a checkpoint vouches for are on disk first
+		return err
+	}
+	st, err := t.saveState(p.iter, p.step, p.opt.step, p.elapsed(t.opts.Now()), p.episodes)
+	if err != nil {
+		return err
+	}
+	stateJSON, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	tensors, meta := t.checkpointTensors(&p.opt)
+	for _, td := range tensors {
+		for _, x := range td.Data {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return fmt.Errorf("refusing to checkpoint non-finite values in %s; the previous checkpoint stays the latest", td.Name)
+			}
+		}
+	}
+	meta["iter"], meta["step"], meta["state"] = fmt.Sprint(p.iter), fmt.Sprint(p.step), string(stateJSON)
 	data, err := encodeSafetensors(tensors, meta)
 	if err != nil {
 		return err
@@ -453,7 +524,11 @@ func (t *Trainer) checkpoint(f *runFiles, sum *Summary, iter int, step int64, op
 	}
 	sum.Checkpoint = path
 	pruneCheckpoints(filepath.Join(f.dir, CheckpointsDir), t.cfg.Trainer.Keep)
-	t.broker.publish(Event{Kind: EventState, Time: t.opts.Now(), State: StateRunning, Message: "checkpoint saved: " + name})
+	state := StateRunning
+	if t.Paused() {
+		state = StatePaused
+	}
+	t.broker.publish(Event{Kind: EventState, Time: t.opts.Now(), State: state, Message: "checkpoint saved: " + name})
 	return nil
 }
 
@@ -462,7 +537,7 @@ func (t *Trainer) checkpoint(f *runFiles, sum *Summary, iter int, step int64, op
 // "optimizer.exp_avg_sq.<name>".
 func (t *Trainer) checkpointTensors(opt *adam) ([]tensorData, map[string]string) {
 	meta := map[string]string{
-		"format": "agenttrainer/v1", "env": t.cfg.Env.ID, "agent": t.cfg.Agent.Name,
+		"format": checkpointFormat, "version": Version, "env": t.cfg.Env.ID, "agent": t.cfg.Agent.Name,
 		"config": t.cfg.TOML(),
 	}
 	if t.learner == nil {

@@ -94,6 +94,15 @@ func writeFileAtomic(path string, data []byte) error {
 	return nil
 }
 
+// removeStaleTemps deletes the temporary files writeFileAtomic leaves when
+// the process dies between creating and renaming one.
+func removeStaleTemps(dir string) {
+	matches, _ := filepath.Glob(filepath.Join(dir, ".*.tmp*"))
+	for _, m := range matches {
+		os.Remove(m)
+	}
+}
+
 // jsonlWriter appends one JSON object per line, each with a single write so
 // a crash never leaves half a record behind a complete one.
 type jsonlWriter struct{ f *os.File }

@@ -64,8 +64,14 @@ type Trainer struct {
 	devInfo string
 	broker  *broker
 
-	// Random streams: action sampling and minibatch shuffling.
+	// Random streams: action sampling and minibatch shuffling, with their
+	// sources kept so checkpoints can save them.
 	actRNG, shuffleRNG *rand.Rand
+	actSrc, shuffleSrc *rand.PCG
+
+	resume         *resumePoint // set by Resume
+	resumeAdam     [2][]float32 // Adam moments from the checkpoint
+	warnedSnapshot bool         // said once that the envs cannot be saved
 
 	mu      sync.Mutex
 	pending []Edit        // validated live edits, applied at the next iteration
@@ -125,8 +131,8 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 		return nil, &config.Error{Key: "agent.name", Msg: err.Error()}
 	}
 	t.learner, _ = t.agent.(agents.Learner)
-	t.actRNG = rand.New(rand.NewPCG(seed, 2))
-	t.shuffleRNG = rand.New(rand.NewPCG(seed, 3))
+	t.actSrc, t.shuffleSrc = newStreams(seed)
+	t.actRNG, t.shuffleRNG = rand.New(t.actSrc), rand.New(t.shuffleSrc)
 	t.shadow = cfg.Clone()
 	return t, nil
 }

@@ -64,15 +64,21 @@ func (c *Config) LoadFile(path string) error {
 	if err != nil {
 		return &Error{Source: path, Msg: fmt.Sprintf("cannot read config file: %v", errors.Unwrap(err))}
 	}
+	return c.LoadTOML(string(data), path)
+}
+
+// LoadTOML applies every key of a TOML document on top of c; source names
+// the document in error messages.
+func (c *Config) LoadTOML(src, source string) error {
 	var m map[string]any
-	if _, err := toml.Decode(string(data), &m); err != nil {
+	if _, err := toml.Decode(src, &m); err != nil {
 		var perr toml.ParseError
 		if errors.As(err, &perr) {
-			return &Error{Source: path, Msg: fmt.Sprintf("not valid TOML at line %d: %s", perr.Position.Line, perr.Message)}
+			return &Error{Source: source, Msg: fmt.Sprintf("not valid TOML at line %d: %s", perr.Position.Line, perr.Message)}
 		}
-		return &Error{Source: path, Msg: "not valid TOML: " + err.Error()}
+		return &Error{Source: source, Msg: "not valid TOML: " + err.Error()}
 	}
-	return c.applyTable(m, path)
+	return c.applyTable(m, source)
 }
 
 // ApplyArgs applies overrides written as "key=value" (dot-notation keys,
