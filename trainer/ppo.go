@@ -116,11 +116,26 @@ func (t *Trainer) finish(s State, err error) {
 type runFiles struct {
 	dir            string
 	metrics, edits *jsonlWriter
+	tb             *tbWriter // nil unless trainer.tensorboard
 }
 
 func (f *runFiles) close() {
 	f.metrics.close()
 	f.edits.close()
+	f.tb.close()
+}
+
+// writeMetrics appends a record to metrics.jsonl (and TensorBoard).
+func (f *runFiles) writeMetrics(m *Metrics, now time.Time) error {
+	if err := f.metrics.write(m); err != nil {
+		return fmt.Errorf("writing metrics: %w", err)
+	}
+	if f.tb != nil {
+		if err := f.tb.write(m, now); err != nil {
+			return fmt.Errorf("writing TensorBoard events: %w", err)
+		}
+	}
+	return nil
 }
 
 func (t *Trainer) openRun() (*runFiles, error) {
@@ -156,6 +171,12 @@ func (t *Trainer) openRun() (*runFiles, error) {
 	if f.edits, err = openJSONL(filepath.Join(dir, EditsFile)); err != nil {
 		f.metrics.close()
 		return nil, err
+	}
+	if c.Trainer.TensorBoard {
+		if f.tb, err = openTensorBoard(dir, t.opts.Now()); err != nil {
+			f.close()
+			return nil, fmt.Errorf("opening TensorBoard events: %w", err)
+		}
 	}
 	t.mu.Lock()
 	t.runDir = dir
@@ -241,6 +262,9 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 			acts := buf.actions[row*v.ActDim : (row+nEnvs)*v.ActDim]
 			t.agent.Act(v.Obs, nEnvs, t.actRNG, false, acts, buf.logp[row:row+nEnvs], buf.values[row:row+nEnvs])
 			v.Step(t.envActions(acts, buf.envActions))
+			if err := checkEnvOutput(v); err != nil {
+				return sum, fmt.Errorf("step %d: %w; the last checkpoint is the last good state", p.step, err)
+			}
 			copy(buf.rewards[row:], v.Rewards)
 			for e := 0; e < nEnvs; e++ {
 				buf.dones[row+e] = 0
@@ -275,8 +299,8 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		mean, lo, hi, length := p.episodes.stats()
 		m.Episodes, m.EpReturnMean, m.EpReturnMin, m.EpReturnMax, m.EpLengthMean =
 			p.episodes.total, Float(mean), Float(lo), Float(hi), Float(length)
-		if err := f.metrics.write(m); err != nil {
-			return sum, fmt.Errorf("writing metrics: %w", err)
+		if err := f.writeMetrics(&m, t.opts.Now()); err != nil {
+			return sum, err
 		}
 		t.broker.publish(Event{Kind: EventMetrics, Time: t.opts.Now(), Metrics: m})
 		sum.Last, sum.Iterations = m, iter
@@ -420,6 +444,22 @@ func (t *Trainer) update(buf *rollout, b *batch, opt *adam, lr float64, m *Metri
 	m.PolicyLoss, m.ValueLoss = Float(float64(s[gpu.StatPolicyLoss])/k), Float(float64(s[gpu.StatValueLoss])/k)
 	m.Entropy, m.ApproxKL = Float(float64(s[gpu.StatEntropy])/k), Float(float64(s[gpu.StatApproxKL])/k)
 	m.ClipFrac, m.GradNorm = Float(float64(s[gpu.StatClipFrac])/k), Float(float64(s[gpu.StatGradNorm])/k)
+}
+
+// checkEnvOutput refuses non-finite observations and rewards: training on
+// them would only turn the network into NaNs a few steps later.
+func checkEnvOutput(v *envs.Vector) error {
+	for i, x := range v.Obs {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return fmt.Errorf("environment %d returned a non-finite observation (%v in element %d)", i/v.ObsDim, x, i%v.ObsDim)
+		}
+	}
+	for i, r := range v.Rewards {
+		if math.IsNaN(float64(r)) || math.IsInf(float64(r), 0) {
+			return fmt.Errorf("environment %d returned a non-finite reward (%v)", i, r)
+		}
+	}
+	return nil
 }
 
 // checkFinite refuses an update whose losses or gradients went non-finite.

@@ -76,13 +76,21 @@ func Resume(dir string, overrides []string, opts Options) (*Trainer, error) {
 	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err != nil {
 		return nil, &config.Error{Source: "--resume", Msg: fmt.Sprintf("%s is not an agenttrainer run directory (it has no %s)", dir, ConfigFile)}
 	}
-	rp, err := findCheckpoint(filepath.Join(dir, CheckpointsDir))
+	rp, err := findCheckpoint(filepath.Join(dir, CheckpointsDir), true)
 	if err != nil {
 		return nil, &config.Error{Source: "--resume", Msg: fmt.Sprintf("%s: %v", dir, err)}
 	}
 	saved := config.Default()
 	if err := saved.LoadTOML(rp.meta["config"], rp.path); err != nil {
 		return nil, err
+	}
+	runCfg := config.Default()
+	if err := runCfg.LoadFile(filepath.Join(dir, ConfigFile)); err != nil {
+		return nil, err
+	}
+	if runCfg.Env.ID != saved.Env.ID || runCfg.Agent.Name != saved.Agent.Name {
+		return nil, &config.Error{Source: "--resume", Msg: fmt.Sprintf("%s was trained on %s with %s, but this run is %s with %s (a checkpoint from another run?)",
+			filepath.Base(rp.path), saved.Env.ID, saved.Agent.Name, runCfg.Env.ID, runCfg.Agent.Name)}
 	}
 	cfg := saved.Clone()
 	if err := cfg.ApplyArgs(overrides); err != nil {
@@ -116,10 +124,11 @@ type foundCheckpoint struct {
 
 // findCheckpoint returns the newest checkpoint that parses, preferring the
 // one `latest` names; it says why others were skipped if none is usable.
-func findCheckpoint(dir string) (*foundCheckpoint, error) {
+// Resuming needs the loop state in the header; evaluating does not.
+func findCheckpoint(dir string, needState bool) (*foundCheckpoint, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("no %s directory, so nothing to resume from", CheckpointsDir)
+		return nil, fmt.Errorf("no %s directory: this is not a run directory, or the run never saved", CheckpointsDir)
 	}
 	var names []string
 	for _, e := range entries {
@@ -139,7 +148,7 @@ func findCheckpoint(dir string) (*foundCheckpoint, error) {
 		}
 	}
 	if len(names) == 0 {
-		return nil, errors.New("no checkpoint to resume from (the run stopped before its first save)")
+		return nil, errors.New("no checkpoint yet (the run stopped before its first save)")
 	}
 	var problems []string
 	for _, name := range names {
@@ -149,7 +158,7 @@ func findCheckpoint(dir string) (*foundCheckpoint, error) {
 			err = fmt.Errorf("not an agenttrainer checkpoint (format %q)", meta["format"])
 		}
 		var st loopState
-		if err == nil {
+		if err == nil && (needState || meta["state"] != "") {
 			if err = json.Unmarshal([]byte(meta["state"]), &st); err != nil {
 				err = fmt.Errorf("bad training state in header: %v", err)
 			}
@@ -160,6 +169,9 @@ func findCheckpoint(dir string) (*foundCheckpoint, error) {
 		}
 		return &foundCheckpoint{resumePoint{path: path, state: st, tensors: tensors}, meta}, nil
 	}
+	if len(problems) > 3 {
+		problems = append(problems[:3], fmt.Sprintf("and %d more", len(problems)-3))
+	}
 	return nil, fmt.Errorf("no valid checkpoint: %s", strings.Join(problems, "; "))
 }
 
@@ -167,12 +179,33 @@ func findCheckpoint(dir string) (*foundCheckpoint, error) {
 // state into a freshly built trainer.
 func (t *Trainer) loadCheckpoint(rp resumePoint) error {
 	st := rp.state
+	if err := t.loadWeights(rp.tensors); err != nil {
+		return err
+	}
+	if err := t.actSrc.UnmarshalBinary(st.ActRNG); err != nil {
+		return fmt.Errorf("bad action random stream: %v", err)
+	}
+	if err := t.shuffleSrc.UnmarshalBinary(st.ShuffleRNG); err != nil {
+		return fmt.Errorf("bad shuffle random stream: %v", err)
+	}
+	if len(st.Envs) > 0 {
+		if err := t.venv.Restore(st.Envs); err != nil {
+			return err
+		}
+	}
+	t.resume = &rp
+	return nil
+}
+
+// loadWeights loads parameters and Adam moments, checking that every tensor
+// the agent has is present with the right size.
+func (t *Trainer) loadWeights(tensors map[string]tensorData) error {
 	if t.learner != nil {
 		n := t.learner.Params().Len()
 		flat := map[string][]float32{"": make([]float32, n), "optimizer.exp_avg.": make([]float32, n), "optimizer.exp_avg_sq.": make([]float32, n)}
 		for prefix, host := range flat {
 			for _, nt := range t.learner.Tensors() {
-				td, ok := rp.tensors[prefix+nt.Name]
+				td, ok := tensors[prefix+nt.Name]
 				if !ok {
 					return fmt.Errorf("checkpoint lacks tensor %s (was it written by another agent?)", prefix+nt.Name)
 				}
@@ -199,18 +232,6 @@ func (t *Trainer) loadCheckpoint(rp resumePoint) error {
 		t.dev.Upload(t.learner.Params(), flat[""])
 		t.resumeAdam = [2][]float32{flat["optimizer.exp_avg."], flat["optimizer.exp_avg_sq."]}
 	}
-	if err := t.actSrc.UnmarshalBinary(st.ActRNG); err != nil {
-		return fmt.Errorf("bad action random stream: %v", err)
-	}
-	if err := t.shuffleSrc.UnmarshalBinary(st.ShuffleRNG); err != nil {
-		return fmt.Errorf("bad shuffle random stream: %v", err)
-	}
-	if len(st.Envs) > 0 {
-		if err := t.venv.Restore(st.Envs); err != nil {
-			return err
-		}
-	}
-	t.resume = &rp
 	return nil
 }
 

@@ -69,15 +69,15 @@ func readSafetensors(path string) (map[string]tensorData, map[string]string, err
 		return nil, nil, err
 	}
 	if len(b) < 8 {
-		return nil, nil, fmt.Errorf("%s: %d bytes is too short for a safetensors file", path, len(b))
+		return nil, nil, fmt.Errorf("%d bytes is too short for a safetensors file", len(b))
 	}
 	n := binary.LittleEndian.Uint64(b[:8])
 	if n > uint64(len(b)-8) {
-		return nil, nil, fmt.Errorf("%s: header of %d bytes runs past the end of the file (truncated?)", path, n)
+		return nil, nil, fmt.Errorf("header of %d bytes runs past the end of the file (truncated?)", n)
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(b[8:8+n], &raw); err != nil {
-		return nil, nil, fmt.Errorf("%s: bad safetensors header: %v", path, err)
+		return nil, nil, fmt.Errorf("bad safetensors header: %v", err)
 	}
 	data := b[8+n:]
 	meta := map[string]string{}
@@ -86,24 +86,24 @@ func readSafetensors(path string) (map[string]tensorData, map[string]string, err
 	for name, msg := range raw {
 		if name == "__metadata__" {
 			if err := json.Unmarshal(msg, &meta); err != nil {
-				return nil, nil, fmt.Errorf("%s: bad metadata: %v", path, err)
+				return nil, nil, fmt.Errorf("bad metadata: %v", err)
 			}
 			continue
 		}
 		var e safetensorsEntry
 		if err := json.Unmarshal(msg, &e); err != nil {
-			return nil, nil, fmt.Errorf("%s: tensor %s: %v", path, name, err)
+			return nil, nil, fmt.Errorf("tensor %s: %v", name, err)
 		}
 		if e.DType != "F32" {
-			return nil, nil, fmt.Errorf("%s: tensor %s has dtype %s; only F32 is supported", path, name, e.DType)
+			return nil, nil, fmt.Errorf("tensor %s has dtype %s; only F32 is supported", name, e.DType)
 		}
 		count := int64(1)
 		for _, d := range e.Shape {
 			count *= int64(d)
 		}
 		if e.Offsets[0] < 0 || e.Offsets[1] > int64(len(data)) || e.Offsets[1]-e.Offsets[0] != 4*count {
-			return nil, nil, fmt.Errorf("%s: tensor %s: byte range %v does not fit shape %v in %d data bytes (truncated?)",
-				path, name, e.Offsets, e.Shape, len(data))
+			return nil, nil, fmt.Errorf("tensor %s: byte range %v does not fit shape %v in %d data bytes (truncated?)",
+				name, e.Offsets, e.Shape, len(data))
 		}
 		vals := make([]float32, count)
 		for i := range vals {
@@ -113,7 +113,7 @@ func readSafetensors(path string) (map[string]tensorData, map[string]string, err
 		covered += 4 * count
 	}
 	if covered != int64(len(data)) {
-		return nil, nil, fmt.Errorf("%s: tensors cover %d of %d data bytes", path, covered, len(data))
+		return nil, nil, fmt.Errorf("tensors cover %d of %d data bytes", covered, len(data))
 	}
 	return out, meta, nil
 }

@@ -66,12 +66,13 @@ type PPOConfig struct {
 
 // TrainerConfig holds everything about a run that is not the algorithm.
 type TrainerConfig struct {
-	Seed     int64  `toml:"seed" check:">=0"`
-	Device   string `toml:"device" check:"device"`
-	Name     string `toml:"name" check:"name"`
-	RunsDir  string `toml:"runs_dir" check:"nonempty"`
-	SaveFreq int    `toml:"save_freq" live:"" check:">=0"`
-	Keep     int    `toml:"keep_checkpoints" live:"" check:">=0"`
+	Seed        int64  `toml:"seed" check:">=0"`
+	Device      string `toml:"device" check:"device"`
+	Name        string `toml:"name" check:"name"`
+	RunsDir     string `toml:"runs_dir" check:"nonempty"`
+	SaveFreq    int    `toml:"save_freq" live:"" check:">=0"`
+	Keep        int    `toml:"keep_checkpoints" live:"" check:">=0"`
+	TensorBoard bool   `toml:"tensorboard"`
 }
 
 // BatchSize is the number of samples per update.

@@ -1,0 +1,157 @@
+package trainer
+
+import (
+	"context"
+	"crypto/sha256"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agenttrainer/agenttrainer/envs"
+)
+
+// brokenEnv behaves like a one-dimensional walk until step `after`, then
+// returns a NaN observation or an enormous reward.
+type brokenEnv struct {
+	t, after int
+	huge     bool
+	r        float32
+}
+
+func (b *brokenEnv) ObservationSpace() envs.Space { return envs.Space{Kind: envs.Box, Dim: 1} }
+func (b *brokenEnv) ActionSpace() envs.Space      { return envs.Space{Kind: envs.Discrete, N: 2} }
+func (b *brokenEnv) Reset(_ int64, obs []float32) { obs[0] = 0 }
+func (b *brokenEnv) Step(a, obs []float32) (float64, bool, bool) {
+	b.t++
+	obs[0] = a[0]
+	switch {
+	case b.t > b.after && b.huge:
+		return 1e38, false, b.t%50 == 0
+	case b.t > b.after:
+		obs[0] = float32(math.NaN())
+	}
+	return 1, false, b.t%50 == 0
+}
+
+func init() {
+	envs.Register(envs.Spec{ID: "test/NaNObs-v0", Description: "test env: NaN observations after 3000 steps",
+		New: func(envs.Params) (envs.Env, error) { return &brokenEnv{after: 3000}, nil }})
+	envs.Register(envs.Spec{ID: "test/HugeReward-v0", Description: "test env: overflowing rewards after 3000 steps",
+		New: func(envs.Params) (envs.Env, error) { return &brokenEnv{after: 3000, huge: true}, nil }})
+}
+
+func TestNonFiniteStopsTheRunAndKeepsTheLastGoodCheckpoint(t *testing.T) {
+	for _, tc := range []struct{ env, want string }{
+		{"test/NaNObs-v0", "returned a non-finite observation"},
+		{"test/HugeReward-v0", "became"},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			dir := t.TempDir()
+			tr, err := New(testConfig(t, "env.id="+tc.env, "trainer.save_freq=1", "ppo.total_timesteps=20480"), Options{RunDir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := tr.Run(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "last checkpoint") {
+				t.Fatalf("run ended with %v, want an error containing %q", err, tc.want)
+			}
+			if sum.State != StateFailed {
+				t.Fatalf("state %s", sum.State)
+			}
+			latest, _ := os.ReadFile(filepath.Join(dir, CheckpointsDir, LatestFile))
+			tensors, _, err := readSafetensors(filepath.Join(dir, CheckpointsDir, strings.TrimSpace(string(latest))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, td := range tensors {
+				for _, x := range td.Data {
+					if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+						t.Fatalf("latest checkpoint holds non-finite %s", name)
+					}
+				}
+			}
+		})
+	}
+}
+
+func hashTree(t *testing.T, dir string) map[string][32]byte {
+	out := map[string][32]byte{}
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(path)
+			out[path] = sha256.Sum256(b)
+		}
+		return nil
+	})
+	return out
+}
+
+func TestResumeRejectsBadRunDirectories(t *testing.T) {
+	good := filepath.Join(t.TempDir(), "good")
+	train(t, testConfig(t, "ppo.total_timesteps=2048"), good)
+	acro := filepath.Join(t.TempDir(), "acro")
+	train(t, testConfig(t, "env.id=Acrobot-v1", "ppo.total_timesteps=2048"), acro)
+	copyDir := func(src string) string {
+		dst := filepath.Join(t.TempDir(), "copy")
+		os.CopyFS(dst, os.DirFS(src))
+		return dst
+	}
+	ckpt := "checkpoints/step-2048.safetensors"
+	tests := []struct {
+		name  string
+		setup func() string
+		want  string
+	}{
+		{"missing", func() string { return filepath.Join(t.TempDir(), "nope") }, "no run directory at"},
+		{"empty", func() string { return t.TempDir() }, "is not an agenttrainer run directory (it has no config.toml)"},
+		{"foreign", func() string {
+			d := t.TempDir()
+			os.WriteFile(filepath.Join(d, "config.toml"), []byte("[model]\nlayers = 3\n"), 0o644)
+			return d
+		}, "no checkpoints directory"},
+		{"truncated checkpoint", func() string {
+			d := copyDir(good)
+			b, _ := os.ReadFile(filepath.Join(d, ckpt))
+			os.WriteFile(filepath.Join(d, ckpt), b[:len(b)/2], 0o644)
+			return d
+		}, "no valid checkpoint: step-2048.safetensors: tensor"},
+		{"garbage checkpoint", func() string {
+			d := copyDir(good)
+			os.WriteFile(filepath.Join(d, ckpt), []byte("not a checkpoint"), 0o644)
+			return d
+		}, "header of"},
+		{"checkpoint from another run", func() string {
+			d := copyDir(good)
+			b, _ := os.ReadFile(filepath.Join(acro, ckpt))
+			os.WriteFile(filepath.Join(d, ckpt), b, 0o644)
+			return d
+		}, "was trained on Acrobot-v1 with mlp, but this run is CartPole-v1 with mlp"},
+		{"changed shape", func() string { return copyDir(good) }, "agent.hidden: cannot change when resuming"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := tc.setup()
+			before := hashTree(t, dir)
+			var overrides []string
+			if tc.name == "changed shape" {
+				overrides = []string{"agent.hidden=[32]"}
+			}
+			_, err := Resume(dir, overrides, Options{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Resume: %v, want an error containing %q", err, tc.want)
+			}
+			after := hashTree(t, dir)
+			if len(before) != len(after) {
+				t.Fatalf("files changed: %d before, %d after", len(before), len(after))
+			}
+			for p, h := range before {
+				if after[p] != h {
+					t.Fatalf("%s was modified by a failed resume", p)
+				}
+			}
+		})
+	}
+}

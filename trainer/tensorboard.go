@@ -1,0 +1,131 @@
+package trainer
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// tbWriter writes TensorBoard event files: TFRecord framing (length, masked
+// CRC-32C of the length, payload, masked CRC-32C of the payload) around
+// hand-encoded tensorflow.Event protos holding scalar summaries. Each
+// process writes its own file; TensorBoard merges a directory's files by step.
+type tbWriter struct {
+	f   *os.File
+	buf []byte
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func maskedCRC(b []byte) uint32 {
+	c := crc32.Checksum(b, castagnoli)
+	return ((c >> 15) | (c << 17)) + 0xa282ead8
+}
+
+func openTensorBoard(dir string, now time.Time) (*tbWriter, error) {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "localhost"
+	}
+	name := fmt.Sprintf("events.out.tfevents.%d.%s.%d", now.Unix(), host, os.Getpid())
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	w := &tbWriter{f: f}
+	// The first event names the file format version.
+	ev := appendDouble(nil, 1, float64(now.UnixNano())/1e9)
+	ev = appendBytes(ev, 3, []byte("brain.Event:2"))
+	return w, w.record(ev)
+}
+
+func (w *tbWriter) record(payload []byte) error {
+	w.buf = w.buf[:0]
+	w.buf = binary.LittleEndian.AppendUint64(w.buf, uint64(len(payload)))
+	w.buf = binary.LittleEndian.AppendUint32(w.buf, maskedCRC(w.buf[:8]))
+	w.buf = append(w.buf, payload...)
+	w.buf = binary.LittleEndian.AppendUint32(w.buf, maskedCRC(payload))
+	_, err := w.f.Write(w.buf)
+	return err
+}
+
+// tbScalars maps metric names to TensorBoard tags, grouped like CleanRL's.
+var tbScalars = []struct {
+	tag string
+	get func(*Metrics) float64
+}{
+	{"charts/ep_return_mean", func(m *Metrics) float64 { return float64(m.EpReturnMean) }},
+	{"charts/ep_return_min", func(m *Metrics) float64 { return float64(m.EpReturnMin) }},
+	{"charts/ep_return_max", func(m *Metrics) float64 { return float64(m.EpReturnMax) }},
+	{"charts/ep_length_mean", func(m *Metrics) float64 { return float64(m.EpLengthMean) }},
+	{"charts/sps", func(m *Metrics) float64 { return float64(m.SPS) }},
+	{"charts/learning_rate", func(m *Metrics) float64 { return float64(m.LR) }},
+	{"losses/policy_loss", func(m *Metrics) float64 { return float64(m.PolicyLoss) }},
+	{"losses/value_loss", func(m *Metrics) float64 { return float64(m.ValueLoss) }},
+	{"losses/entropy", func(m *Metrics) float64 { return float64(m.Entropy) }},
+	{"losses/approx_kl", func(m *Metrics) float64 { return float64(m.ApproxKL) }},
+	{"losses/clipfrac", func(m *Metrics) float64 { return float64(m.ClipFrac) }},
+	{"losses/explained_variance", func(m *Metrics) float64 { return float64(m.ExplainedVariance) }},
+	{"losses/grad_norm", func(m *Metrics) float64 { return float64(m.GradNorm) }},
+	{"charts/val_return_mean", func(m *Metrics) float64 { return optional(m.ValReturnMean) }},
+	{"charts/val_success_rate", func(m *Metrics) float64 { return optional(m.ValSuccessRate) }},
+}
+
+func optional(f *Float) float64 {
+	if f == nil {
+		return math.NaN()
+	}
+	return float64(*f)
+}
+
+// write appends one event with every defined scalar of m at its env step.
+func (w *tbWriter) write(m *Metrics, wall time.Time) error {
+	var summary []byte
+	for _, s := range tbScalars {
+		v := s.get(m)
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		val := appendBytes(nil, 1, []byte(s.tag))
+		val = appendFloat(val, 2, float32(v))
+		summary = appendBytes(summary, 1, val)
+	}
+	ev := appendDouble(nil, 1, float64(wall.UnixNano())/1e9)
+	ev = appendVarintField(ev, 2, uint64(m.Step))
+	ev = appendBytes(ev, 5, summary)
+	return w.record(ev)
+}
+
+func (w *tbWriter) close() error {
+	if w == nil {
+		return nil
+	}
+	return w.f.Close()
+}
+
+// Protocol buffer wire encoding, just what Event and Summary need.
+func appendVarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
+
+func appendVarintField(b []byte, field int, v uint64) []byte {
+	return appendVarint(appendVarint(b, uint64(field<<3|0)), v)
+}
+
+func appendDouble(b []byte, field int, v float64) []byte {
+	b = appendVarint(b, uint64(field<<3|1))
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+}
+
+func appendFloat(b []byte, field int, v float32) []byte {
+	b = appendVarint(b, uint64(field<<3|5))
+	return binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+}
+
+func appendBytes(b []byte, field int, v []byte) []byte {
+	b = appendVarint(b, uint64(field<<3|2))
+	b = appendVarint(b, uint64(len(v)))
+	return append(b, v...)
+}
