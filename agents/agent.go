@@ -60,6 +60,7 @@ type Build struct {
 	Obs, Act   envs.Space
 	Hidden     []int
 	Activation string
+	LogStdInit float64 // initial log-std of a Gaussian policy
 	Device     gpu.Device
 	RNG        *rand.Rand // for initialisation
 }

@@ -151,7 +151,10 @@ func NewActorCritic(b Build) (*ActorCritic, error) {
 		a.logStd = a.params.Slice(off, 1, a.nOut)
 		a.dLogStd = a.grads.Slice(off, 1, a.nOut)
 		a.names = append(a.names, NamedTensor{Name: "actor_logstd", T: a.logStd})
-		off += a.nOut // log-std starts at 0: σ = 1
+		for j := 0; j < a.nOut; j++ {
+			host[off+j] = float32(b.LogStdInit)
+		}
+		off += a.nOut
 	}
 	b.Device.Upload(a.params, host)
 	return a, nil

@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -70,6 +71,11 @@ func Evaluate(ctx context.Context, dir string, o EvalOptions) (EvalResult, error
 	if err := t.loadWeights(fc.tensors); err != nil {
 		return EvalResult{}, &config.Error{Source: fc.path, Msg: err.Error()}
 	}
+	var st loopState
+	json.Unmarshal([]byte(fc.meta["state"]), &st) // counts only matter for further updates
+	if err := t.loadNormalizers(fc.tensors, st); err != nil {
+		return EvalResult{}, &config.Error{Source: fc.path, Msg: err.Error()}
+	}
 	res := EvalResult{EnvID: cfg.Env.ID, Agent: cfg.Agent.Name, Checkpoint: fc.path}
 	seed := o.Seed
 	if seed == 0 {
@@ -97,7 +103,8 @@ func Evaluate(ctx context.Context, dir string, o EvalOptions) (EvalResult, error
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		t.agent.Act(v.Obs, 1, t.actRNG, o.Deterministic, acts, logp, value)
+		t.observe(false) // normalise with the frozen training statistics
+		t.agent.Act(t.policyObs, 1, t.actRNG, o.Deterministic, acts, logp, value)
 		v.Step(t.envActions(acts, scratch))
 		for _, ep := range v.Finished {
 			res.Returns = append(res.Returns, ep.Return)

@@ -207,6 +207,7 @@ func (t *Trainer) begin() (*progress, error) {
 	rp := t.resume
 	if rp == nil {
 		t.venv.Reset(t.cfg.Trainer.Seed)
+		t.observe(true)
 		return p, nil
 	}
 	st := rp.state
@@ -222,6 +223,7 @@ func (t *Trainer) begin() (*progress, error) {
 	if len(st.Envs) == 0 {
 		t.venv.Reset(t.cfg.Trainer.Seed + st.Step)
 	}
+	t.observe(false) // the statistics came with the checkpoint
 	t.logf("resumed from %s at step %d", filepath.Base(rp.path), st.Step)
 	return p, nil
 }
@@ -258,14 +260,18 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		for step := 0; step < nSteps; step++ {
 			p.step += int64(nEnvs)
 			row := step * nEnvs
-			copy(buf.obs[row*v.ObsDim:], v.Obs)
+			copy(buf.obs[row*v.ObsDim:], t.policyObs)
 			acts := buf.actions[row*v.ActDim : (row+nEnvs)*v.ActDim]
-			t.agent.Act(v.Obs, nEnvs, t.actRNG, false, acts, buf.logp[row:row+nEnvs], buf.values[row:row+nEnvs])
+			t.agent.Act(t.policyObs, nEnvs, t.actRNG, false, acts, buf.logp[row:row+nEnvs], buf.values[row:row+nEnvs])
 			v.Step(t.envActions(acts, buf.envActions))
 			if err := checkEnvOutput(v); err != nil {
 				return sum, fmt.Errorf("step %d: %w; the last checkpoint is the last good state", p.step, err)
 			}
+			t.observe(true)
 			copy(buf.rewards[row:], v.Rewards)
+			if t.rewScale != nil {
+				t.rewScale.scale(buf.rewards[row:row+nEnvs], v.Terminated)
+			}
 			for e := 0; e < nEnvs; e++ {
 				buf.dones[row+e] = 0
 				if v.Done(e) {
@@ -279,7 +285,7 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		}
 
 		// Bootstrap the value of the last observation and compute advantages.
-		t.agent.Values(v.Obs, nEnvs, buf.nextValue)
+		t.agent.Values(t.policyObs, nEnvs, buf.nextValue)
 		computeGAE(buf, nSteps, nEnvs, c.PPO.Gamma, c.PPO.GAELambda)
 
 		// Optimize the policy and value networks.
@@ -355,6 +361,10 @@ func (t *Trainer) bootstrapTruncated(buf *rollout, row int) {
 	}
 	if len(buf.truncatedIdx) == 0 {
 		return
+	}
+	if t.obsNorm != nil {
+		final := buf.finalObs[:len(buf.truncatedIdx)*v.ObsDim]
+		t.obsNorm.normalize(final, final, len(buf.truncatedIdx))
 	}
 	t.agent.Values(buf.finalObs, len(buf.truncatedIdx), buf.finalValues)
 	for i, e := range buf.truncatedIdx {
@@ -580,8 +590,15 @@ func (t *Trainer) checkpointTensors(opt *adam) ([]tensorData, map[string]string)
 		"format": checkpointFormat, "version": Version, "env": t.cfg.Env.ID, "agent": t.cfg.Agent.Name,
 		"config": t.cfg.TOML(),
 	}
+	var out []tensorData
+	if t.obsNorm != nil {
+		out = append(out, t.obsNorm.stat.tensors("obs_norm")...)
+	}
+	if t.rewScale != nil {
+		out = append(out, t.rewScale.stat.tensors("reward_norm")...)
+	}
 	if t.learner == nil {
-		return nil, meta
+		return out, meta
 	}
 	meta["adam_step"] = fmt.Sprint(opt.step)
 	n := t.learner.Params().Len()
@@ -589,7 +606,6 @@ func (t *Trainer) checkpointTensors(opt *adam) ([]tensorData, map[string]string)
 	t.dev.Download(host[""], t.learner.Params())
 	t.dev.Download(host["optimizer.exp_avg."], opt.m)
 	t.dev.Download(host["optimizer.exp_avg_sq."], opt.v)
-	var out []tensorData
 	for prefix, flat := range host {
 		for _, nt := range t.learner.Tensors() {
 			src := flat[nt.T.Offset() : nt.T.Offset()+nt.T.Len()]

@@ -35,6 +35,10 @@ type loopState struct {
 	ActRNG     []byte      `json:"act_rng"`
 	ShuffleRNG []byte      `json:"shuffle_rng"`
 	Envs       []byte      `json:"envs,omitempty"` // absent when the envs cannot save their state
+	// Normalisation counts and the reward scaler's running returns.
+	ObsNormCount    float64   `json:"obs_norm_count,omitempty"`
+	RewardNormCount float64   `json:"reward_norm_count,omitempty"`
+	RewardReturns   []float64 `json:"reward_returns,omitempty"`
 }
 
 type windowState struct {
@@ -193,7 +197,31 @@ func (t *Trainer) loadCheckpoint(rp resumePoint) error {
 			return err
 		}
 	}
+	if err := t.loadNormalizers(rp.tensors, st); err != nil {
+		return err
+	}
+	if t.rewScale != nil {
+		if len(st.RewardReturns) != len(t.rewScale.returns) {
+			return errors.New("checkpoint lacks the reward scaler's running returns")
+		}
+		copy(t.rewScale.returns, st.RewardReturns)
+	}
 	t.resume = &rp
+	return nil
+}
+
+// loadNormalizers restores the observation and reward statistics.
+func (t *Trainer) loadNormalizers(tensors map[string]tensorData, st loopState) error {
+	if t.obsNorm != nil {
+		if err := t.obsNorm.stat.load(tensors, "obs_norm", st.ObsNormCount); err != nil {
+			return err
+		}
+	}
+	if t.rewScale != nil {
+		if err := t.rewScale.stat.load(tensors, "reward_norm", st.RewardNormCount); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -244,6 +272,12 @@ func (t *Trainer) saveState(iter int, step int64, adamStep int, elapsed time.Dur
 	}
 	if st.ShuffleRNG, err = t.shuffleSrc.MarshalBinary(); err != nil {
 		return st, err
+	}
+	if t.obsNorm != nil {
+		st.ObsNormCount = t.obsNorm.stat.count
+	}
+	if t.rewScale != nil {
+		st.RewardNormCount, st.RewardReturns = t.rewScale.stat.count, t.rewScale.returns
 	}
 	if envs, err := t.venv.Snapshot(); err == nil {
 		st.Envs = envs

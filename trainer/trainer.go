@@ -69,6 +69,12 @@ type Trainer struct {
 	actRNG, shuffleRNG *rand.Rand
 	actSrc, shuffleSrc *rand.PCG
 
+	// Observation normalisation and reward scaling (nil when off), and the
+	// observations the policy sees: v.Obs itself, or its normalised copy.
+	obsNorm   *obsNormalizer
+	rewScale  *rewardScaler
+	policyObs []float32
+
 	resume         *resumePoint // set by Resume
 	resumeAdam     [2][]float32 // Adam moments from the checkpoint
 	warnedSnapshot bool         // said once that the envs cannot be saved
@@ -125,7 +131,7 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	seed := uint64(cfg.Trainer.Seed)
 	t.agent, err = agents.New(cfg.Agent.Name, agents.Build{
 		Obs: venv.ObservationSpace(), Act: venv.ActionSpace(), Hidden: cfg.Agent.Hidden,
-		Activation: cfg.Agent.Activation, Device: t.dev, RNG: rand.New(rand.NewPCG(seed, 1)),
+		Activation: cfg.Agent.Activation, LogStdInit: cfg.Agent.LogStdInit, Device: t.dev, RNG: rand.New(rand.NewPCG(seed, 1)),
 	})
 	if err != nil {
 		return nil, &config.Error{Key: "agent.name", Msg: err.Error()}
@@ -133,8 +139,28 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	t.learner, _ = t.agent.(agents.Learner)
 	t.actSrc, t.shuffleSrc = newStreams(seed)
 	t.actRNG, t.shuffleRNG = rand.New(t.actSrc), rand.New(t.shuffleSrc)
+	t.policyObs = venv.Obs
+	if cfg.Env.NormalizeObs {
+		t.obsNorm = &obsNormalizer{stat: newRunningStat(venv.ObsDim), clip: cfg.Env.ClipObs}
+		t.policyObs = make([]float32, len(venv.Obs))
+	}
+	if cfg.Env.NormalizeReward {
+		t.rewScale = newRewardScaler(cfg.Env.NumEnvs, cfg.PPO.Gamma, cfg.Env.ClipReward)
+	}
 	t.shadow = cfg.Clone()
 	return t, nil
+}
+
+// observe prepares the policy's view of the current observations, first
+// folding them into the running statistics when learn is set.
+func (t *Trainer) observe(learn bool) {
+	if t.obsNorm == nil {
+		return
+	}
+	if learn {
+		t.obsNorm.stat.update(t.venv.Obs, t.venv.Len())
+	}
+	t.obsNorm.normalize(t.policyObs, t.venv.Obs, t.venv.Len())
 }
 
 func unknownName(what, name string, known []string) string {

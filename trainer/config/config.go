@@ -33,16 +33,21 @@ type Config struct {
 
 // EnvConfig chooses and parameterises the environment.
 type EnvConfig struct {
-	ID      string         `toml:"id" check:"nonempty"`
-	NumEnvs int            `toml:"num_envs" check:">0"`
-	Args    map[string]any `toml:"args"`
+	ID              string         `toml:"id" check:"nonempty"`
+	NumEnvs         int            `toml:"num_envs" check:">0"`
+	Args            map[string]any `toml:"args"`
+	NormalizeObs    bool           `toml:"normalize_obs"`
+	ClipObs         float64        `toml:"clip_obs" check:">0"`
+	NormalizeReward bool           `toml:"normalize_reward"`
+	ClipReward      float64        `toml:"clip_reward" check:">0"`
 }
 
 // AgentConfig chooses and shapes the agent.
 type AgentConfig struct {
 	Name       string `toml:"name" check:"nonempty"`
 	Hidden     []int  `toml:"hidden" check:"each>0"`
-	Activation string `toml:"activation" check:"oneof=tanh|relu"`
+	Activation string  `toml:"activation" check:"oneof=tanh|relu"`
+	LogStdInit float64 `toml:"log_std_init"`
 }
 
 // PPOConfig holds the algorithm's hyperparameters (CleanRL's names).

@@ -186,3 +186,36 @@ func TestLenientScalars(t *testing.T) {
 		t.Fatalf("got %+v %+v", c.PPO, c.Trainer)
 	}
 }
+
+func TestPresetsAreValid(t *testing.T) {
+	for _, id := range PresetIDs() {
+		c, err := ForEnv(id)
+		if err != nil {
+			t.Errorf("preset %s: %v", id, err)
+			continue
+		}
+		if err := c.Validate(); err != nil {
+			t.Errorf("preset %s: %v", id, err)
+		}
+	}
+}
+
+func TestPresetPrecedence(t *testing.T) {
+	c, err := Resolve("", []string{"env.id=Pendulum-v1", "ppo.gamma=0.95"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.PPO.Gamma != 0.95 || c.PPO.NumSteps != 1024 || !c.Env.NormalizeObs {
+		t.Fatalf("preset under overrides: gamma %v (override 0.95), num_steps %v (preset 1024), normalize_obs %v",
+			c.PPO.Gamma, c.PPO.NumSteps, c.Env.NormalizeObs)
+	}
+	file := filepath.Join(t.TempDir(), "c.toml")
+	os.WriteFile(file, []byte("[env]\nid = \"Pendulum-v1\"\n[ppo]\nnum_steps = 512\n"), 0o644)
+	c, err = Resolve(file, nil)
+	if err != nil || c.PPO.NumSteps != 512 || c.PPO.Gamma != 0.9 {
+		t.Fatalf("env.id from a file picks the preset, the file wins over it: %v steps %v gamma %v", err, c.PPO.NumSteps, c.PPO.Gamma)
+	}
+	if c, _ := Resolve("", nil); c.PPO.NumSteps != 128 {
+		t.Fatal("CartPole's preset changed the CleanRL defaults")
+	}
+}

@@ -43,19 +43,17 @@ func IsConfigError(err error) bool {
 
 const argsPrefix = "env.args"
 
-// Resolve builds a config from the embedded defaults, an optional file and
-// key=value overrides, and validates it.
+// Resolve builds a config from the embedded defaults, the preset of its
+// env.id, an optional file and key=value overrides, and validates it.
 func Resolve(file string, overrides []string) (Config, error) {
-	c := Default()
-	if file != "" {
-		if err := c.LoadFile(file); err != nil {
-			return c, err
+	return ResolveWith(func(c *Config) error {
+		if file != "" {
+			if err := c.LoadFile(file); err != nil {
+				return err
+			}
 		}
-	}
-	if err := c.ApplyArgs(overrides); err != nil {
-		return c, err
-	}
-	return c, c.Validate()
+		return c.ApplyArgs(overrides)
+	})
 }
 
 // LoadFile applies every key of a TOML file on top of c.

@@ -1,0 +1,70 @@
+package config
+
+import (
+	_ "embed"
+	"fmt"
+	"sync"
+
+	"github.com/BurntSushi/toml"
+)
+
+// presetsTOML holds per-environment hyperparameters, each with its source.
+//
+//go:embed presets.toml
+var presetsTOML string
+
+var (
+	presetsOnce sync.Once
+	presets     map[string]map[string]any
+	presetsErr  error
+)
+
+// Preset returns the keys the preset of envID sets (nil when it has none).
+func Preset(envID string) map[string]any {
+	presetsOnce.Do(func() {
+		_, presetsErr = toml.Decode(presetsTOML, &presets)
+	})
+	if presetsErr != nil {
+		panic(fmt.Sprintf("config: embedded presets.toml: %v", presetsErr)) // part of the program
+	}
+	return presets[envID]
+}
+
+// PresetIDs lists the environments that have a preset.
+func PresetIDs() []string {
+	Preset("")
+	ids := make([]string, 0, len(presets))
+	for id := range presets {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// ForEnv returns the defaults with envID's preset applied: what a run on
+// envID uses before any file or override.
+func ForEnv(envID string) (Config, error) {
+	c := Default()
+	c.Env.ID = envID
+	if err := c.applyTable(Preset(envID), "preset "+envID); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// ResolveWith builds a config as defaults ← preset ← apply. apply (which
+// loads files and overrides) runs twice: once to learn the env.id, whose
+// preset goes underneath, then for real.
+func ResolveWith(apply func(*Config) error) (Config, error) {
+	probe := Default()
+	if err := apply(&probe); err != nil {
+		return probe, err
+	}
+	c, err := ForEnv(probe.Env.ID)
+	if err != nil {
+		return c, err
+	}
+	if err := apply(&c); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
