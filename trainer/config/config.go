@@ -44,8 +44,8 @@ type EnvConfig struct {
 
 // AgentConfig chooses and shapes the agent.
 type AgentConfig struct {
-	Name       string `toml:"name" check:"nonempty"`
-	Hidden     []int  `toml:"hidden" check:"each>0"`
+	Name       string  `toml:"name" check:"nonempty"`
+	Hidden     []int   `toml:"hidden" check:"each>0"`
 	Activation string  `toml:"activation" check:"oneof=tanh|relu"`
 	LogStdInit float64 `toml:"log_std_init"`
 }
