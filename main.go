@@ -36,6 +36,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"train", "[--config FILE] [--run-dir DIR] [--resume DIR] [--quiet] [key=value ...]", "train headless, printing progress", runTrain},
+		{"data", "frozenlake --n N --size S --seed SEED --out FILE", "write a FrozenLake task file", runData},
 		{"eval", "RUN_DIR [--episodes N] [--deterministic] [--render]", "play episodes with a run's latest checkpoint", runEval},
 		{"export", "RUN_DIR --csv [--out FILE]", "export a run's metrics as CSV", runExport},
 		{"list", "", "list agents and environments", runList},

@@ -33,13 +33,14 @@ type Learner interface {
 	Params() gpu.Tensor
 	Grads() gpu.Tensor
 	// Forward runs actor and critic on a minibatch of observations held on
-	// the device, keeping what Backward needs, and returns the values (B×1).
+	// the device, keeping what Backward needs, and returns the values (B×1;
+	// meaningless without a critic).
 	Forward(obs gpu.Tensor) (values gpu.Tensor)
 	// PolicyLoss completes a with the policy's outputs and gradient buffers
 	// and runs the device's fused loss for this agent's distribution.
 	PolicyLoss(a gpu.PPOPolicyArgs)
 	// Backward computes every parameter gradient into Grads from the policy
-	// loss gradient and dValues (B×1).
+	// loss gradient and dValues (B×1; ignored without a critic).
 	Backward(dValues gpu.Tensor)
 	// Tensors lists the named parameter tensors, PyTorch-style
 	// ("actor.0.weight"), for checkpoints.
@@ -61,8 +62,11 @@ type Build struct {
 	Hidden     []int
 	Activation string
 	LogStdInit float64 // initial log-std of a Gaussian policy
-	Device     gpu.Device
-	RNG        *rand.Rand // for initialisation
+	// NoCritic builds the policy alone: advantage estimators that compare
+	// episodes (GRPO, RLOO) need no value function. Values are then zero.
+	NoCritic bool
+	Device   gpu.Device
+	RNG      *rand.Rand // for initialisation
 }
 
 // Spec describes a registered agent.

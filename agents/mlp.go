@@ -99,6 +99,7 @@ func (n *network) backward(dev gpu.Device) {
 type ActorCritic struct {
 	dev           gpu.Device
 	actor, critic network
+	hasCritic     bool
 	discrete      bool
 	obsDim, nOut  int
 
@@ -127,7 +128,7 @@ func NewActorCritic(b Build) (*ActorCritic, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &ActorCritic{dev: b.Device, obsDim: b.Obs.Dim, discrete: b.Act.Kind == envs.Discrete}
+	a := &ActorCritic{dev: b.Device, obsDim: b.Obs.Dim, discrete: b.Act.Kind == envs.Discrete, hasCritic: !b.NoCritic}
 	a.nOut = b.Act.Dim
 	if a.discrete {
 		a.nOut = b.Act.N
@@ -137,7 +138,10 @@ func NewActorCritic(b Build) (*ActorCritic, error) {
 	}
 	actorSizes := append(append([]int{a.obsDim}, b.Hidden...), a.nOut)
 	criticSizes := append(append([]int{a.obsDim}, b.Hidden...), 1)
-	total := countParams(actorSizes) + countParams(criticSizes)
+	total := countParams(actorSizes)
+	if a.hasCritic {
+		total += countParams(criticSizes)
+	}
 	if !a.discrete {
 		total += a.nOut
 	}
@@ -146,7 +150,9 @@ func NewActorCritic(b Build) (*ActorCritic, error) {
 	host := make([]float32, total)
 	off := 0
 	a.actor = a.layout("actor", actorSizes, act, &off, host, b.RNG, 0.01)
-	a.critic = a.layout("critic", criticSizes, act, &off, host, b.RNG, 1)
+	if a.hasCritic {
+		a.critic = a.layout("critic", criticSizes, act, &off, host, b.RNG, 1)
+	}
 	if !a.discrete {
 		a.logStd = a.params.Slice(off, 1, a.nOut)
 		a.dLogStd = a.grads.Slice(off, 1, a.nOut)
@@ -213,6 +219,9 @@ func (a *ActorCritic) Tensors() []NamedTensor { return a.names }
 func (a *ActorCritic) Forward(obs gpu.Tensor) gpu.Tensor {
 	a.policyOut = a.actor.forward(a.dev, obs)
 	a.policyGrad = a.actor.outGrad(obs.Rows)
+	if !a.hasCritic {
+		return gpu.Tensor{Rows: obs.Rows, Cols: 1}
+	}
 	return a.critic.forward(a.dev, obs)
 }
 
@@ -230,9 +239,11 @@ func (a *ActorCritic) PolicyLoss(p gpu.PPOPolicyArgs) {
 // Backward implements Learner. The value loss gradient is copied into the
 // critic's output gradient buffer (B×1), then both networks backpropagate.
 func (a *ActorCritic) Backward(dValues gpu.Tensor) {
-	a.dev.Copy(a.critic.outGrad(dValues.Rows), dValues)
 	a.actor.backward(a.dev)
-	a.critic.backward(a.dev)
+	if a.hasCritic {
+		a.dev.Copy(a.critic.outGrad(dValues.Rows), dValues)
+		a.critic.backward(a.dev)
+	}
 }
 
 func (a *ActorCritic) reserveAct(n int) {
@@ -252,7 +263,16 @@ func (a *ActorCritic) Values(obs []float32, n int, values []float32) {
 	a.reserveAct(n)
 	x := a.obsDev.RowRange(0, n)
 	a.dev.Upload(x, obs[:n*a.obsDim])
-	a.dev.Download(values[:n], a.critic.forward(a.dev, x))
+	a.criticValues(x, values[:n])
+}
+
+// criticValues writes the critic's estimates, or zeros without a critic.
+func (a *ActorCritic) criticValues(x gpu.Tensor, values []float32) {
+	if !a.hasCritic {
+		clear(values)
+		return
+	}
+	a.dev.Download(values, a.critic.forward(a.dev, x))
 }
 
 // Act implements Agent. Sampling happens on the host from the downloaded
@@ -263,7 +283,7 @@ func (a *ActorCritic) Act(obs []float32, n int, rng *rand.Rand, deterministic bo
 	x := a.obsDev.RowRange(0, n)
 	a.dev.Upload(x, obs[:n*a.obsDim])
 	a.dev.Download(a.hostOut, a.actor.forward(a.dev, x))
-	a.dev.Download(values[:n], a.critic.forward(a.dev, x))
+	a.criticValues(x, values[:n])
 	if a.discrete {
 		for i := 0; i < n; i++ {
 			actions[i], logp[i] = sampleCategorical(a.hostOut[i*a.nOut:(i+1)*a.nOut], a.probs, rng, deterministic)

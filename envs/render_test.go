@@ -23,6 +23,7 @@ func TestRenderGolden(t *testing.T) {
 	}{
 		{"Acrobot-v1", []float64{1.5, 0.6, 0.5, -0.5}, []float32{2}, 2},
 		{"CartPole-v1", nil, []float32{1, 0}, 12},
+		{"FrozenLake-v1", nil, []float32{3, 2, 2, 3}, 4},
 		{"MountainCar-v0", nil, []float32{2}, 60},
 		{"MountainCarContinuous-v0", nil, []float32{-1}, 40},
 		{"Pendulum-v1", nil, []float32{1.5}, 15},

@@ -116,3 +116,16 @@ func unwrapSuccess(e Env) (SuccessReporter, bool) {
 		e = u.Unwrap()
 	}
 }
+
+// Replace puts e into slot i in place of the environment there, resets it
+// with seed and starts a new episode in that slot. Spaces must match.
+func (v *Vector) Replace(i int, e Env, seed int64) error {
+	if e.ObservationSpace().Size() != v.ObsDim || e.ActionSpace().Size() != v.ActDim {
+		return fmt.Errorf("environment with spaces %v/%v cannot replace one with %v/%v",
+			e.ObservationSpace(), e.ActionSpace(), v.ObservationSpace(), v.ActionSpace())
+	}
+	v.Envs[i] = e
+	e.Reset(seed, v.obs(i))
+	v.returns[i], v.lengths[i] = 0, 0
+	return nil
+}

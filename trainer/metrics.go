@@ -110,3 +110,9 @@ func explainedVariance(pred, target []float32) float64 {
 	}
 	return 1 - vd/vy
 }
+
+// String prints the value compactly ("null" when undefined).
+func (f Float) String() string {
+	b, _ := f.MarshalJSON()
+	return string(b)
+}

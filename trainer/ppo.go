@@ -31,6 +31,12 @@ type rollout struct {
 	nextValue, finalValues []float32
 	envActions, finalObs   []float32
 	truncatedIdx           []int
+	samples                []int32 // rows that hold real experience
+	// Grouped estimators: per environment, whether its episode is over,
+	// its return, and its advantage.
+	groupDone    []bool
+	groupReturns []float64
+	groupAdv     []float32
 }
 
 func newRollout(steps, nEnvs, obsDim, actDim int) *rollout {
@@ -41,6 +47,7 @@ func newRollout(steps, nEnvs, obsDim, actDim int) *rollout {
 		dones: make([]float32, n), advantages: make([]float32, n), returns: make([]float32, n),
 		nextValue: make([]float32, nEnvs), finalValues: make([]float32, nEnvs),
 		envActions: make([]float32, nEnvs*actDim), finalObs: make([]float32, nEnvs*obsDim),
+		groupDone: make([]bool, nEnvs), groupReturns: make([]float64, nEnvs), groupAdv: make([]float32, nEnvs),
 	}
 }
 
@@ -241,7 +248,7 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 	sum := Summary{Iterations: p.iter, Last: Metrics{Step: p.step}}
 	t.logf("training %s with %s on %s for %d steps", c.Env.ID, c.Agent.Name, t.devInfo, c.PPO.TotalTimesteps)
 
-	for iter := p.iter + 1; iter <= t.numIterations(); iter++ {
+	for iter := p.iter + 1; t.moreToDo(iter, p.step); iter++ {
 		if err := t.applyEdits(f, iter, p); err != nil {
 			return sum, err
 		}
@@ -252,52 +259,38 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		// Annealing the rate if instructed to do so.
 		lr := c.PPO.LearningRate
 		if c.PPO.AnnealLR {
-			frac := 1 - float64(iter-1)/float64(t.numIterations())
-			lr = math.Max(frac, 0) * lr
+			lr = math.Max(t.remaining(iter, p.step), 0) * lr
 		}
 
-		// Roll out num_steps steps in every environment.
-		for step := 0; step < nSteps; step++ {
-			p.step += int64(nEnvs)
-			row := step * nEnvs
-			copy(buf.obs[row*v.ObsDim:], t.policyObs)
-			acts := buf.actions[row*v.ActDim : (row+nEnvs)*v.ActDim]
-			t.agent.Act(t.policyObs, nEnvs, t.actRNG, false, acts, buf.logp[row:row+nEnvs], buf.values[row:row+nEnvs])
-			v.Step(t.envActions(acts, buf.envActions))
-			if err := checkEnvOutput(v); err != nil {
-				return sum, fmt.Errorf("step %d: %w; the last checkpoint is the last good state", p.step, err)
-			}
-			t.observe(true)
-			copy(buf.rewards[row:], v.Rewards)
-			if t.rewScale != nil {
-				t.rewScale.scale(buf.rewards[row:row+nEnvs], v.Terminated)
-			}
-			for e := 0; e < nEnvs; e++ {
-				buf.dones[row+e] = 0
-				if v.Done(e) {
-					buf.dones[row+e] = 1
-				}
-			}
-			t.bootstrapTruncated(buf, row)
-			for _, ep := range v.Finished {
-				p.episodes.add(ep.Return, ep.Length)
-			}
+		// Roll out: num_steps steps in every environment with GAE, or one
+		// episode per environment in groups that share a task (GRPO, RLOO).
+		var samples []int32
+		var err error
+		if c.Grouped() {
+			samples, err = t.rolloutGroups(buf, p)
+		} else {
+			samples, err = t.rollout(buf, p)
 		}
-
-		// Bootstrap the value of the last observation and compute advantages.
-		t.agent.Values(t.policyObs, nEnvs, buf.nextValue)
-		computeGAE(buf, nSteps, nEnvs, c.PPO.Gamma, c.PPO.GAELambda)
+		if err != nil {
+			return sum, fmt.Errorf("step %d: %w; the last checkpoint is the last good state", p.step, err)
+		}
 
 		// Optimize the policy and value networks.
 		m := Metrics{Iter: iter, Step: p.step, LR: Float(lr)}
 		if t.learner != nil {
-			t.update(buf, b, &p.opt, lr, &m)
-			if err := checkFinite(m); err != nil {
+			t.update(buf, b, samples, &p.opt, lr, &m)
+			if err := checkFinite(m, c.Grouped()); err != nil {
 				return sum, fmt.Errorf("iteration %d: %w; the last checkpoint is the last good state", iter, err)
 			}
 		}
-		m.ExplainedVariance = Float(explainedVariance(buf.values, buf.returns))
+		m.ExplainedVariance = Float(math.NaN())
+		if !c.Grouped() {
+			m.ExplainedVariance = Float(explainedVariance(buf.values, buf.returns))
+		}
 		p.iter = iter
+		if f := c.Trainer.TestFreq; len(t.valRows) > 0 && f > 0 && (iter%f == 0 || !t.moreToDo(iter+1, p.step)) {
+			t.validate(iter, &m)
+		}
 
 		elapsed := p.elapsed(t.opts.Now())
 		m.TimeS = Float(elapsed.Seconds())
@@ -326,10 +319,80 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 	return sum, nil
 }
 
+// rollout takes num_steps steps in every environment, then computes GAE
+// advantages; every sample is used.
+func (t *Trainer) rollout(buf *rollout, p *progress) ([]int32, error) {
+	c, v := &t.cfg, t.venv
+	nEnvs, nSteps := v.Len(), c.PPO.NumSteps
+	for step := 0; step < nSteps; step++ {
+		p.step += int64(nEnvs)
+		row := step * nEnvs
+		copy(buf.obs[row*v.ObsDim:], t.policyObs)
+		acts := buf.actions[row*v.ActDim : (row+nEnvs)*v.ActDim]
+		t.agent.Act(t.policyObs, nEnvs, t.actRNG, false, acts, buf.logp[row:row+nEnvs], buf.values[row:row+nEnvs])
+		v.Step(t.envActions(acts, buf.envActions))
+		if err := checkEnvOutput(v); err != nil {
+			return nil, err
+		}
+		copy(buf.rewards[row:], v.Rewards)
+		if t.rewScale != nil {
+			t.rewScale.scale(buf.rewards[row:row+nEnvs], v.Terminated)
+		}
+		for e := 0; e < nEnvs; e++ {
+			buf.dones[row+e] = 0
+			if v.Done(e) {
+				buf.dones[row+e] = 1
+			}
+		}
+		t.bootstrapTruncated(buf, row)
+		for _, ep := range v.Finished {
+			p.episodes.add(ep.Return, ep.Length)
+			if t.tasks.rows != nil { // a finished slot takes the next task
+				e, seed, err := t.tasks.next()
+				if err == nil {
+					err = v.Replace(ep.Env, e, seed)
+				}
+				if err != nil {
+					return nil, err
+				}
+			}
+		}
+		t.observe(true)
+	}
+
+	// Bootstrap the value of the last observation and compute advantages.
+	t.agent.Values(t.policyObs, nEnvs, buf.nextValue)
+	computeGAE(buf, nSteps, nEnvs, c.PPO.Gamma, c.PPO.GAELambda)
+	buf.samples = buf.samples[:0]
+	for i := range buf.logp {
+		buf.samples = append(buf.samples, int32(i))
+	}
+	return buf.samples, nil
+}
+
 // numIterations is CleanRL's total_timesteps // batch_size (at least one);
 // total_timesteps may change live.
 func (t *Trainer) numIterations() int {
 	return max(1, int(t.cfg.PPO.TotalTimesteps/int64(t.cfg.BatchSize())))
+}
+
+// moreToDo reports whether iteration iter should run: CleanRL's iteration
+// count with GAE; with grouped estimators, whose episodes vary in length,
+// until the environment steps reach total_timesteps.
+func (t *Trainer) moreToDo(iter int, step int64) bool {
+	if t.cfg.Grouped() {
+		return step < t.cfg.PPO.TotalTimesteps
+	}
+	return iter <= t.numIterations()
+}
+
+// remaining is the fraction of training left when iteration iter starts,
+// which scales the annealed learning rate.
+func (t *Trainer) remaining(iter int, step int64) float64 {
+	if t.cfg.Grouped() {
+		return 1 - float64(step)/float64(t.cfg.PPO.TotalTimesteps)
+	}
+	return 1 - float64(iter-1)/float64(t.numIterations())
 }
 
 // envActions returns the actions the environments receive: continuous
@@ -395,11 +458,17 @@ func computeGAE(buf *rollout, nSteps, nEnvs int, gamma, lambda float64) {
 
 // update runs update_epochs passes of minibatch PPO over the rollout and
 // fills the loss fields of m.
-func (t *Trainer) update(buf *rollout, b *batch, opt *adam, lr float64, m *Metrics) {
+func (t *Trainer) update(buf *rollout, b *batch, samples []int32, opt *adam, lr float64, m *Metrics) {
 	c := &t.cfg.PPO
 	dev, agent := t.dev, t.learner
-	n := len(buf.logp)
+	n := len(samples)
 	mbSize := n / c.NumMinibatches
+	if mbSize == 0 {
+		t.logf("iteration %d: %d samples cannot make %d minibatches; skipping the update", m.Iter, n, c.NumMinibatches)
+		nan := Float(math.NaN())
+		m.PolicyLoss, m.ValueLoss, m.Entropy, m.ApproxKL, m.ClipFrac, m.GradNorm = nan, nan, nan, nan, nan, nan
+		return
+	}
 	dev.Upload(b.obs, buf.obs)
 	dev.Upload(b.actions, buf.actions)
 	dev.Upload(b.logp, buf.logp)
@@ -407,15 +476,14 @@ func (t *Trainer) update(buf *rollout, b *batch, opt *adam, lr float64, m *Metri
 	dev.Upload(b.returns, buf.returns)
 	dev.Upload(b.values, buf.values)
 	dev.Fill(b.stats, 0)
-	for i := range b.indices {
-		b.indices[i] = int32(i)
-	}
+	indices := b.indices[:n]
+	copy(indices, samples)
 
 	minibatches, klSoFar := 0, 0.0
 	for epoch := 0; epoch < c.UpdateEpochs; epoch++ {
-		t.shuffleRNG.Shuffle(n, func(i, j int) { b.indices[i], b.indices[j] = b.indices[j], b.indices[i] })
-		for start := 0; start < n; start += mbSize {
-			idx := b.indices[start : start+mbSize]
+		t.shuffleRNG.Shuffle(n, func(i, j int) { indices[i], indices[j] = indices[j], indices[i] })
+		for start := 0; start+mbSize <= n; start += mbSize {
+			idx := indices[start : start+mbSize]
 			obs, acts, logp := b.mbObs.RowRange(0, mbSize), b.mbActions.RowRange(0, mbSize), b.mbLogp.RowRange(0, mbSize)
 			adv, ret, vals := b.mbAdv.RowRange(0, mbSize), b.mbRet.RowRange(0, mbSize), b.mbVals.RowRange(0, mbSize)
 			dev.GatherRows(obs, b.obs, idx)
@@ -429,8 +497,10 @@ func (t *Trainer) update(buf *rollout, b *batch, opt *adam, lr float64, m *Metri
 			agent.PolicyLoss(gpu.PPOPolicyArgs{Actions: acts, OldLogp: logp, Adv: adv,
 				ClipCoef: float32(c.ClipCoef), EntCoef: float32(c.EntCoef), NormAdv: c.NormAdv, Stats: b.stats})
 			dValues := b.dValues.RowRange(0, mbSize)
-			dev.ValueLoss(gpu.ValueArgs{Value: newValues, OldValue: vals, Returns: ret, DValue: dValues,
-				ClipCoef: float32(c.ClipCoef), Clip: c.ClipVLoss, VFCoef: float32(c.VFCoef), Stats: b.stats})
+			if !t.cfg.Grouped() { // grouped estimators train no critic
+				dev.ValueLoss(gpu.ValueArgs{Value: newValues, OldValue: vals, Returns: ret, DValue: dValues,
+					ClipCoef: float32(c.ClipCoef), Clip: c.ClipVLoss, VFCoef: float32(c.VFCoef), Stats: b.stats})
+			}
 			agent.Backward(dValues)
 			dev.ClipGradNorm(agent.Grads(), float32(c.MaxGradNorm), b.stats)
 			opt.step++
@@ -454,6 +524,9 @@ func (t *Trainer) update(buf *rollout, b *batch, opt *adam, lr float64, m *Metri
 	m.PolicyLoss, m.ValueLoss = Float(float64(s[gpu.StatPolicyLoss])/k), Float(float64(s[gpu.StatValueLoss])/k)
 	m.Entropy, m.ApproxKL = Float(float64(s[gpu.StatEntropy])/k), Float(float64(s[gpu.StatApproxKL])/k)
 	m.ClipFrac, m.GradNorm = Float(float64(s[gpu.StatClipFrac])/k), Float(float64(s[gpu.StatGradNorm])/k)
+	if t.cfg.Grouped() {
+		m.ValueLoss = Float(math.NaN())
+	}
 }
 
 // checkEnvOutput refuses non-finite observations and rewards: training on
@@ -472,12 +545,16 @@ func checkEnvOutput(v *envs.Vector) error {
 	return nil
 }
 
-// checkFinite refuses an update whose losses or gradients went non-finite.
-func checkFinite(m Metrics) error {
+// checkFinite refuses an update whose losses or gradients went non-finite
+// (without a critic the value loss is undefined by design).
+func checkFinite(m Metrics, noCritic bool) error {
 	for _, f := range []struct {
 		name string
 		v    Float
 	}{{"policy loss", m.PolicyLoss}, {"value loss", m.ValueLoss}, {"entropy", m.Entropy}, {"gradient norm", m.GradNorm}} {
+		if noCritic && f.name == "value loss" {
+			continue
+		}
 		if math.IsNaN(float64(f.v)) || math.IsInf(float64(f.v), 0) {
 			return fmt.Errorf("the %s became %v (try a lower ppo.learning_rate or ppo.max_grad_norm)", f.name, float64(f.v))
 		}

@@ -39,6 +39,7 @@ type loopState struct {
 	ObsNormCount    float64   `json:"obs_norm_count,omitempty"`
 	RewardNormCount float64   `json:"reward_norm_count,omitempty"`
 	RewardReturns   []float64 `json:"reward_returns,omitempty"`
+	Tasks           taskState `json:"tasks"`
 }
 
 type windowState struct {
@@ -200,6 +201,9 @@ func (t *Trainer) loadCheckpoint(rp resumePoint) error {
 	if err := t.loadNormalizers(rp.tensors, st); err != nil {
 		return err
 	}
+	if err := t.tasks.restore(st.Tasks); err != nil {
+		return err
+	}
 	if t.rewScale != nil {
 		if len(st.RewardReturns) != len(t.rewScale.returns) {
 			return errors.New("checkpoint lacks the reward scaler's running returns")
@@ -271,6 +275,9 @@ func (t *Trainer) saveState(iter int, step int64, adamStep int, elapsed time.Dur
 		return st, err
 	}
 	if st.ShuffleRNG, err = t.shuffleSrc.MarshalBinary(); err != nil {
+		return st, err
+	}
+	if st.Tasks, err = t.tasks.state(); err != nil {
 		return st, err
 	}
 	if t.obsNorm != nil {

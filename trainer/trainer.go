@@ -58,6 +58,8 @@ type Trainer struct {
 	cfg     config.Config // the loop's config: only the loop changes it
 	opts    Options
 	venv    *envs.Vector
+	tasks   *taskSource   // where environments come from
+	valRows []envs.Params // validation tasks (data.val_files)
 	agent   agents.Agent
 	learner agents.Learner // nil for agents that do not learn
 	dev     gpu.Device
@@ -107,9 +109,18 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	if _, ok := agents.Lookup(cfg.Agent.Name); !ok {
 		return nil, &config.Error{Key: "agent.name", Msg: unknownName("agent", cfg.Agent.Name, agents.Names())}
 	}
+	trainRows, err := loadTaskFiles(spec.ID, cfg.Env.Args, cfg.Data.TrainFiles, "data.train_files")
+	if err != nil {
+		return nil, err
+	}
+	valRows, err := loadTaskFiles(spec.ID, cfg.Env.Args, cfg.Data.ValFiles, "data.val_files")
+	if err != nil {
+		return nil, err
+	}
+	tasks := newTaskSource(&cfg, trainRows)
 	list := make([]envs.Env, cfg.Env.NumEnvs)
 	for i := range list {
-		e, err := envs.Make(spec.ID, envs.Params(cfg.Env.Args))
+		e, _, err := tasks.next()
 		if err != nil {
 			return nil, &config.Error{Key: "env.args", Msg: err.Error()}
 		}
@@ -119,7 +130,7 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	if err != nil {
 		return nil, &config.Error{Key: "env.id", Msg: err.Error()}
 	}
-	t := &Trainer{cfg: cfg, opts: opts, venv: venv, broker: newBroker(), wake: make(chan struct{}, 1)}
+	t := &Trainer{cfg: cfg, opts: opts, venv: venv, tasks: tasks, valRows: valRows, broker: newBroker(), wake: make(chan struct{}, 1)}
 	t.dev, t.devInfo = opts.Device, ""
 	if t.dev == nil {
 		if t.dev, t.devInfo, err = gpu.Open(cfg.Trainer.Device, 0); err != nil {
@@ -131,7 +142,7 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	seed := uint64(cfg.Trainer.Seed)
 	t.agent, err = agents.New(cfg.Agent.Name, agents.Build{
 		Obs: venv.ObservationSpace(), Act: venv.ActionSpace(), Hidden: cfg.Agent.Hidden,
-		Activation: cfg.Agent.Activation, LogStdInit: cfg.Agent.LogStdInit, Device: t.dev, RNG: rand.New(rand.NewPCG(seed, 1)),
+		Activation: cfg.Agent.Activation, LogStdInit: cfg.Agent.LogStdInit, NoCritic: cfg.Grouped(), Device: t.dev, RNG: rand.New(rand.NewPCG(seed, 1)),
 	})
 	if err != nil {
 		return nil, &config.Error{Key: "agent.name", Msg: err.Error()}

@@ -26,10 +26,21 @@ var defaultsTOML string
 // change, `check` states the constraint on the value.
 type Config struct {
 	Env     EnvConfig     `toml:"env"`
+	Data    DataConfig    `toml:"data"`
 	Agent   AgentConfig   `toml:"agent"`
 	PPO     PPOConfig     `toml:"ppo"`
 	Trainer TrainerConfig `toml:"trainer"`
 }
+
+// DataConfig names task datasets: each row builds one environment.
+type DataConfig struct {
+	TrainFiles []string `toml:"train_files"`
+	ValFiles   []string `toml:"val_files"`
+}
+
+// Grouped reports whether advantages compare episodes within groups of the
+// same task (GRPO, RLOO) instead of using a critic (GAE).
+func (c *Config) Grouped() bool { return c.PPO.AdvEstimator != "gae" }
 
 // EnvConfig chooses and parameterises the environment.
 type EnvConfig struct {
@@ -67,6 +78,8 @@ type PPOConfig struct {
 	VFCoef         float64 `toml:"vf_coef" live:"" check:">=0"`
 	MaxGradNorm    float64 `toml:"max_grad_norm" live:"" check:">0"`
 	TargetKL       float64 `toml:"target_kl" live:"" check:">=0"`
+	AdvEstimator   string  `toml:"adv_estimator" check:"oneof=gae|grpo|rloo"`
+	GroupSize      int     `toml:"group_size" check:">0"`
 }
 
 // TrainerConfig holds everything about a run that is not the algorithm.
@@ -78,6 +91,8 @@ type TrainerConfig struct {
 	SaveFreq    int    `toml:"save_freq" live:"" check:">=0"`
 	Keep        int    `toml:"keep_checkpoints" live:"" check:">=0"`
 	TensorBoard bool   `toml:"tensorboard"`
+	TestFreq    int    `toml:"test_freq" live:"" check:">=0"`
+	ValGreedy   bool   `toml:"val_deterministic" live:""`
 }
 
 // BatchSize is the number of samples per update.
@@ -237,6 +252,8 @@ func DefaultsTOML() string { return defaultsTOML }
 func (c Config) Clone() Config {
 	out := c
 	out.Agent.Hidden = append([]int(nil), c.Agent.Hidden...)
+	out.Data.TrainFiles = append([]string(nil), c.Data.TrainFiles...)
+	out.Data.ValFiles = append([]string(nil), c.Data.ValFiles...)
 	out.Env.Args = cloneTable(c.Env.Args)
 	return out
 }
@@ -279,6 +296,12 @@ func FormatValue(v any) string {
 		parts := make([]string, len(x))
 		for i, n := range x {
 			parts[i] = fmt.Sprint(n)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case []string:
+		parts := make([]string, len(x))
+		for i, s := range x {
+			parts[i] = fmt.Sprintf("%q", s)
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
 	case map[string]any:

@@ -315,7 +315,10 @@ func convert(t reflect.Type, v any) (reflect.Value, error) {
 			return reflect.ValueOf(s), nil
 		}
 		return reflect.Value{}, fmt.Errorf("expects a string, got %s (quote it if you meant text)", describe(v))
-	case reflect.Slice: // []int
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.String {
+			return convertStrings(v)
+		}
 		list, ok := v.([]any)
 		if !ok {
 			return reflect.Value{}, fmt.Errorf("expects a list of integers such as [64, 64], got %s", describe(v))
@@ -336,6 +339,25 @@ func convert(t reflect.Type, v any) (reflect.Value, error) {
 		return reflect.Value{}, fmt.Errorf("expects a table, got %s", describe(v))
 	}
 	return reflect.Value{}, fmt.Errorf("unsupported type %s", t)
+}
+
+func convertStrings(v any) (reflect.Value, error) {
+	if s, ok := v.(string); ok { // one file without brackets
+		return reflect.ValueOf([]string{s}), nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return reflect.Value{}, fmt.Errorf("expects a list of strings such as [\"train.jsonl\"], got %s", describe(v))
+	}
+	out := make([]string, len(list))
+	for i, e := range list {
+		s, ok := e.(string)
+		if !ok {
+			return reflect.Value{}, fmt.Errorf("expects a list of strings, but element %d is %s", i, describe(e))
+		}
+		out[i] = s
+	}
+	return reflect.ValueOf(out), nil
 }
 
 var (
@@ -413,6 +435,13 @@ func (c *Config) Validate() error {
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
+	}
+	if c.Grouped() {
+		if c.PPO.GroupSize < 2 {
+			errs = append(errs, &Error{Key: "ppo.group_size", Msg: fmt.Sprintf("%s compares episodes within a group, so it needs at least 2, got %d", c.PPO.AdvEstimator, c.PPO.GroupSize)})
+		} else if c.Env.NumEnvs%c.PPO.GroupSize != 0 {
+			errs = append(errs, &Error{Key: "ppo.group_size", Msg: fmt.Sprintf("%d does not divide env.num_envs %d (each group of environments plays one task)", c.PPO.GroupSize, c.Env.NumEnvs)})
+		}
 	}
 	batch := c.BatchSize()
 	if batch%c.PPO.NumMinibatches != 0 {
