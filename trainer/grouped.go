@@ -2,8 +2,6 @@ package trainer
 
 import (
 	"math"
-
-	"github.com/agenttrainer/agenttrainer/envs"
 )
 
 // rolloutGroups plays one episode in every environment, the environments in
@@ -22,8 +20,7 @@ func (t *Trainer) rolloutGroups(buf *rollout, p *progress) ([]int32, error) {
 		}
 		for k := 0; k < g; k++ {
 			if k > 0 {
-				args := t.tasks.lastArgs
-				if e, err = envs.Make(c.Env.ID, args); err != nil {
+				if e, err = t.tasks.make(t.tasks.lastArgs); err != nil {
 					return nil, err
 				}
 			}

@@ -213,8 +213,10 @@ func (t *Trainer) begin() (*progress, error) {
 	}
 	rp := t.resume
 	if rp == nil {
-		t.venv.Reset(t.cfg.Trainer.Seed)
-		t.observe(true)
+		if t.venv != nil {
+			t.venv.Reset(t.cfg.Trainer.Seed)
+			t.observe(true)
+		}
 		return p, nil
 	}
 	st := rp.state
@@ -227,7 +229,7 @@ func (t *Trainer) begin() (*progress, error) {
 		t.dev.Upload(p.opt.m, t.resumeAdam[0])
 		t.dev.Upload(p.opt.v, t.resumeAdam[1])
 	}
-	if len(st.Envs) == 0 {
+	if len(st.Envs) == 0 && t.venv != nil {
 		t.venv.Reset(t.cfg.Trainer.Seed + st.Step)
 	}
 	t.observe(false) // the statistics came with the checkpoint
@@ -238,9 +240,9 @@ func (t *Trainer) begin() (*progress, error) {
 func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 	c := &t.cfg
 	nEnvs, nSteps := c.Env.NumEnvs, c.PPO.NumSteps
-	v := t.venv
-	buf := newRollout(nSteps, nEnvs, v.ObsDim, v.ActDim)
-	b := newBatch(t.dev, c.BatchSize(), v.ObsDim, v.ActDim)
+	obsDim, actDim := t.obsSpace.Size(), t.actSpace.Size()
+	buf := newRollout(nSteps, nEnvs, obsDim, actDim)
+	b := newBatch(t.dev, c.BatchSize(), obsDim, actDim)
 	p, err := t.begin()
 	if err != nil {
 		return Summary{}, err
@@ -266,9 +268,12 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		// episode per environment in groups that share a task (GRPO, RLOO).
 		var samples []int32
 		var err error
-		if c.Grouped() {
+		switch {
+		case t.workflow != nil:
+			samples, err = t.rolloutWorkflow(ctx, buf, p)
+		case c.Grouped():
 			samples, err = t.rolloutGroups(buf, p)
-		} else {
+		default:
 			samples, err = t.rollout(buf, p)
 		}
 		if err != nil {
@@ -399,7 +404,7 @@ func (t *Trainer) remaining(iter int, step int64) float64 {
 // actions are clipped to the action box, while the unclipped sample is what
 // the rollout stores and the loss scores (CleanRL's ClipAction wrapper).
 func (t *Trainer) envActions(acts, scratch []float32) []float32 {
-	sp := t.venv.ActionSpace()
+	sp := t.actSpace
 	if sp.Kind == envs.Discrete {
 		return acts
 	}

@@ -193,7 +193,7 @@ func (t *Trainer) loadCheckpoint(rp resumePoint) error {
 	if err := t.shuffleSrc.UnmarshalBinary(st.ShuffleRNG); err != nil {
 		return fmt.Errorf("bad shuffle random stream: %v", err)
 	}
-	if len(st.Envs) > 0 {
+	if len(st.Envs) > 0 && t.venv != nil {
 		if err := t.venv.Restore(st.Envs); err != nil {
 			return err
 		}
@@ -285,6 +285,9 @@ func (t *Trainer) saveState(iter int, step int64, adamStep int, elapsed time.Dur
 	}
 	if t.rewScale != nil {
 		st.RewardNormCount, st.RewardReturns = t.rewScale.stat.count, t.rewScale.returns
+	}
+	if t.venv == nil {
+		return st, nil
 	}
 	if envs, err := t.venv.Snapshot(); err == nil {
 		st.Envs = envs

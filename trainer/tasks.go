@@ -13,7 +13,7 @@ import (
 // shuffled order on every pass, or, without files, env.args with a new reset
 // seed each time. A task becomes an environment and the seed it resets with.
 type taskSource struct {
-	envID string
+	make  func(envs.Params) (envs.Env, error)
 	rows  []envs.Params // nil: every task is env.args
 	args  envs.Params
 	order []int
@@ -46,14 +46,21 @@ func withArgs(rows []envs.Params, args map[string]any) []envs.Params {
 	return out
 }
 
-func newTaskSource(cfg *config.Config, rows []envs.Params) *taskSource {
+func newTaskSource(cfg *config.Config, rows []envs.Params, make func(envs.Params) (envs.Env, error)) *taskSource {
 	src := rand.NewPCG(uint64(cfg.Trainer.Seed), 4)
-	return &taskSource{envID: cfg.Env.ID, rows: rows, args: envs.Params(cfg.Env.Args),
+	return &taskSource{make: make, rows: rows, args: envs.Params(cfg.Env.Args),
 		src: src, rng: rand.New(src), seed: cfg.Trainer.Seed*1_000_003 + 7}
 }
 
 // next builds the next task's environment.
 func (s *taskSource) next() (envs.Env, int64, error) {
+	args, seed := s.nextTask()
+	e, err := s.make(args)
+	return e, seed, err
+}
+
+// nextTask deals the next task's arguments and reset seed.
+func (s *taskSource) nextTask() (envs.Params, int64) {
 	args := s.args
 	if s.rows != nil {
 		if s.pos == len(s.order) {
@@ -63,10 +70,9 @@ func (s *taskSource) next() (envs.Env, int64, error) {
 		args = s.rows[s.order[s.pos]]
 		s.pos++
 	}
-	e, err := envs.Make(s.envID, args)
 	s.lastArgs = args
 	s.seed++
-	return e, s.seed, err
+	return args, s.seed
 }
 
 // taskState is the part of a task source a checkpoint saves.
@@ -93,10 +99,10 @@ func (s *taskSource) restore(st taskState) error {
 	return nil
 }
 
-// loadTaskFiles reads and concatenates task files, merges env.args under
-// every row, and checks every row builds the environment.
-func loadTaskFiles(envID string, args map[string]any, files []string, key string) ([]envs.Params, error) {
-	if len(files) == 0 {
+// loadTasks reads and concatenates task files, adds in-memory rows, merges
+// env.args under every row, and checks that every row builds.
+func loadTasks(files []string, mem []envs.Params, args map[string]any, check func([]envs.Params) error, key string) ([]envs.Params, error) {
+	if len(files) == 0 && len(mem) == 0 {
 		return nil, nil
 	}
 	var rows []envs.Params
@@ -107,11 +113,12 @@ func loadTaskFiles(envID string, args map[string]any, files []string, key string
 		}
 		rows = append(rows, r...)
 	}
-	if len(files) > 0 && len(rows) == 0 {
+	rows = append(rows, mem...)
+	if len(rows) == 0 {
 		return nil, &config.Error{Key: key, Msg: fmt.Sprintf("%s hold no tasks", strings.Join(files, ", "))}
 	}
 	rows = withArgs(rows, args)
-	if err := envs.ValidateTasks(envID, rows); err != nil {
+	if err := check(rows); err != nil {
 		return nil, &config.Error{Key: key, Msg: err.Error()}
 	}
 	return rows, nil

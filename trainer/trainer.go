@@ -29,6 +29,17 @@ type Options struct {
 	Device gpu.Device
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	// Library use (see AgentTrainer). EnvFactory builds environments
+	// instead of the registry entry env.id names; AgentFactory builds the
+	// agent instead of agent.name's; TrainTasks and ValTasks add in-memory
+	// task rows to data.train_files and data.val_files; Workflow replaces
+	// the environments with custom episode logic.
+	EnvFactory   func(args envs.Params) (envs.Env, error)
+	AgentFactory func(b agents.Build) (agents.Agent, error)
+	TrainTasks   []envs.Params
+	ValTasks     []envs.Params
+	Workflow     Workflow
 }
 
 // Info describes a run for viewers.
@@ -55,16 +66,19 @@ type Summary struct {
 // control methods (Pause, Resume, Stop, SaveCheckpoint, Edit, Subscribe)
 // may be called from any goroutine while it runs.
 type Trainer struct {
-	cfg     config.Config // the loop's config: only the loop changes it
-	opts    Options
-	venv    *envs.Vector
-	tasks   *taskSource   // where environments come from
-	valRows []envs.Params // validation tasks (data.val_files)
-	agent   agents.Agent
-	learner agents.Learner // nil for agents that do not learn
-	dev     gpu.Device
-	devInfo string
-	broker  *broker
+	cfg   config.Config // the loop's config: only the loop changes it
+	opts  Options
+	venv  *envs.Vector // nil when a workflow plays the episodes
+	tasks *taskSource  // where environments come from
+	// The spaces the agent sees, and the workflow, if any.
+	obsSpace, actSpace envs.Space
+	workflow           Workflow
+	valRows            []envs.Params // validation tasks (data.val_files)
+	agent              agents.Agent
+	learner            agents.Learner // nil for agents that do not learn
+	dev                gpu.Device
+	devInfo            string
+	broker             *broker
 
 	// Random streams: action sampling and minibatch shuffling, with their
 	// sources kept so checkpoints can save them.
@@ -102,35 +116,42 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	spec, ok := envs.Lookup(cfg.Env.ID)
-	if !ok {
-		return nil, &config.Error{Key: "env.id", Msg: unknownName("environment", cfg.Env.ID, envs.IDs())}
+	makeEnv, validateRows, err := envBuilder(&cfg, &opts)
+	if err != nil {
+		return nil, err
 	}
-	if _, ok := agents.Lookup(cfg.Agent.Name); !ok {
+	if _, ok := agents.Lookup(cfg.Agent.Name); !ok && opts.AgentFactory == nil {
 		return nil, &config.Error{Key: "agent.name", Msg: unknownName("agent", cfg.Agent.Name, agents.Names())}
 	}
-	trainRows, err := loadTaskFiles(spec.ID, cfg.Env.Args, cfg.Data.TrainFiles, "data.train_files")
+	trainRows, err := loadTasks(cfg.Data.TrainFiles, opts.TrainTasks, cfg.Env.Args, validateRows, "data.train_files")
 	if err != nil {
 		return nil, err
 	}
-	valRows, err := loadTaskFiles(spec.ID, cfg.Env.Args, cfg.Data.ValFiles, "data.val_files")
+	valRows, err := loadTasks(cfg.Data.ValFiles, opts.ValTasks, cfg.Env.Args, validateRows, "data.val_files")
 	if err != nil {
 		return nil, err
 	}
-	tasks := newTaskSource(&cfg, trainRows)
-	list := make([]envs.Env, cfg.Env.NumEnvs)
-	for i := range list {
-		e, _, err := tasks.next()
-		if err != nil {
-			return nil, &config.Error{Key: "env.args", Msg: err.Error()}
+	t := &Trainer{cfg: cfg, opts: opts, tasks: newTaskSource(&cfg, trainRows, makeEnv), valRows: valRows,
+		workflow: opts.Workflow, broker: newBroker(), wake: make(chan struct{}, 1)}
+	if t.workflow != nil {
+		t.obsSpace, t.actSpace = t.workflow.Spaces()
+	} else {
+		list := make([]envs.Env, cfg.Env.NumEnvs)
+		for i := range list {
+			e, _, err := t.tasks.next()
+			if err != nil {
+				return nil, &config.Error{Key: "env.args", Msg: err.Error()}
+			}
+			list[i] = e
 		}
-		list[i] = e
+		if t.venv, err = envs.NewVector(list); err != nil {
+			return nil, &config.Error{Key: "env.id", Msg: err.Error()}
+		}
+		t.obsSpace, t.actSpace = t.venv.ObservationSpace(), t.venv.ActionSpace()
 	}
-	venv, err := envs.NewVector(list)
-	if err != nil {
-		return nil, &config.Error{Key: "env.id", Msg: err.Error()}
+	if t.obsSpace.Kind != envs.Box || t.obsSpace.Dim <= 0 {
+		return nil, &config.Error{Key: "env.id", Msg: fmt.Sprintf("observations must be vectors of floats (a Box space), got %v", t.obsSpace)}
 	}
-	t := &Trainer{cfg: cfg, opts: opts, venv: venv, tasks: tasks, valRows: valRows, broker: newBroker(), wake: make(chan struct{}, 1)}
 	t.dev, t.devInfo = opts.Device, ""
 	if t.dev == nil {
 		if t.dev, t.devInfo, err = gpu.Open(cfg.Trainer.Device, 0); err != nil {
@@ -140,20 +161,27 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 		t.devInfo = t.dev.Name()
 	}
 	seed := uint64(cfg.Trainer.Seed)
-	t.agent, err = agents.New(cfg.Agent.Name, agents.Build{
-		Obs: venv.ObservationSpace(), Act: venv.ActionSpace(), Hidden: cfg.Agent.Hidden,
+	build := agents.Build{
+		Obs: t.obsSpace, Act: t.actSpace, Hidden: cfg.Agent.Hidden,
 		Activation: cfg.Agent.Activation, LogStdInit: cfg.Agent.LogStdInit, NoCritic: cfg.Grouped(), Device: t.dev, RNG: rand.New(rand.NewPCG(seed, 1)),
-	})
+	}
+	if opts.AgentFactory != nil {
+		t.agent, err = opts.AgentFactory(build)
+	} else {
+		t.agent, err = agents.New(cfg.Agent.Name, build)
+	}
 	if err != nil {
 		return nil, &config.Error{Key: "agent.name", Msg: err.Error()}
 	}
 	t.learner, _ = t.agent.(agents.Learner)
 	t.actSrc, t.shuffleSrc = newStreams(seed)
 	t.actRNG, t.shuffleRNG = rand.New(t.actSrc), rand.New(t.shuffleSrc)
-	t.policyObs = venv.Obs
-	if cfg.Env.NormalizeObs {
-		t.obsNorm = &obsNormalizer{stat: newRunningStat(venv.ObsDim), clip: cfg.Env.ClipObs}
-		t.policyObs = make([]float32, len(venv.Obs))
+	if t.venv != nil {
+		t.policyObs = t.venv.Obs
+	}
+	if cfg.Env.NormalizeObs && t.venv != nil {
+		t.obsNorm = &obsNormalizer{stat: newRunningStat(t.venv.ObsDim), clip: cfg.Env.ClipObs}
+		t.policyObs = make([]float32, len(t.venv.Obs))
 	}
 	if cfg.Env.NormalizeReward {
 		t.rewScale = newRewardScaler(cfg.Env.NumEnvs, cfg.PPO.Gamma, cfg.Env.ClipReward)
@@ -162,10 +190,61 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	return t, nil
 }
 
+// envBuilder says how environments are made: by the caller's factory, or
+// by the registry entry env.id names; and how task rows are checked.
+func envBuilder(cfg *config.Config, opts *Options) (func(envs.Params) (envs.Env, error), func([]envs.Params) error, error) {
+	if opts.EnvFactory != nil || opts.Workflow != nil {
+		build := opts.EnvFactory
+		if build == nil { // a workflow's tasks are its own business
+			build = func(envs.Params) (envs.Env, error) { return nil, errors.New("a workflow builds no environments") }
+		}
+		check := func(rows []envs.Params) error {
+			if opts.Workflow != nil {
+				return nil
+			}
+			return checkRows(rows, build)
+		}
+		return build, check, nil
+	}
+	spec, ok := envs.Lookup(cfg.Env.ID)
+	if !ok {
+		return nil, nil, &config.Error{Key: "env.id", Msg: unknownName("environment", cfg.Env.ID, envs.IDs())}
+	}
+	build := func(args envs.Params) (envs.Env, error) { return envs.Make(spec.ID, args) }
+	return build, func(rows []envs.Params) error { return envs.ValidateTasks(spec.ID, rows) }, nil
+}
+
+// checkRows builds an environment from every row, reporting the first few
+// that fail and rows whose spaces differ from the first row's.
+func checkRows(rows []envs.Params, build func(envs.Params) (envs.Env, error)) error {
+	var bad []string
+	var first envs.Env
+	for i, row := range rows {
+		e, err := build(row)
+		switch {
+		case err != nil:
+			bad = append(bad, fmt.Sprintf("row %d: %v", i+1, err))
+		case first == nil:
+			first = e
+		case e.ObservationSpace().Size() != first.ObservationSpace().Size() || e.ActionSpace().Size() != first.ActionSpace().Size():
+			bad = append(bad, fmt.Sprintf("row %d: spaces %v/%v differ from row 1's %v/%v", i+1,
+				e.ObservationSpace(), e.ActionSpace(), first.ObservationSpace(), first.ActionSpace()))
+		}
+		if len(bad) == 3 {
+			bad = append(bad, "…")
+			break
+		}
+	}
+	if len(bad) > 0 {
+		return errors.New("the environment cannot be built from these tasks: " + strings.Join(bad, "; "))
+	}
+	return nil
+}
+
 // observe prepares the policy's view of the current observations, first
 // folding them into the running statistics when learn is set.
 func (t *Trainer) observe(learn bool) {
-	if t.obsNorm == nil {
+	if t.obsNorm == nil || t.venv == nil {
 		return
 	}
 	if learn {
@@ -194,7 +273,7 @@ func (t *Trainer) Info() Info {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return Info{RunDir: t.runDir, Device: t.devInfo, EnvID: t.cfg.Env.ID, Agent: t.cfg.Agent.Name,
-		TotalSteps: t.shadow.PPO.TotalTimesteps, ObsSpace: t.venv.ObservationSpace(), ActSpace: t.venv.ActionSpace()}
+		TotalSteps: t.shadow.PPO.TotalTimesteps, ObsSpace: t.obsSpace, ActSpace: t.actSpace}
 }
 
 // Subscribe returns a stream of events with room for buffer of them, and a

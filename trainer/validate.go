@@ -17,9 +17,13 @@ const maxValidationSteps = 10_000
 // to m. It draws from its own random stream, so validating does not change
 // what training does.
 func (t *Trainer) validate(iter int, m *Metrics) {
+	if t.workflow != nil {
+		t.validateWorkflow(iter, m)
+		return
+	}
 	list := make([]envs.Env, len(t.valRows))
 	for i, row := range t.valRows {
-		e, err := envs.Make(t.cfg.Env.ID, row)
+		e, err := t.tasks.make(row)
 		if err != nil { // rows were checked when the run was built
 			t.logf("validation task %d: %v", i+1, err)
 			return
