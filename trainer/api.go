@@ -128,7 +128,9 @@ func NewAgentTrainer(s Setup) (*AgentTrainer, error) {
 // check applies rLLM's rules for which arguments go together.
 func (s *Setup) check() error {
 	var problems []error
-	fail := func(format string, a ...any) { problems = append(problems, &SetupError{Msg: fmt.Sprintf(format, a...)}) }
+	fail := func(format string, a ...any) {
+		problems = append(problems, &SetupError{Msg: fmt.Sprintf(format, a...)})
+	}
 	if s.Workflow != nil {
 		if s.Env != nil || len(s.EnvArgs) > 0 {
 			fail("a Workflow runs its own episodes, so it cannot be combined with Env or EnvArgs; drop one or the other")
