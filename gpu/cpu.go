@@ -13,6 +13,7 @@ type CPU struct {
 	threads int
 	pool    *workerPool
 	scratch [2][]float32 // transposed operands
+	ones    []float32    // a row of ones for column sums
 }
 
 // NewCPU returns a CPU device using up to threads cores (0: all of them).
@@ -73,8 +74,10 @@ func (d *CPU) Copy(dst, src Tensor) {
 	copy(d.data(dst), d.data(src))
 }
 
-// MatMul implements Device. Transposed operands are first copied into
-// scratch so that a single row-major kernel does the arithmetic.
+// MatMul implements Device. A transposed A is read in place by its own
+// kernels; a transposed B (a weight matrix) is copied to scratch first.
+// Narrow products (fewer than 16 columns, such as policy and value heads)
+// use dot products, or compute the transposed product when A is transposed.
 func (d *CPU) MatMul(c, a Tensor, transA bool, b Tensor, transB bool, beta float32) {
 	m, k := a.Rows, a.Cols
 	if transA {
@@ -89,12 +92,6 @@ func (d *CPU) MatMul(c, a Tensor, transA bool, b Tensor, transB bool, beta float
 			a.Rows, a.Cols, transA, b.Rows, b.Cols, transB, c.Rows, c.Cols))
 	}
 	ad, bd, cd := d.data(a), d.data(b), d.data(c)
-	if transA {
-		ad = transpose(d.grow(0, m*k), ad, k, m)
-	}
-	if transB {
-		bd = transpose(d.grow(1, k*n), bd, n, k)
-	}
 	switch beta {
 	case 0:
 		clear(cd)
@@ -104,7 +101,41 @@ func (d *CPU) MatMul(c, a Tensor, transA bool, b Tensor, transB bool, beta float
 			cd[i] *= beta
 		}
 	}
-	d.pool.gemm(cd, ad, bd, m, n, k)
+	if hasFMA && n < 16 && m >= 16 {
+		// op(B)ᵀ is n×k: B itself when transB, else a small copy.
+		bt := bd
+		if !transB {
+			bt = transpose(d.grow(1, n*k), bd, k, n)
+		}
+		if transA {
+			// Cᵀ (n×m) = op(B)ᵀ · A, A being stored k×m: wide, so the
+			// kernels apply; then add it into C transposed.
+			ct := d.grow(0, n*m)
+			clear(ct)
+			d.pool.gemm(gemmArgs{c: ct, a: bt, b: ad, n: m, k: k}, n)
+			for j := 0; j < n; j++ {
+				for i, v := range ct[j*m : (j+1)*m] {
+					cd[i*n+j] += v
+				}
+			}
+			return
+		}
+		for i := 0; i < m; i++ {
+			row := ad[i*k : (i+1)*k]
+			for j := 0; j < n; j++ {
+				cd[i*n+j] += dot(row, bt[j*k:(j+1)*k])
+			}
+		}
+		return
+	}
+	if transB {
+		bd = transpose(d.grow(1, k*n), bd, n, k)
+	}
+	lda := k
+	if transA {
+		lda = m
+	}
+	d.pool.gemm(gemmArgs{c: cd, a: ad, b: bd, n: n, k: k, lda: lda, transA: transA}, m)
 }
 
 func (d *CPU) grow(i, n int) []float32 {
@@ -207,7 +238,7 @@ func (d *CPU) ActGrad(dy, y Tensor, act Activation) {
 	}
 }
 
-// ColSum implements Device.
+// ColSum implements Device: on SIMD machines as the product onesᵀ·X.
 func (d *CPU) ColSum(out, x Tensor, beta float32) {
 	o, xd := d.data(out), d.data(x)
 	n := x.Cols
@@ -216,6 +247,16 @@ func (d *CPU) ColSum(out, x Tensor, beta float32) {
 	}
 	for j := range o {
 		o[j] *= beta
+	}
+	if hasFMA && n >= 16 {
+		if len(d.ones) < x.Rows {
+			d.ones = make([]float32, x.Rows)
+			for i := range d.ones {
+				d.ones[i] = 1
+			}
+		}
+		gemmRows(&gemmArgs{c: o, a: d.ones[:x.Rows], b: xd, n: n, k: x.Rows}, 0, 1)
+		return
 	}
 	for i := 0; i < x.Rows; i++ {
 		row := xd[i*n : i*n+n]
@@ -428,7 +469,13 @@ func (d *CPU) Adam(params, grads, m, v Tensor, a AdamArgs) {
 	stepSize := float32(float64(a.LR) / bc1)
 	invSqrtBC2 := float32(1 / math.Sqrt(bc2))
 	b1, b2, eps := a.Beta1, a.Beta2, a.Eps
-	for i := range p {
+	start := 0
+	if n8 := len(p) &^ 7; hasFMA && n8 > 0 {
+		k := [8]float32{b1, 1 - b1, b2, 1 - b2, stepSize, invSqrtBC2, eps, 0}
+		adam8(&p[0], &g[0], &md[0], &vd[0], n8, &k)
+		start = n8
+	}
+	for i := start; i < len(p); i++ {
 		gi := g[i]
 		mi := b1*md[i] + (1-b1)*gi
 		vi := b2*vd[i] + (1-b2)*gi*gi

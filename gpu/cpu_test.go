@@ -326,3 +326,47 @@ func TestTanh32Accuracy(t *testing.T) {
 	}
 	t.Logf("largest error %.1f float32 ulp", worst)
 }
+
+// TestSIMDPathsMatchReference covers the sizes that take the assembly
+// kernels and their scalar tails: column sums of ≥16 columns and Adam over
+// more than 8 elements.
+func TestSIMDPathsMatchReference(t *testing.T) {
+	d := NewCPU(2)
+	defer d.Close()
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, s := range []struct{ rows, cols int }{{1, 16}, {130, 37}, {128, 64}} {
+		xv, ov := randSlice(r, s.rows*s.cols, 1), randSlice(r, s.cols, 1)
+		out := tensorFrom(d, 1, s.cols, ov)
+		d.ColSum(out, tensorFrom(d, s.rows, s.cols, xv), 0.5)
+		for j := 0; j < s.cols; j++ {
+			want := 0.5 * float64(ov[j])
+			for i := 0; i < s.rows; i++ {
+				want += float64(xv[i*s.cols+j])
+			}
+			if got := float64(d.Data(out)[j]); math.Abs(got-want) > 1e-4*(1+math.Abs(want)) {
+				t.Fatalf("%d×%d colsum[%d] = %v, want %v", s.rows, s.cols, j, got, want)
+			}
+		}
+	}
+	const n = 19 // two SIMD blocks and a tail of three
+	pv, gv := randSlice(r, n, 1), randSlice(r, n, 1)
+	mv, vv := randSlice(r, n, 0.1), make([]float32, n)
+	for i := range vv {
+		vv[i] = float32(r.Float64() * 0.01)
+	}
+	p, g, m, v := tensorFrom(d, 1, n, pv), tensorFrom(d, 1, n, gv), tensorFrom(d, 1, n, mv), tensorFrom(d, 1, n, vv)
+	args := AdamArgs{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-5, Step: 7}
+	d.Adam(p, g, m, v, args)
+	bc1, bc2 := 1-math.Pow(0.9, 7), 1-math.Pow(0.999, 7)
+	for i := 0; i < n; i++ {
+		mi := 0.9*float64(mv[i]) + 0.1*float64(gv[i])
+		vi := 0.999*float64(vv[i]) + 0.001*float64(gv[i])*float64(gv[i])
+		want := float64(pv[i]) - 1e-3/bc1*mi/(math.Sqrt(vi)/math.Sqrt(bc2)+1e-5)
+		if got := float64(d.Data(p)[i]); math.Abs(got-want) > 1e-6 {
+			t.Fatalf("adam element %d: %v, want %v", i, got, want)
+		}
+		if got := float64(d.Data(m)[i]); math.Abs(got-mi) > 1e-6 {
+			t.Fatalf("adam first moment %d: %v, want %v", i, got, mi)
+		}
+	}
+}

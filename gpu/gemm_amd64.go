@@ -24,3 +24,15 @@ var tanhConsts = [13]float32{
 
 //go:noescape
 func biasTanh8(x *float32, bias *float32, n int)
+
+//go:noescape
+func gemmT4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int)
+
+//go:noescape
+func gemmT1x16(c *float32, a *float32, lda int, b *float32, ldb int, k int)
+
+//go:noescape
+func dot16(a *float32, b *float32, n int) float32
+
+//go:noescape
+func adam8(param, grad, mom, vel *float32, n int, k *[8]float32)

@@ -167,3 +167,192 @@ loopt:
 donet:
 	VZEROUPPER
 	RET
+
+// func gemmT4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int)
+//
+// C[0:4, 0:16] += Aᵀ[0:4, 0:k] · B[0:k, 0:16] where A is stored k×lda
+// (row-major), so the four broadcasts of step p read A[p, 0:4], which are
+// contiguous: weight gradients Xᵀ·dY need no transposed copy of X.
+TEXT ·gemmT4x16(SB), NOSPLIT, $0-56
+	MOVQ c+0(FP), DI
+	MOVQ ldc+8(FP), R8
+	MOVQ a+16(FP), SI
+	MOVQ lda+24(FP), R9
+	MOVQ b+32(FP), DX
+	MOVQ ldb+40(FP), R10
+	MOVQ k+48(FP), CX
+	SHLQ $2, R8
+	SHLQ $2, R9
+	SHLQ $2, R10
+
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+loopT4:
+	TESTQ CX, CX
+	JE    storeT4
+	VMOVUPS      (DX), Y8
+	VMOVUPS      32(DX), Y9
+	VBROADCASTSS (SI), Y10
+	VFMADD231PS  Y8, Y10, Y0
+	VFMADD231PS  Y9, Y10, Y1
+	VBROADCASTSS 4(SI), Y11
+	VFMADD231PS  Y8, Y11, Y2
+	VFMADD231PS  Y9, Y11, Y3
+	VBROADCASTSS 8(SI), Y12
+	VFMADD231PS  Y8, Y12, Y4
+	VFMADD231PS  Y9, Y12, Y5
+	VBROADCASTSS 12(SI), Y13
+	VFMADD231PS  Y8, Y13, Y6
+	VFMADD231PS  Y9, Y13, Y7
+	ADDQ         R9, SI
+	ADDQ         R10, DX
+	DECQ         CX
+	JMP          loopT4
+
+storeT4:
+	VADDPS  (DI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	VADDPS  32(DI), Y1, Y1
+	VMOVUPS Y1, 32(DI)
+	ADDQ    R8, DI
+	VADDPS  (DI), Y2, Y2
+	VMOVUPS Y2, (DI)
+	VADDPS  32(DI), Y3, Y3
+	VMOVUPS Y3, 32(DI)
+	ADDQ    R8, DI
+	VADDPS  (DI), Y4, Y4
+	VMOVUPS Y4, (DI)
+	VADDPS  32(DI), Y5, Y5
+	VMOVUPS Y5, 32(DI)
+	ADDQ    R8, DI
+	VADDPS  (DI), Y6, Y6
+	VMOVUPS Y6, (DI)
+	VADDPS  32(DI), Y7, Y7
+	VMOVUPS Y7, 32(DI)
+	VZEROUPPER
+	RET
+
+// func gemmT1x16(c *float32, a *float32, lda int, b *float32, ldb int, k int)
+//
+// C[0, 0:16] += Aᵀ[0, 0:k] · B[0:k, 0:16] with A stored k×lda.
+TEXT ·gemmT1x16(SB), NOSPLIT, $0-48
+	MOVQ c+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R9
+	MOVQ b+24(FP), DX
+	MOVQ ldb+32(FP), R10
+	MOVQ k+40(FP), CX
+	SHLQ $2, R9
+	SHLQ $2, R10
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+loopT1:
+	TESTQ CX, CX
+	JE    storeT1
+	VBROADCASTSS (SI), Y10
+	VFMADD231PS  (DX), Y10, Y0
+	VFMADD231PS  32(DX), Y10, Y1
+	ADDQ         R9, SI
+	ADDQ         R10, DX
+	DECQ         CX
+	JMP          loopT1
+
+storeT1:
+	VADDPS  (DI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	VADDPS  32(DI), Y1, Y1
+	VMOVUPS Y1, 32(DI)
+	VZEROUPPER
+	RET
+
+// func dot16(a *float32, b *float32, n int) float32
+//
+// Σ a[i]·b[i] over n, a multiple of 16, with two vector accumulators.
+TEXT ·dot16(SB), NOSPLIT, $0-28
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DX
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+loopd:
+	TESTQ CX, CX
+	JE    reduced
+	VMOVUPS     (SI), Y2
+	VMOVUPS     32(SI), Y3
+	VFMADD231PS (DX), Y2, Y0
+	VFMADD231PS 32(DX), Y3, Y1
+	ADDQ        $64, SI
+	ADDQ        $64, DX
+	DECQ        CX
+	JMP         loopd
+
+reduced:
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func adam8(param, grad, mom, vel *float32, n int, k *[8]float32)
+//
+// Adam over n elements (a multiple of 8), with k = [β1, 1−β1, β2, 1−β2,
+// step size, 1/√(bias correction 2), ε, 0]:
+//   m = β1·m + (1−β1)·g;  v = β2·v + (1−β2)·g²;  p −= step·m / (√v·c + ε)
+TEXT ·adam8(SB), NOSPLIT, $0-48
+	MOVQ param+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ mom+16(FP), R8
+	MOVQ vel+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ k+40(FP), AX
+	SHRQ $3, CX
+	VBROADCASTSS 0(AX), Y8   // β1
+	VBROADCASTSS 4(AX), Y9   // 1−β1
+	VBROADCASTSS 8(AX), Y10  // β2
+	VBROADCASTSS 12(AX), Y11 // 1−β2
+	VBROADCASTSS 16(AX), Y12 // step size
+	VBROADCASTSS 20(AX), Y13 // 1/√bc2
+	VBROADCASTSS 24(AX), Y14 // ε
+
+loopa:
+	TESTQ CX, CX
+	JE    donea
+	VMOVUPS     (SI), Y0          // g
+	VMULPS      (R8), Y8, Y1      // β1·m
+	VFMADD231PS Y0, Y9, Y1        // + (1−β1)·g
+	VMOVUPS     Y1, (R8)
+	VMULPS      Y0, Y0, Y2        // g²
+	VMULPS      (R9), Y10, Y3     // β2·v
+	VFMADD231PS Y2, Y11, Y3       // + (1−β2)·g²
+	VMOVUPS     Y3, (R9)
+	VSQRTPS     Y3, Y4
+	VMULPS      Y13, Y4, Y4
+	VADDPS      Y14, Y4, Y4       // √v·c + ε
+	VMULPS      Y12, Y1, Y5       // step·m
+	VDIVPS      Y4, Y5, Y5
+	VMOVUPS     (DI), Y6
+	VSUBPS      Y5, Y6, Y6
+	VMOVUPS     Y6, (DI)
+	ADDQ        $32, DI
+	ADDQ        $32, SI
+	ADDQ        $32, R8
+	ADDQ        $32, R9
+	DECQ        CX
+	JMP         loopa
+
+donea:
+	VZEROUPPER
+	RET

@@ -17,3 +17,15 @@ func gemm1x16(c *float32, a *float32, b *float32, ldb int, k int) {
 func biasTanh8(x *float32, bias *float32, n int) {
 	panic("gpu: no SIMD kernel on this platform")
 }
+
+func gemmT4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int) {
+	panic("gpu: no SIMD kernel on this platform")
+}
+
+func gemmT1x16(c *float32, a *float32, lda int, b *float32, ldb int, k int) {
+	panic("gpu: no SIMD kernel on this platform")
+}
+
+func dot16(a *float32, b *float32, n int) float32 { panic("gpu: no SIMD kernel on this platform") }
+
+func adam8(param, grad, mom, vel *float32, n int, k *[8]float32) { panic("gpu: no SIMD kernel on this platform") }

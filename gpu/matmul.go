@@ -6,10 +6,19 @@ import "sync"
 // across cores; below it the hand-off costs more than it saves.
 const minParallelWork = 1 << 16
 
-// gemmTask is one horizontal band of C += A·B.
+// gemmArgs describe C += op(A)·B for row-major C (m×n) and B (k×n). A is
+// m×k (lda = k) or, when transA, stored k×m (lda = m) and read transposed.
+type gemmArgs struct {
+	c, a, b []float32
+	n, k    int
+	lda     int
+	transA  bool
+}
+
+// gemmTask is one horizontal band [lo, hi) of C.
 type gemmTask struct {
-	c, a, b      []float32
-	lo, hi, n, k int
+	gemmArgs
+	lo, hi int
 }
 
 // workerPool keeps goroutines parked so that splitting a product costs two
@@ -27,7 +36,7 @@ func newWorkerPool(workers int) *workerPool {
 		p.tasks = append(p.tasks, ch)
 		go func() {
 			for t := range ch {
-				gemmRows(t.c, t.a, t.b, t.lo, t.hi, t.n, t.k)
+				gemmRows(&t.gemmArgs, t.lo, t.hi)
 				p.done <- struct{}{}
 			}
 		}()
@@ -43,35 +52,36 @@ func (p *workerPool) close() {
 	})
 }
 
-// gemm computes C += A·B for row-major A (m×k), B (k×n), C (m×n), splitting
-// the rows of C across the pool when the product is large enough.
-func (p *workerPool) gemm(c, a, b []float32, m, n, k int) {
+// gemm computes C += op(A)·B over m rows, splitting the rows of C across
+// the pool when the product is large enough.
+func (p *workerPool) gemm(g gemmArgs, m int) {
 	parts := len(p.tasks) + 1
-	if m*n*k < minParallelWork || m < 2*parts {
-		gemmRows(c, a, b, 0, m, n, k)
+	if m*g.n*g.k < minParallelWork || m < 8*parts {
+		gemmRows(&g, 0, m)
 		return
 	}
 	band := (m + parts - 1) / parts
-	band = (band + 3) &^ 3 // keep bands aligned to the kernel's 4-row blocks
+	band = (band + 3) &^ 3 // keep bands aligned to the kernels' 4-row blocks
 	used := 0
 	for i, ch := range p.tasks {
 		lo := (i + 1) * band
 		if lo >= m {
 			break
 		}
-		ch <- gemmTask{c: c, a: a, b: b, lo: lo, hi: min(lo+band, m), n: n, k: k}
+		ch <- gemmTask{gemmArgs: g, lo: lo, hi: min(lo+band, m)}
 		used++
 	}
-	gemmRows(c, a, b, 0, min(band, m), n, k)
+	gemmRows(&g, 0, min(band, m))
 	for ; used > 0; used-- {
 		<-p.done
 	}
 }
 
-// gemmRows computes rows [lo, hi) of C += A·B: the SIMD kernels take the
+// gemmRows computes rows [lo, hi) of C += op(A)·B: the SIMD kernels take the
 // columns in blocks of 16 where the CPU has them, the portable kernel the
 // rest.
-func gemmRows(c, a, b []float32, lo, hi, n, k int) {
+func gemmRows(g *gemmArgs, lo, hi int) {
+	c, a, b, n, k := g.c, g.a, g.b, g.n, g.k
 	n16 := 0
 	if hasFMA && k > 0 {
 		n16 = n &^ 15
@@ -80,24 +90,38 @@ func gemmRows(c, a, b []float32, lo, hi, n, k int) {
 		i := lo
 		for ; i+4 <= hi; i += 4 {
 			for j := 0; j < n16; j += 16 {
-				gemm4x16(&c[i*n+j], n, &a[i*k], k, &b[j], n, k)
+				if g.transA {
+					gemmT4x16(&c[i*n+j], n, &a[i], g.lda, &b[j], n, k)
+				} else {
+					gemm4x16(&c[i*n+j], n, &a[i*k], k, &b[j], n, k)
+				}
 			}
 		}
 		for ; i < hi; i++ {
 			for j := 0; j < n16; j += 16 {
-				gemm1x16(&c[i*n+j], &a[i*k], &b[j], n, k)
+				if g.transA {
+					gemmT1x16(&c[i*n+j], &a[i], g.lda, &b[j], n, k)
+				} else {
+					gemm1x16(&c[i*n+j], &a[i*k], &b[j], n, k)
+				}
 			}
 		}
 	}
 	if n16 < n {
-		gemmGo(c, a, b, lo, hi, n16, n, k)
+		gemmGo(g, lo, hi, n16)
 	}
 }
 
-// gemmGo computes rows [lo, hi), columns [j0, n) of C += A·B in plain Go.
-// Four rows of C are updated per pass over a row of B, so each loaded B
-// element feeds four multiply-adds.
-func gemmGo(c, a, b []float32, lo, hi, j0, n, k int) {
+// gemmGo computes rows [lo, hi), columns [j0, n) of C += op(A)·B in plain
+// Go: each loaded B element feeds the multiply-adds of four rows of C.
+func gemmGo(g *gemmArgs, lo, hi, j0 int) {
+	c, a, b, n, k := g.c, g.a, g.b, g.n, g.k
+	at := func(i, p int) float32 { // op(A)[i, p]
+		if g.transA {
+			return a[p*g.lda+i]
+		}
+		return a[i*k+p]
+	}
 	i := lo
 	for ; i+4 <= hi; i += 4 {
 		c0 := c[i*n+j0 : i*n+n]
@@ -105,7 +129,7 @@ func gemmGo(c, a, b []float32, lo, hi, j0, n, k int) {
 		c2 := c[(i+2)*n+j0 : (i+2)*n+n]
 		c3 := c[(i+3)*n+j0 : (i+3)*n+n]
 		for p := 0; p < k; p++ {
-			a0, a1, a2, a3 := a[i*k+p], a[(i+1)*k+p], a[(i+2)*k+p], a[(i+3)*k+p]
+			a0, a1, a2, a3 := at(i, p), at(i+1, p), at(i+2, p), at(i+3, p)
 			br := b[p*n+j0 : p*n+n]
 			c0, c1, c2, c3 := c0[:len(br)], c1[:len(br)], c2[:len(br)], c3[:len(br)]
 			for j, bv := range br {
@@ -119,7 +143,7 @@ func gemmGo(c, a, b []float32, lo, hi, j0, n, k int) {
 	for ; i < hi; i++ {
 		ci := c[i*n+j0 : i*n+n]
 		for p := 0; p < k; p++ {
-			av := a[i*k+p]
+			av := at(i, p)
 			br := b[p*n+j0 : p*n+n]
 			ci := ci[:len(br)]
 			for j, bv := range br {
@@ -127,4 +151,21 @@ func gemmGo(c, a, b []float32, lo, hi, j0, n, k int) {
 			}
 		}
 	}
+}
+
+// dot is Σ a[i]·b[i], with the SIMD kernel for all but the last k mod 16.
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s float32
+	k16 := 0
+	if hasFMA {
+		k16 = len(a) &^ 15
+		if k16 > 0 {
+			s = dot16(&a[0], &b[0], k16)
+		}
+	}
+	for i := k16; i < len(a); i++ {
+		s += a[i] * b[i]
+	}
+	return s
 }
