@@ -28,4 +28,6 @@ func gemmT1x16(c *float32, a *float32, lda int, b *float32, ldb int, k int) {
 
 func dot16(a *float32, b *float32, n int) float32 { panic("gpu: no SIMD kernel on this platform") }
 
-func adam8(param, grad, mom, vel *float32, n int, k *[8]float32) { panic("gpu: no SIMD kernel on this platform") }
+func adam8(param, grad, mom, vel *float32, n int, k *[8]float32) {
+	panic("gpu: no SIMD kernel on this platform")
+}
