@@ -226,8 +226,13 @@ func (d *CPU) ActGrad(dy, y Tensor, act Activation) {
 	g = g[:len(yd)]
 	switch act {
 	case Tanh:
-		for i, v := range yd {
-			g[i] *= 1 - v*v
+		start := 0
+		if n8 := len(yd) &^ 7; hasFMA && n8 > 0 {
+			tanhGrad8(&g[0], &yd[0], n8)
+			start = n8
+		}
+		for i := start; i < len(yd); i++ {
+			g[i] *= 1 - yd[i]*yd[i]
 		}
 	case ReLU:
 		for i, v := range yd {

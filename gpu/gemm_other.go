@@ -31,3 +31,5 @@ func dot16(a *float32, b *float32, n int) float32 { panic("gpu: no SIMD kernel o
 func adam8(param, grad, mom, vel *float32, n int, k *[8]float32) {
 	panic("gpu: no SIMD kernel on this platform")
 }
+
+func tanhGrad8(dy *float32, y *float32, n int) { panic("gpu: no SIMD kernel on this platform") }
