@@ -38,11 +38,7 @@ func (t *Trainer) rolloutGroups(buf *rollout, p *progress) ([]int32, error) {
 	buf.samples = buf.samples[:0]
 	for step := 0; step < c.PPO.NumSteps && active > 0; step++ {
 		row := step * n
-		copy(buf.obs[row*v.ObsDim:], t.policyObs)
-		acts := buf.actions[row*v.ActDim : (row+n)*v.ActDim]
-		t.agent.Act(t.policyObs, n, t.actRNG, false, acts, buf.logp[row:row+n], buf.values[row:row+n])
-		v.Step(t.envActions(acts, buf.envActions))
-		if err := checkEnvOutput(v); err != nil {
+		if err := t.actAndStep(buf, row); err != nil {
 			return nil, err
 		}
 		for e := 0; e < n; e++ {

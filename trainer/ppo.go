@@ -332,11 +332,7 @@ func (t *Trainer) rollout(buf *rollout, p *progress) ([]int32, error) {
 	for step := 0; step < nSteps; step++ {
 		p.step += int64(nEnvs)
 		row := step * nEnvs
-		copy(buf.obs[row*v.ObsDim:], t.policyObs)
-		acts := buf.actions[row*v.ActDim : (row+nEnvs)*v.ActDim]
-		t.agent.Act(t.policyObs, nEnvs, t.actRNG, false, acts, buf.logp[row:row+nEnvs], buf.values[row:row+nEnvs])
-		v.Step(t.envActions(acts, buf.envActions))
-		if err := checkEnvOutput(v); err != nil {
+		if err := t.actAndStep(buf, row); err != nil {
 			return nil, err
 		}
 		copy(buf.rewards[row:], v.Rewards)
@@ -373,6 +369,18 @@ func (t *Trainer) rollout(buf *rollout, p *progress) ([]int32, error) {
 		buf.samples = append(buf.samples, int32(i))
 	}
 	return buf.samples, nil
+}
+
+// actAndStep records the observations at rollout row, lets the agent act in
+// every environment and steps them all.
+func (t *Trainer) actAndStep(buf *rollout, row int) error {
+	v := t.venv
+	n := v.Len()
+	copy(buf.obs[row*v.ObsDim:], t.policyObs)
+	acts := buf.actions[row*v.ActDim : (row+n)*v.ActDim]
+	t.agent.Act(t.policyObs, n, t.actRNG, false, acts, buf.logp[row:row+n], buf.values[row:row+n])
+	v.Step(t.envActions(acts, buf.envActions))
+	return checkEnvOutput(v)
 }
 
 // numIterations is CleanRL's total_timesteps // batch_size (at least one);
