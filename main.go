@@ -68,6 +68,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return c.run(ctx, args[1:], stdout, stderr)
 		}
 	}
+	if strings.HasPrefix(args[0], "-") || strings.Contains(args[0], "=") {
+		return runAppArgs(ctx, args, stdout, stderr) // the app's own options
+	}
 	fmt.Fprintf(stderr, "agenttrainer: unknown command %q\n\n", args[0])
 	usage(stderr)
 	return exitConfig
@@ -75,7 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "agenttrainer trains reinforcement-learning agents with PPO.")
-	fmt.Fprintln(w, "\nUsage:\n  agenttrainer                 open the terminal app")
+	fmt.Fprintln(w, "\nUsage:\n  agenttrainer [--config FILE] [--runs-dir DIR] [key=value ...]   open the terminal app")
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  agenttrainer %-15s %s\n", c.name, c.summary)
 	}

@@ -1,0 +1,609 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/agenttrainer/agenttrainer/trainer/config"
+)
+
+// startMsg asks the app to start training with cfg.
+type startMsg struct{ cfg config.Config }
+
+// closeEditorMsg leaves the editor (back to the picker, or to the dashboard
+// when editing a running training).
+type closeEditorMsg struct{}
+
+// editDoneMsg is the trainer's answer to a live edit.
+type editDoneMsg struct {
+	key, raw string
+	err      error
+	cfg      config.Config // the run's config after the edit (when err is nil)
+}
+
+// editor shows every config key with its value, type, default, doc and
+// whether it may change while training, and edits values in place with the
+// command line's validation. Before a run it edits a local config; during a
+// run (live) it sends edits of live keys to the trainer and shows
+// restart-only keys as locked.
+type editor struct {
+	th     *theme
+	keys   *keyMap
+	schema []config.Key
+	cfg    config.Config
+	live   Trainer // nil before a run starts
+	title  string  // e.g. "CartPole-v1 · mlp"
+
+	shown          []int // schema indices passing the filter
+	cursor, offset int
+	input          textinput.Model
+	editing        bool
+	filter         textinput.Model
+	filtering      bool
+
+	errs     map[string]string // key → why the last edit of it was refused
+	problems map[string]string // key → what Validate says about the whole config
+	note     string            // the outcome of the last action
+	inFlight string            // live edit awaiting the trainer's answer
+	w, h     int
+}
+
+func newEditor(th *theme, keys *keyMap) editor {
+	in := textinput.New()
+	in.Prompt = ""
+	in.Cursor.SetMode(cursor.CursorStatic)
+	f := textinput.New()
+	f.Prompt = "/"
+	f.Placeholder = "filter keys"
+	f.Cursor.SetMode(cursor.CursorStatic)
+	e := editor{th: th, keys: keys, schema: config.Schema(), input: in, filter: f,
+		errs: map[string]string{}, problems: map[string]string{}}
+	e.refilter()
+	return e
+}
+
+// open starts editing cfg: before a run when live is nil, else the
+// running training's config.
+func (e *editor) open(cfg config.Config, live Trainer, title string) {
+	e.cfg, e.live, e.title = cfg.Clone(), live, title
+	e.editing, e.note, e.inFlight = false, "", ""
+	e.input.Blur()
+	e.filtering = false
+	e.filter.Blur()
+	e.filter.SetValue("")
+	e.refilter()
+	clear(e.errs)
+	e.validate()
+}
+
+func (e *editor) capturing() bool { return e.editing || e.filtering }
+
+func (e *editor) current() (config.Key, bool) {
+	if e.cursor < 0 || e.cursor >= len(e.shown) {
+		return config.Key{}, false
+	}
+	return e.schema[e.shown[e.cursor]], true
+}
+
+func (e *editor) refilter() {
+	q := strings.ToLower(strings.TrimSpace(e.filter.Value()))
+	cur, _ := e.current()
+	e.shown = e.shown[:0]
+	for i, k := range e.schema {
+		if q == "" || strings.Contains(strings.ToLower(k.Name+" "+k.Doc), q) {
+			e.shown = append(e.shown, i)
+		}
+	}
+	e.cursor = 0
+	for i, idx := range e.shown {
+		if e.schema[idx].Name == cur.Name {
+			e.cursor = i
+		}
+	}
+	e.scroll()
+}
+
+// validate records what Validate says about the config as a whole, keyed by
+// the key each problem names, so the rows can show them.
+func (e *editor) validate() {
+	clear(e.problems)
+	if e.live != nil {
+		return // the trainer validates live edits itself
+	}
+	for _, err := range flatten(e.cfg.Validate()) {
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			e.problems[ce.Key] = err.Error()
+		} else {
+			e.problems[""] = err.Error()
+		}
+	}
+}
+
+// flatten splits an errors.Join tree into its leaves.
+func flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// locked reports whether a key cannot change now.
+func (e *editor) locked(k config.Key) bool { return e.live != nil && !k.Live }
+
+func (e *editor) value(k config.Key) string {
+	v, err := e.cfg.Get(k.Name)
+	if err != nil {
+		return "?"
+	}
+	return config.FormatValue(v)
+}
+
+func (e *editor) changed(k config.Key) bool { return e.value(k) != config.FormatValue(k.Default) }
+
+func (e *editor) changedCount() int {
+	n := 0
+	for _, k := range e.schema {
+		if e.changed(k) {
+			n++
+		}
+	}
+	return n
+}
+
+func (e *editor) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case editDoneMsg:
+		return e.editDone(msg)
+	case tea.KeyMsg:
+		switch {
+		case e.editing:
+			return e.updateInput(msg)
+		case e.filtering:
+			return e.updateFilter(msg)
+		}
+		return e.updateKeys(msg)
+	}
+	return nil
+}
+
+func (e *editor) updateInput(msg tea.KeyMsg) tea.Cmd {
+	k, ok := e.current()
+	switch {
+	case msg.Type == tea.KeyEsc || !ok:
+		e.editing = false
+		e.input.Blur()
+		delete(e.errs, k.Name)
+		return nil
+	case msg.Type == tea.KeyEnter:
+		return e.commit(k, e.input.Value())
+	}
+	var cmd tea.Cmd
+	e.input, cmd = e.input.Update(msg)
+	return cmd
+}
+
+func (e *editor) updateFilter(msg tea.KeyMsg) tea.Cmd {
+	switch msg.Type {
+	case tea.KeyEnter:
+		e.filtering = false
+		e.filter.Blur()
+		return nil
+	case tea.KeyEsc:
+		e.filtering = false
+		e.filter.Blur()
+		e.filter.SetValue("")
+		e.refilter()
+		return nil
+	case tea.KeyUp, tea.KeyDown:
+		e.filtering = false
+		e.filter.Blur()
+		return e.updateKeys(msg)
+	}
+	var cmd tea.Cmd
+	e.filter, cmd = e.filter.Update(msg)
+	e.refilter()
+	return cmd
+}
+
+func (e *editor) updateKeys(msg tea.KeyMsg) tea.Cmd {
+	km := e.keys
+	n := len(e.shown)
+	switch {
+	case key.Matches(msg, km.Up):
+		e.cursor = max(e.cursor-1, 0)
+	case key.Matches(msg, km.Down):
+		e.cursor = min(e.cursor+1, max(n-1, 0))
+	case key.Matches(msg, km.PageUp):
+		e.cursor = max(e.cursor-e.rows(), 0)
+	case key.Matches(msg, km.PageDown):
+		e.cursor = min(e.cursor+e.rows(), max(n-1, 0))
+	case key.Matches(msg, km.Top):
+		e.cursor = 0
+	case key.Matches(msg, km.Bottom):
+		e.cursor = max(n-1, 0)
+	case key.Matches(msg, km.Filter):
+		e.filtering = true // a new filter each time, as in less and vim
+		e.filter.SetValue("")
+		e.refilter()
+		return e.filter.Focus()
+	case key.Matches(msg, km.Edit):
+		k, ok := e.current()
+		if !ok {
+			return nil
+		}
+		if e.locked(k) {
+			e.errs[k.Name] = fmt.Sprintf("%s: %s", k.Name, lockedMsg)
+			return nil
+		}
+		e.editing = true
+		e.input.SetValue(e.value(k))
+		e.input.CursorEnd()
+		return e.input.Focus()
+	case key.Matches(msg, km.Reset):
+		k, ok := e.current()
+		if !ok {
+			return nil
+		}
+		if e.locked(k) {
+			e.errs[k.Name] = fmt.Sprintf("%s: %s", k.Name, lockedMsg)
+			return nil
+		}
+		return e.commit(k, config.FormatValue(k.Default))
+	case key.Matches(msg, km.Start) && e.live == nil:
+		return e.start()
+	case key.Matches(msg, km.Back):
+		if e.filter.Value() != "" {
+			e.filter.SetValue("")
+			e.refilter()
+			return nil
+		}
+		return func() tea.Msg { return closeEditorMsg{} }
+	}
+	e.scroll()
+	return nil
+}
+
+// lockedMsg is shown for restart-only keys while training (the trainer's own
+// refusal reads the same).
+const lockedMsg = "applies only when a run starts; change it before starting"
+
+// commit applies raw to key k: locally with SetString and Validate as the
+// command line does, or through the trainer for a live edit.
+func (e *editor) commit(k config.Key, raw string) tea.Cmd {
+	if e.live != nil {
+		t := e.live
+		e.inFlight = k.Name
+		e.note = fmt.Sprintf("sending %s = %s…", k.Name, raw)
+		return func() tea.Msg {
+			err := t.Edit(k.Name, raw)
+			var cfg config.Config
+			if err == nil {
+				cfg = t.Config()
+			}
+			return editDoneMsg{key: k.Name, raw: raw, err: err, cfg: cfg}
+		}
+	}
+	next := e.cfg.Clone()
+	if err := next.SetString(k.Name, raw); err != nil {
+		e.errs[k.Name] = err.Error() // keep the field open to fix it
+		return nil
+	}
+	e.cfg = next
+	e.editing = false
+	e.input.Blur()
+	delete(e.errs, k.Name)
+	e.validate()
+	e.note = fmt.Sprintf("%s = %s", k.Name, e.value(k))
+	if len(e.problems) > 0 {
+		e.note += fmt.Sprintf(" · %d problem(s) to fix before starting", len(e.problems))
+	}
+	return nil
+}
+
+func (e *editor) editDone(m editDoneMsg) tea.Cmd {
+	e.inFlight = ""
+	if m.err != nil {
+		e.errs[m.key] = m.err.Error()
+		e.note = ""
+		return nil
+	}
+	e.cfg = m.cfg
+	e.editing = false
+	e.input.Blur()
+	delete(e.errs, m.key)
+	k, _ := config.Lookup(m.key)
+	e.note = fmt.Sprintf("%s = %s applies from the next iteration", m.key, e.value(k))
+	return nil
+}
+
+func (e *editor) start() tea.Cmd {
+	e.validate()
+	if len(e.problems) > 0 {
+		e.note = fmt.Sprintf("fix %d problem(s) before starting (marked !)", len(e.problems))
+		for i, idx := range e.shown { // show the first one
+			if _, bad := e.problems[e.schema[idx].Name]; bad {
+				e.cursor = i
+				e.scroll()
+				break
+			}
+		}
+		return nil
+	}
+	cfg := e.cfg.Clone()
+	e.note = "starting…"
+	return func() tea.Msg { return startMsg{cfg: cfg} }
+}
+
+// startFailed shows why the trainer refused the config, at the key it names.
+func (e *editor) startFailed(err error) {
+	e.note = "could not start: see the marked key"
+	for _, err := range flatten(err) {
+		var ce *config.Error
+		if errors.As(err, &ce) && ce.Key != "" {
+			e.errs[ce.Key] = err.Error()
+			for i, idx := range e.shown {
+				if e.schema[idx].Name == ce.Key {
+					e.cursor = i
+				}
+			}
+			continue
+		}
+		e.note = "could not start: " + err.Error()
+	}
+	e.scroll()
+}
+
+func (e *editor) SetSize(w, h int) {
+	e.w, e.h = w, h
+	e.input.Width = max(e.valueWidth()-1, 4)
+	e.filter.Width = max(w-4, 4)
+	e.scroll()
+}
+
+// detailLines is the height of the pane that explains the selected key.
+func (e *editor) detailLines() int {
+	if e.h < 16 {
+		return 2
+	}
+	return 4
+}
+
+// rows is how many keys fit: title, heading and separator take a row each.
+func (e *editor) rows() int { return max(e.h-3-e.detailLines(), 1) }
+
+func (e *editor) scroll() {
+	n := e.rows()
+	if e.cursor < e.offset {
+		e.offset = e.cursor
+	}
+	if e.cursor >= e.offset+n {
+		e.offset = e.cursor - n + 1
+	}
+	e.offset = max(0, min(e.offset, len(e.shown)-n))
+}
+
+// Column widths: marks, key, value, type, default (wide screens), live.
+func (e *editor) keyWidth() int {
+	w := 0
+	for _, k := range e.schema {
+		w = max(w, len(k.Name))
+	}
+	return min(w, max(e.w/3, 12))
+}
+
+func (e *editor) showDefault() bool { return e.w >= 100 }
+
+// typeWidth fits the longest type name ("[]string") and a space.
+func (e *editor) typeWidth() int {
+	w := len("TYPE")
+	for _, k := range e.schema {
+		w = max(w, len(k.Type))
+	}
+	return w + 1
+}
+
+func (e *editor) valueWidth() int {
+	rest := e.w - 3 - e.keyWidth() - 1 - e.typeWidth() - 8
+	if e.showDefault() {
+		rest -= 17
+	}
+	return max(rest, 6)
+}
+
+func (e *editor) View() string {
+	th := e.th
+	var b strings.Builder
+	mode := "Config"
+	if e.live != nil {
+		mode = "Live edit"
+	}
+	head := th.Title.Render(mode) + " " + e.title
+	right := fmt.Sprintf("%d changed", e.changedCount())
+	if e.live != nil {
+		right = "restart-only keys locked"
+	}
+	if e.filtering || e.filter.Value() != "" {
+		f := "/" + e.filter.Value()
+		if e.filtering {
+			f += "█"
+		}
+		right = fmt.Sprintf("%s (%d of %d keys) · %s", f, len(e.shown), len(e.schema), right)
+	}
+	b.WriteString(fitLine(head, max(e.w-lipgloss.Width(right)-1, 0)) + " " + th.Dim.Render(right) + "\n")
+
+	kw, vw := e.keyWidth(), e.valueWidth()
+	heading := "   " + fitLine("KEY", kw) + " " + fitLine("VALUE", vw) + fitLine("TYPE", e.typeWidth())
+	if e.showDefault() {
+		heading += fitLine("DEFAULT", 17)
+	}
+	heading += "APPLIES"
+	b.WriteString(th.Heading.Render(fitLine(heading, e.w)) + "\n")
+
+	for i := e.offset; i < len(e.shown) && i < e.offset+e.rows(); i++ {
+		b.WriteString(e.row(e.schema[e.shown[i]], i == e.cursor, kw, vw) + "\n")
+	}
+	for i := len(e.shown) - e.offset; i < e.rows(); i++ {
+		if len(e.shown) == 0 && i == 0 {
+			b.WriteString(th.Dim.Render("   no key matches the filter"))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString(th.Border.Render(strings.Repeat("─", e.w)) + "\n")
+	b.WriteString(e.detail())
+	return fit(b.String(), e.w, e.h)
+}
+
+func (e *editor) row(k config.Key, selected bool, kw, vw int) string {
+	th := e.th
+	mark := []rune("   ")
+	if selected {
+		mark[0] = '▸'
+	}
+	if e.changed(k) {
+		mark[1] = '*'
+	}
+	if e.errs[k.Name] != "" || e.problems[k.Name] != "" {
+		mark[2] = '!'
+	}
+	val := e.value(k)
+	valCell := fitLine(cut(val, vw-1), vw)
+	if selected && e.editing {
+		valCell = fitLine(e.input.View(), vw)
+	}
+	applies := "live"
+	switch {
+	case e.locked(k):
+		applies = "locked"
+	case !k.Live:
+		applies = "restart"
+	}
+	line := string(mark) + fitLine(cut(k.Name, kw), kw) + " "
+	rest := fitLine(k.Type, e.typeWidth())
+	if e.showDefault() {
+		rest += fitLine(cut(config.FormatValue(k.Default), 16), 17)
+	}
+	rest += applies
+	switch {
+	case selected && !e.editing:
+		return th.Selected.Render(fitLine(line+valCell+rest, e.w))
+	case e.locked(k):
+		return th.Locked.Render(fitLine(line+valCell+rest, e.w))
+	case e.changed(k):
+		return fitLine(th.Changed.Render(line+valCell)+th.Dim.Render(rest), e.w)
+	}
+	return fitLine(line+valCell+th.Dim.Render(rest), e.w)
+}
+
+// detail explains the selected key: its doc, type, default, constraint and
+// when it applies, then the error or note of the moment.
+func (e *editor) detail() string {
+	th := e.th
+	k, ok := e.current()
+	if !ok {
+		return th.Dim.Render(e.note)
+	}
+	lines := []string{th.Heading.Render(k.Name) + "  " + cut(k.Doc, max(e.w-len(k.Name)-2, 0))}
+	facts := fmt.Sprintf("type %s · default %s", k.Type, config.FormatValue(k.Default))
+	if c := describeCheck(k.Check); c != "" {
+		facts += " · " + c
+	}
+	switch {
+	case e.locked(k):
+		facts += " · locked: " + lockedMsg
+	case k.Live:
+		facts += " · live: may change while training"
+	default:
+		facts += " · restart: applies when a run starts"
+	}
+	if e.detailLines() > 2 {
+		lines = append(lines, th.Dim.Render(cut(facts, e.w)))
+	}
+	status := ""
+	switch {
+	case e.errs[k.Name] != "":
+		status = th.Bad.Render("✗ " + e.errs[k.Name])
+	case e.problems[k.Name] != "":
+		status = th.Warn.Render("! " + e.problems[k.Name])
+	case e.problems[""] != "":
+		status = th.Warn.Render("! " + e.problems[""])
+	case e.inFlight != "":
+		status = th.Dim.Render(e.note)
+	case e.note != "":
+		status = th.Good.Render(e.note)
+	case e.editing:
+		status = th.Dim.Render("enter applies, esc cancels; TOML values, bare strings need no quotes")
+	}
+	lines = append(lines, status)
+	// Long messages wrap onto the spare line rather than being cut.
+	out := strings.Join(lines, "\n")
+	return lipgloss.NewStyle().Width(e.w).Render(out)
+}
+
+// describeCheck turns a schema constraint into words.
+func describeCheck(c string) string {
+	switch {
+	case c == "":
+		return ""
+	case c == ">0":
+		return "must be > 0"
+	case c == ">=0":
+		return "must be ≥ 0"
+	case c == "[0,1]":
+		return "between 0 and 1"
+	case c == "nonempty":
+		return "must not be empty"
+	case c == "each>0":
+		return "each layer > 0"
+	case strings.HasPrefix(c, "oneof="):
+		return "one of " + strings.ReplaceAll(strings.TrimPrefix(c, "oneof="), "|", ", ")
+	case c == "device":
+		return "auto, cpu, cuda or cuda:N"
+	case c == "name":
+		return "letters, digits, . _ -"
+	}
+	return c
+}
+
+func (e *editor) help() helpKeys {
+	k := e.keys
+	switch {
+	case e.editing:
+		return helpKeys{short: []key.Binding{
+			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "apply")),
+			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
+		}}
+	case e.filtering:
+		return helpKeys{short: []key.Binding{
+			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep filter")),
+			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
+		}}
+	}
+	back := k.Back
+	if e.live != nil {
+		back.SetHelp("esc", "dashboard")
+		return helpKeys{
+			short: []key.Binding{k.Edit, k.Reset, k.Filter, back, k.Help},
+			full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Edit, k.Reset, k.Filter, back}, {k.Help, k.Quit}},
+		}
+	}
+	back.SetHelp("esc", "picker")
+	return helpKeys{
+		short: []key.Binding{k.Start, k.Edit, k.Reset, k.Filter, back, k.Quit, k.Help, k.Runs},
+		full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Start, k.Edit, k.Reset, k.Filter, back}, {k.Runs, k.Help, k.Quit}},
+	}
+}

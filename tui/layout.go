@@ -1,0 +1,156 @@
+package tui
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// fit makes s exactly h lines of exactly w cells: long lines are cut, short
+// ones padded, missing lines added. Every screen passes its output through
+// it, so a view can never spill past the terminal or leave stale cells.
+func fit(s string, w, h int) string {
+	if w <= 0 || h <= 0 {
+		return ""
+	}
+	lines := strings.Split(s, "\n")
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	for len(lines) < h {
+		lines = append(lines, "")
+	}
+	for i, l := range lines {
+		lines[i] = fitLine(l, w)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// fitLine cuts or pads one line to exactly w cells.
+func fitLine(l string, w int) string {
+	if n := ansi.StringWidth(l); n > w {
+		l = ansi.Truncate(l, w, "…")
+	} else if n < w {
+		l += strings.Repeat(" ", w-n)
+	}
+	return l
+}
+
+// cut shortens s to at most w cells, marking the cut with "…".
+func cut(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	if ansi.StringWidth(s) <= w {
+		return s
+	}
+	return ansi.Truncate(s, w, "…")
+}
+
+// cutLeft keeps the end of s (paths are most telling at the end).
+func cutLeft(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	if ansi.StringWidth(s) <= w {
+		return s
+	}
+	return ansi.TruncateLeft(s, ansi.StringWidth(s)-w+1, "…")
+}
+
+// box draws a rounded panel of exactly w×h cells with a title in the top
+// border; body is fitted into the inside.
+func box(th *theme, title, body string, w, h int) string {
+	if w < 4 || h < 2 {
+		return fit(body, max(w, 0), max(h, 0))
+	}
+	inner := w - 2
+	top := th.Border.Render("╭" + strings.Repeat("─", inner) + "╮")
+	if title != "" {
+		t := cut(" "+title+" ", inner-1)
+		top = th.Border.Render("╭─") + th.Heading.Render(t) +
+			th.Border.Render(strings.Repeat("─", max(inner-1-ansi.StringWidth(t), 0))+"╮")
+	}
+	side := th.Border.Render("│")
+	var b strings.Builder
+	b.WriteString(top)
+	if h > 2 {
+		for _, l := range strings.Split(fit(body, inner, h-2), "\n") {
+			b.WriteString("\n" + side + l + side)
+		}
+	}
+	b.WriteString("\n" + th.Border.Render("╰"+strings.Repeat("─", inner)+"╯"))
+	return b.String()
+}
+
+// columns joins blocks side by side; each block must already be fitted.
+func columns(blocks ...string) string {
+	return lipgloss.JoinHorizontal(lipgloss.Top, blocks...)
+}
+
+// thousands prints an integer with thousands separators.
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// num prints a metric compactly; undefined values print as "-".
+func num(v float64) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "-"
+	case v == 0:
+		return "0"
+	case math.Abs(v) >= 1e6:
+		return fmt.Sprintf("%.3g", v)
+	case math.Abs(v) >= 100:
+		return fmt.Sprintf("%.1f", v)
+	case math.Abs(v) < 0.01:
+		return fmt.Sprintf("%.2e", v)
+	}
+	return fmt.Sprintf("%.4g", v)
+}
+
+// steps prints an environment step count as 0, 512, 12.5k, 1.2M.
+func steps(v float64) string {
+	a := math.Abs(v)
+	trim := func(s string) string {
+		if strings.Contains(s, ".") {
+			s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+		}
+		return s
+	}
+	switch {
+	case a >= 1e9:
+		return trim(fmt.Sprintf("%.2f", v/1e9)) + "G"
+	case a >= 1e6:
+		return trim(fmt.Sprintf("%.2f", v/1e6)) + "M"
+	case a >= 1e3:
+		return trim(fmt.Sprintf("%.1f", v/1e3)) + "k"
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// duration prints a duration as 0:07, 12:34 or 1:02:03.
+func duration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	s := int64(d.Round(time.Second) / time.Second)
+	if s >= 3600 {
+		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
+	}
+	return fmt.Sprintf("%d:%02d", s/60, s%60)
+}

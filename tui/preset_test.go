@@ -1,0 +1,37 @@
+package tui
+
+import (
+	"testing"
+
+	"github.com/agenttrainer/agenttrainer/trainer/config"
+)
+
+// Picking an environment brings in its preset; picking it again keeps the
+// edits made since.
+func TestPickAppliesThePreset(t *testing.T) {
+	m := New(Options{Config: config.Default()})
+	m.Update(pickedMsg{env: "Pendulum-v1", agent: "mlp"})
+	if m.cfg.Env.ID != "Pendulum-v1" || m.cfg.PPO.Gamma != 0.9 || !m.cfg.Env.NormalizeObs {
+		t.Fatalf("after picking Pendulum-v1: env %s gamma %v normalize_obs %v", m.cfg.Env.ID, m.cfg.PPO.Gamma, m.cfg.Env.NormalizeObs)
+	}
+	m.cfg.PPO.Gamma = 0.95
+	m.Update(pickedMsg{env: "Pendulum-v1", agent: "mlp"})
+	if m.cfg.PPO.Gamma != 0.95 {
+		t.Fatal("picking the same env again threw away an edit")
+	}
+	m.Update(pickedMsg{env: "CartPole-v1", agent: "mlp"})
+	if m.cfg.PPO.Gamma != 0.99 || m.cfg.Env.NormalizeObs {
+		t.Fatalf("back on CartPole-v1 the Pendulum preset lingers: gamma %v", m.cfg.PPO.Gamma)
+	}
+}
+
+// Coming back from the editor, the picker's keys move through the
+// environments again, so s starts the environment under the cursor.
+func TestPickerRefocusesEnvironmentsAfterTheEditor(t *testing.T) {
+	m := New(Options{Config: config.Default()})
+	m.Update(pickedMsg{env: "Pendulum-v1", agent: "mlp"})
+	m.Update(closeEditorMsg{})
+	if m.screen != scrPicker || m.picker.focusAgents {
+		t.Fatalf("screen %v, agents focused %v", m.screen, m.picker.focusAgents)
+	}
+}

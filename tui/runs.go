@@ -1,0 +1,472 @@
+package tui
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/agenttrainer/agenttrainer/trainer"
+	"github.com/agenttrainer/agenttrainer/trainer/config"
+)
+
+// runsListedMsg carries the runs found under the runs directory.
+type runsListedMsg struct {
+	dir  string
+	runs []trainer.RunInfo
+	err  error
+}
+
+// runsLoadedMsg carries runs read in full, to show one or compare several.
+type runsLoadedMsg struct {
+	runs []loadedRun
+}
+
+// closeRunsMsg leaves the runs browser.
+type closeRunsMsg struct{}
+
+// loadedRun is one run read back from its directory.
+type loadedRun struct {
+	info  trainer.RunInfo
+	hist  *history
+	edits []trainer.Edit
+	cfg   config.Config
+	err   error // anything that could not be read (shown, never fatal)
+}
+
+func listRunsCmd(dir string) tea.Cmd {
+	return func() tea.Msg {
+		runs, err := trainer.ListRuns(dir)
+		return runsListedMsg{dir: dir, runs: runs, err: err}
+	}
+}
+
+func loadRunsCmd(infos []trainer.RunInfo) tea.Cmd {
+	return func() tea.Msg {
+		var out []loadedRun
+		for _, info := range infos {
+			r := loadedRun{info: trainer.ReadRunInfo(info.Dir)}
+			ms, err := trainer.ReadMetrics(info.Dir)
+			r.hist = historyOf(ms)
+			edits, err2 := trainer.ReadEdits(info.Dir)
+			r.edits = edits
+			cfg, err3 := trainer.ReadConfig(info.Dir)
+			r.cfg = cfg
+			for _, e := range []error{err, err2, err3} {
+				if e != nil && r.err == nil {
+					r.err = e
+				}
+			}
+			out = append(out, r)
+		}
+		return runsLoadedMsg{runs: out}
+	}
+}
+
+// runsMode is what the browser shows.
+type runsMode int
+
+const (
+	runsList    runsMode = iota
+	runsOne              // one run's curves
+	runsCompare          // marked runs overlaid, with a config diff
+)
+
+// runsBrowser lists past runs, shows one run's curves, and overlays the
+// reward curves of marked runs with the differences between their configs.
+type runsBrowser struct {
+	th      *theme
+	keys    *keyMap
+	dir     string
+	runs    []trainer.RunInfo
+	err     error
+	loading bool
+	cursor  int
+	offset  int
+	marked  []string // run directories in the order they were marked
+	mode    runsMode
+	loaded  []loadedRun
+	w, h    int
+}
+
+func newRunsBrowser(th *theme, keys *keyMap) runsBrowser {
+	return runsBrowser{th: th, keys: keys}
+}
+
+// open shows the list of runs under dir, reloading it.
+func (r *runsBrowser) open(dir string) tea.Cmd {
+	if dir != r.dir {
+		r.marked, r.cursor, r.offset = nil, 0, 0
+	}
+	r.dir, r.loading, r.mode = dir, true, runsList
+	return listRunsCmd(dir)
+}
+
+func (r *runsBrowser) isMarked(dir string) int {
+	for i, d := range r.marked {
+		if d == dir {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+func (r *runsBrowser) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case runsListedMsg:
+		if msg.dir != r.dir {
+			return nil
+		}
+		r.loading, r.runs, r.err = false, msg.runs, msg.err
+		r.cursor = min(r.cursor, max(len(r.runs)-1, 0))
+		// Forget marks of runs that are gone.
+		var keep []string
+		for _, d := range r.marked {
+			for _, run := range r.runs {
+				if run.Dir == d {
+					keep = append(keep, d)
+				}
+			}
+		}
+		r.marked = keep
+		r.scroll()
+		return nil
+	case runsLoadedMsg:
+		r.loading, r.loaded = false, msg.runs
+		return nil
+	case tea.KeyMsg:
+		if r.mode != runsList {
+			if key.Matches(msg, r.keys.Back) {
+				r.mode, r.loaded = runsList, nil
+			}
+			return nil
+		}
+		return r.updateList(msg)
+	}
+	return nil
+}
+
+func (r *runsBrowser) updateList(msg tea.KeyMsg) tea.Cmd {
+	k := r.keys
+	n := len(r.runs)
+	switch {
+	case key.Matches(msg, k.Up):
+		r.cursor = max(r.cursor-1, 0)
+	case key.Matches(msg, k.Down):
+		r.cursor = min(r.cursor+1, max(n-1, 0))
+	case key.Matches(msg, k.PageUp):
+		r.cursor = max(r.cursor-r.rows(), 0)
+	case key.Matches(msg, k.PageDown):
+		r.cursor = min(r.cursor+r.rows(), max(n-1, 0))
+	case key.Matches(msg, k.Top):
+		r.cursor = 0
+	case key.Matches(msg, k.Bottom):
+		r.cursor = max(n-1, 0)
+	case key.Matches(msg, k.Refresh):
+		return r.open(r.dir)
+	case key.Matches(msg, k.Back):
+		return func() tea.Msg { return closeRunsMsg{} }
+	case n == 0:
+		return nil
+	case key.Matches(msg, k.Mark):
+		d := r.runs[r.cursor].Dir
+		if i := r.isMarked(d); i > 0 {
+			r.marked = append(r.marked[:i-1], r.marked[i:]...)
+		} else {
+			r.marked = append(r.marked, d)
+		}
+		r.cursor = min(r.cursor+1, n-1)
+	case key.Matches(msg, k.Choose):
+		r.mode, r.loading, r.loaded = runsOne, true, nil
+		return loadRunsCmd([]trainer.RunInfo{r.runs[r.cursor]})
+	case key.Matches(msg, k.Compare):
+		var infos []trainer.RunInfo
+		for _, d := range r.marked {
+			for _, run := range r.runs {
+				if run.Dir == d {
+					infos = append(infos, run)
+				}
+			}
+		}
+		if len(infos) < 2 {
+			infos = append(infos[:0], r.runs[r.cursor]) // nothing to compare: show the one
+			r.mode = runsOne
+		} else {
+			r.mode = runsCompare
+		}
+		r.loading, r.loaded = true, nil
+		return loadRunsCmd(infos)
+	}
+	r.scroll()
+	return nil
+}
+
+func (r *runsBrowser) SetSize(w, h int) {
+	r.w, r.h = w, h
+	r.scroll()
+}
+
+// rows is how many runs fit: title and heading take two lines, and the
+// preview of the highlighted run takes the last one.
+func (r *runsBrowser) rows() int { return max(r.h-3, 1) }
+
+func (r *runsBrowser) scroll() {
+	n := r.rows()
+	if r.cursor < r.offset {
+		r.offset = r.cursor
+	}
+	if r.cursor >= r.offset+n {
+		r.offset = r.cursor - n + 1
+	}
+	r.offset = max(0, min(r.offset, len(r.runs)-n))
+}
+
+func (r *runsBrowser) View() string {
+	switch r.mode {
+	case runsOne:
+		return r.viewOne()
+	case runsCompare:
+		return r.viewCompare()
+	}
+	return r.viewList()
+}
+
+func fmtReturn(f trainer.Float) string {
+	if math.IsNaN(float64(f)) {
+		return "-"
+	}
+	return num(float64(f))
+}
+
+func (r *runsBrowser) viewList() string {
+	th := r.th
+	var b strings.Builder
+	title := th.Title.Render("Runs") + " " + th.Dim.Render("in "+cutLeft(r.dir, max(r.w-30, 10)))
+	if len(r.marked) > 0 {
+		title += th.Dim.Render(fmt.Sprintf(" · %d marked", len(r.marked)))
+	}
+	b.WriteString(title + "\n")
+	// Columns: the date shortens, then the agent goes, on narrow screens.
+	wide, dateW, dateFmt, agentW := r.w >= 100, 17, "2006-01-02 15:04", 8
+	if r.w < 80 {
+		dateW, dateFmt = 12, "01-02 15:04"
+	}
+	if r.w < 64 {
+		agentW = 0
+	}
+	envW := min(20, max(r.w-4-dateW-agentW-19, 8))
+	head := "    " + fitLine("STARTED", dateW) + fitLine("ENV", envW) + fitLine("AGENT", agentW) + fitLine("STEPS", 10) + fitLine("BEST", 9)
+	if wide {
+		head += fitLine("LAST", 9) + fitLine("EDITS", 6) + "DIRECTORY"
+	}
+	b.WriteString(th.Heading.Render(fitLine(head, r.w)) + "\n")
+	switch {
+	case r.loading && len(r.runs) == 0:
+		b.WriteString(th.Dim.Render("  reading runs…"))
+	case r.err != nil:
+		b.WriteString(th.Bad.Render(cut("  "+r.err.Error(), r.w)))
+	case len(r.runs) == 0:
+		b.WriteString(th.Dim.Render("  no runs yet under " + r.dir + ": start one from the picker"))
+	}
+	for i := r.offset; i < len(r.runs) && i < r.offset+r.rows(); i++ {
+		run := r.runs[i]
+		mark := []rune("    ")
+		if i == r.cursor {
+			mark[0] = '▸'
+		}
+		if n := r.isMarked(run.Dir); n > 0 {
+			mark[1] = '●'
+			if n < 10 {
+				mark[2] = rune('0' + n)
+			}
+		}
+		stepsCol := steps(float64(run.Steps))
+		if run.TotalSteps > 0 && run.Steps < run.TotalSteps-run.TotalSteps/100 {
+			stepsCol += "/" + steps(float64(run.TotalSteps))
+		}
+		line := string(mark) + fitLine(run.Started.Format(dateFmt), dateW) +
+			fitLine(cut(run.EnvID, envW-1), envW) + fitLine(cut(run.Agent, agentW-1), agentW) + fitLine(cut(stepsCol, 9), 10) +
+			fitLine(fmtReturn(run.Best), 9)
+		if wide {
+			line += fitLine(fmtReturn(run.Last), 9) + fitLine(fmt.Sprint(run.Edits), 6) + run.Name
+		}
+		if run.Err != nil {
+			line += " !"
+		}
+		switch {
+		case i == r.cursor:
+			line = th.Selected.Render(fitLine(line, r.w))
+		case r.isMarked(run.Dir) > 0:
+			line = th.Palette[(r.isMarked(run.Dir)-1)%len(th.Palette)].Render(fitLine(line, r.w))
+		}
+		b.WriteString(fitLine(line, r.w) + "\n")
+	}
+	body := fit(b.String(), r.w, r.h-1)
+	foot := th.Dim.Render("space marks runs to compare; c overlays their curves and diffs their configs")
+	if r.cursor < len(r.runs) && r.runs[r.cursor].Err != nil {
+		foot = th.Warn.Render("! " + firstLine(r.runs[r.cursor].Err.Error()))
+	}
+	return fit(body+"\n"+cut(foot, r.w), r.w, r.h)
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+func (r *runsBrowser) viewOne() string {
+	th := r.th
+	if r.loading || len(r.loaded) == 0 {
+		return fit(th.Dim.Render("reading the run…"), r.w, r.h)
+	}
+	run := r.loaded[0]
+	info := run.info
+	var b strings.Builder
+	b.WriteString(th.Title.Render(cut(info.Name, r.w)) + "\n")
+	facts := fmt.Sprintf("%s · %s · %s of %s steps · %d iterations · best %s · last %s · %d live edit(s)",
+		info.EnvID, info.Agent, thousands(info.Steps), thousands(info.TotalSteps), info.Iters,
+		fmtReturn(info.Best), fmtReturn(info.Last), len(run.edits))
+	b.WriteString(th.Dim.Render(cut(facts, r.w)) + "\n")
+	if run.err != nil {
+		b.WriteString(th.Warn.Render(cut("! "+firstLine(run.err.Error()), r.w)) + "\n")
+	}
+	used := strings.Count(b.String(), "\n")
+	sparks := []struct {
+		label string
+		ch    channel
+	}{
+		{"ep length", chLength}, {"policy loss", chPolicyLoss}, {"value loss", chValueLoss},
+		{"entropy", chEntropy}, {"approx_kl", chApproxKL}, {"clipfrac", chClipFrac}, {"explained var", chExplVar},
+	}
+	sparkRows := len(sparks)
+	if r.h-used-sparkRows < 8 {
+		sparkRows = max(min(r.h-used-8, sparkRows), 0)
+	}
+	chartH := max(r.h-used-sparkRows, 4)
+	var marks []float64
+	for _, e := range run.edits {
+		marks = append(marks, float64(e.Step))
+	}
+	chart := renderChart(th, chartSpec{w: r.w - 2, h: chartH - 2, xmax: xExtent(info.Steps, info.TotalSteps),
+		curves: []curve{
+			{pts: run.hist.series(chReturnMin, statMin), style: th.Band},
+			{pts: run.hist.series(chReturnMax, statMax), style: th.Band},
+			{pts: run.hist.series(chReturn, statMean), style: th.Curve},
+		},
+		markers: marks, empty: "no episode finished in this run"})
+	b.WriteString(box(th, "ep_return_mean over env steps · min/max", chart, r.w, chartH))
+	sw := max(r.w-30, 8)
+	for i := 0; i < sparkRows; i++ {
+		s := sparks[i]
+		vals := run.hist.values(s.ch)
+		last := math.NaN()
+		for j := len(vals) - 1; j >= 0; j-- {
+			if !math.IsNaN(vals[j]) {
+				last = vals[j]
+				break
+			}
+		}
+		b.WriteString("\n" + th.Dim.Render(fitLine(s.label, 15)) + fitLine(num(last), 12) + " " + th.Curve.Render(sparkline(vals, sw)))
+	}
+	return fit(b.String(), r.w, r.h)
+}
+
+func (r *runsBrowser) viewCompare() string {
+	th := r.th
+	if r.loading || len(r.loaded) == 0 {
+		return fit(th.Dim.Render("reading the runs…"), r.w, r.h)
+	}
+	var b strings.Builder
+	b.WriteString(th.Title.Render(fmt.Sprintf("Comparing %d runs", len(r.loaded))) + th.Dim.Render(" · ep_return_mean over env steps") + "\n")
+	var curves []curve
+	xmax := 0.0
+	for i, run := range r.loaded {
+		st := th.Palette[i%len(th.Palette)]
+		curves = append(curves, curve{pts: run.hist.series(chReturn, statMean), style: st, label: fmt.Sprint(i + 1)})
+		xmax = math.Max(xmax, float64(run.info.Steps))
+	}
+	legend := make([]string, len(r.loaded))
+	for i, run := range r.loaded {
+		st := th.Palette[i%len(th.Palette)]
+		legend[i] = st.Render(fmt.Sprintf("%d ━━", i+1)) + " " + cut(fmt.Sprintf("%s  %s steps  best %s  last %s",
+			run.info.Name, steps(float64(run.info.Steps)), fmtReturn(run.info.Best), fmtReturn(run.info.Last)), r.w-5)
+	}
+	diff := configDiff(r.loaded)
+	diffRows := min(len(diff)+1, max((r.h-1-len(legend))/3, 2))
+	chartH := max(r.h-1-len(legend)-diffRows, 4)
+	b.WriteString(box(th, "", renderChart(th, chartSpec{w: r.w - 2, h: chartH - 2, xmax: xmax, curves: curves}), r.w, chartH) + "\n")
+	b.WriteString(strings.Join(legend, "\n") + "\n")
+	if len(diff) == 0 {
+		b.WriteString(th.Dim.Render("configs are identical"))
+		return fit(b.String(), r.w, r.h)
+	}
+	colW := max((r.w-22)/len(r.loaded), 6)
+	head := fitLine("config differences", 22)
+	for i := range r.loaded {
+		head += fitLine(fmt.Sprint(i+1), colW)
+	}
+	b.WriteString(th.Heading.Render(cut(head, r.w)))
+	for i, row := range diff {
+		if i+1 >= diffRows {
+			b.WriteString("\n" + th.Dim.Render(fmt.Sprintf("… and %d more", len(diff)-i)))
+			break
+		}
+		line := fitLine(cut(row.key, 21), 22)
+		for _, v := range row.values {
+			line += fitLine(cut(v, colW-1), colW)
+		}
+		b.WriteString("\n" + cut(line, r.w))
+	}
+	return fit(b.String(), r.w, r.h)
+}
+
+// diffRow is one config key whose value differs between compared runs.
+type diffRow struct {
+	key    string
+	values []string
+}
+
+// configDiff lists the keys whose values differ between the runs' configs
+// (run names and directories are expected to differ and are left out).
+func configDiff(runs []loadedRun) []diffRow {
+	var out []diffRow
+	for _, k := range config.Schema() {
+		if k.Name == "trainer.name" {
+			continue
+		}
+		row := diffRow{key: k.Name}
+		same := true
+		for i, run := range runs {
+			v, err := run.cfg.Get(k.Name)
+			s := "?"
+			if err == nil {
+				s = config.FormatValue(v)
+			}
+			row.values = append(row.values, s)
+			if i > 0 && s != row.values[0] {
+				same = false
+			}
+		}
+		if !same {
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+func (r *runsBrowser) help() helpKeys {
+	k := r.keys
+	back := k.Back
+	if r.mode != runsList {
+		back.SetHelp("esc", "back to list")
+		return helpKeys{short: []key.Binding{back, k.Quit, k.Help}, full: [][]key.Binding{{back, k.Help, k.Quit}}}
+	}
+	open := k.Choose
+	open.SetHelp("enter", "open")
+	return helpKeys{
+		short: []key.Binding{open, k.Mark, k.Compare, k.Refresh, back, k.Quit, k.Help},
+		full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {open, k.Mark, k.Compare, k.Refresh}, {back, k.Help, k.Quit}},
+	}
+}

@@ -1,0 +1,57 @@
+package tui
+
+import "github.com/charmbracelet/lipgloss"
+
+// theme holds every style the app draws with, so that a screen never picks
+// a colour of its own. Meaning must never rest on colour alone: with colours
+// off (golden tests, NO_COLOR, dumb terminals) marks like "▸", "*" and "!"
+// still say what is selected, changed or wrong.
+type theme struct {
+	Title    lipgloss.Style // screen titles and the app name
+	Heading  lipgloss.Style // column headings, panel titles
+	Dim      lipgloss.Style // secondary text
+	Border   lipgloss.Style // panel borders
+	Selected lipgloss.Style // the row under the cursor
+	Changed  lipgloss.Style // config values that differ from the default
+	Locked   lipgloss.Style // restart-only keys while training
+	Good     lipgloss.Style
+	Warn     lipgloss.Style
+	Bad      lipgloss.Style
+
+	Axis, Label       lipgloss.Style // chart axes and tick labels
+	Curve, Smooth     lipgloss.Style // raw and smoothed mean return
+	Band, Marker      lipgloss.Style // min/max lines and live-edit markers
+	Palette           []lipgloss.Style
+	BarFull, BarEmpty string // progress bar colours
+}
+
+func defaultTheme() theme {
+	c := func(light, dark string) lipgloss.AdaptiveColor {
+		return lipgloss.AdaptiveColor{Light: light, Dark: dark}
+	}
+	fg := func(light, dark string) lipgloss.Style { return lipgloss.NewStyle().Foreground(c(light, dark)) }
+	return theme{
+		Title:    fg("#5A3FC0", "#B79CFF").Bold(true),
+		Heading:  fg("#444444", "#CCCCCC").Bold(true),
+		Dim:      fg("#8A8A8A", "#6C6C6C"),
+		Border:   fg("#B0B0B0", "#4E4E4E"),
+		Selected: fg("#000000", "#FFFFFF").Background(c("#E4DCFF", "#3B2F6B")).Bold(true),
+		Changed:  fg("#B05A00", "#FFB454"),
+		Locked:   fg("#A0A0A0", "#5C5C5C"),
+		Good:     fg("#1E8A3C", "#5FD68A"),
+		Warn:     fg("#B05A00", "#FFB454"),
+		Bad:      fg("#C62828", "#FF6B6B").Bold(true),
+		Axis:     fg("#9E9E9E", "#5C5C5C"),
+		Label:    fg("#6C6C6C", "#9E9E9E"),
+		Curve:    fg("#1F6FEB", "#58A6FF"),
+		Smooth:   fg("#D6336C", "#FF7EB6"),
+		Band:     fg("#B0C4DE", "#3A4F6B"),
+		Marker:   fg("#B05A00", "#FFB454"),
+		Palette: []lipgloss.Style{
+			fg("#1F6FEB", "#58A6FF"), fg("#D6336C", "#FF7EB6"), fg("#1E8A3C", "#5FD68A"),
+			fg("#B05A00", "#FFB454"), fg("#7048E8", "#B197FC"), fg("#0B7285", "#66D9E8"),
+		},
+		BarFull:  "#7D56F4",
+		BarEmpty: "#3C3C3C",
+	}
+}
