@@ -59,6 +59,7 @@ func BenchmarkDevices(b *testing.B) {
 					}
 					r, err := benchConfig(dev, n, []int{w, w}, budget)
 					if err != nil {
+						names[dev] = "not available: " + err.Error()
 						b.Skip(err)
 					}
 					results[k] = r
@@ -85,8 +86,8 @@ func BenchmarkDevices(b *testing.B) {
 				return fmt.Sprintf(format, v)
 			}
 			fmt.Fprintf(&out, "| [%d,%d] | %d | %d | %s | %s | %s | %s | %s | %s |\n", w, w, n, n*128,
-				cell(cok, c.sps, "%.0f"), cell(gok, g.sps, "%.0f"), cell(cok && gok, g.sps/c.sps, "%.2f×"),
-				cell(cok, c.updateMS, "%.1f"), cell(gok, g.updateMS, "%.1f"), cell(cok && gok, c.updateMS/g.updateMS, "%.2f×"))
+				cell(cok, c.sps, "%.0f"), cell(gok, g.sps, "%.0f"), cell(cok && gok, g.sps/c.sps, "%.3g×"),
+				cell(cok, c.updateMS, "%.1f"), cell(gok, g.updateMS, "%.1f"), cell(cok && gok, c.updateMS/g.updateMS, "%.3g×"))
 		}
 	}
 	fmt.Print(out.String())

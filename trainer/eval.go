@@ -82,6 +82,7 @@ func Evaluate(ctx context.Context, dir string, o EvalOptions) (EvalResult, error
 		seed = cfg.Trainer.Seed + 1_000_000 // not the seeds training used
 	}
 	v := t.venv
+	defer v.Close()
 	render := func(ep int) error {
 		if o.Frame == nil {
 			return nil
@@ -106,6 +107,9 @@ func Evaluate(ctx context.Context, dir string, o EvalOptions) (EvalResult, error
 		t.observe(false) // normalise with the frozen training statistics
 		t.agent.Act(t.policyObs, 1, t.actRNG, o.Deterministic, acts, logp, value)
 		v.Step(t.envActions(acts, scratch))
+		if err := v.Err(); err != nil {
+			return res, err
+		}
 		for _, ep := range v.Finished {
 			res.Returns = append(res.Returns, ep.Return)
 			res.Lengths = append(res.Lengths, float64(ep.Length))

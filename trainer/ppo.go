@@ -92,11 +92,17 @@ func (t *Trainer) Run(ctx context.Context) (Summary, error) {
 
 	f, err := t.openRun()
 	if err != nil {
+		if t.venv != nil {
+			t.venv.Close()
+		}
 		t.finish(StateFailed, err)
 		return Summary{}, err
 	}
 	sum, err := t.train(ctx, f)
 	f.close()
+	if t.venv != nil {
+		t.venv.Close()
+	}
 	sum.RunDir = f.dir
 	switch {
 	case err != nil:
@@ -215,6 +221,9 @@ func (t *Trainer) begin() (*progress, error) {
 	if rp == nil {
 		if t.venv != nil {
 			t.venv.Reset(t.cfg.Trainer.Seed)
+			if err := t.venv.Err(); err != nil {
+				return nil, err
+			}
 			t.observe(true)
 		}
 		return p, nil
@@ -380,6 +389,9 @@ func (t *Trainer) actAndStep(buf *rollout, row int) error {
 	acts := buf.actions[row*v.ActDim : (row+n)*v.ActDim]
 	t.agent.Act(t.policyObs, n, t.actRNG, false, acts, buf.logp[row:row+n], buf.values[row:row+n])
 	v.Step(t.envActions(acts, buf.envActions))
+	if err := v.Err(); err != nil { // a remote environment's failure
+		return err
+	}
 	return checkEnvOutput(v)
 }
 

@@ -133,9 +133,19 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	}
 	t := &Trainer{cfg: cfg, opts: opts, tasks: newTaskSource(&cfg, trainRows, makeEnv), valRows: valRows,
 		workflow: opts.Workflow, broker: newBroker(), wake: make(chan struct{}, 1)}
-	if t.workflow != nil {
+	switch {
+	case t.workflow != nil:
 		t.obsSpace, t.actSpace = t.workflow.Spaces()
-	} else {
+	case cfg.Env.ID == envs.RemoteID && opts.EnvFactory == nil:
+		// One server steps every sub-environment with one message.
+		if len(trainRows) > 0 {
+			return nil, &config.Error{Key: "data.train_files", Msg: "a remote environment takes its tasks from its server, not from task files"}
+		}
+		if t.venv, err = envs.NewRemoteVector(cfg.Env.NumEnvs, envs.Params(cfg.Env.Args)); err != nil {
+			return nil, &config.Error{Key: "env.args", Msg: err.Error()}
+		}
+		t.obsSpace, t.actSpace = t.venv.ObservationSpace(), t.venv.ActionSpace()
+	default:
 		list := make([]envs.Env, cfg.Env.NumEnvs)
 		for i := range list {
 			e, _, err := t.tasks.next()
@@ -149,6 +159,12 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 		}
 		t.obsSpace, t.actSpace = t.venv.ObservationSpace(), t.venv.ActionSpace()
 	}
+	built := false
+	defer func() { // a trainer that is not returned must not leave a server running
+		if !built && t.venv != nil {
+			t.venv.Close()
+		}
+	}()
 	if t.obsSpace.Kind != envs.Box || t.obsSpace.Dim <= 0 {
 		return nil, &config.Error{Key: "env.id", Msg: fmt.Sprintf("observations must be vectors of floats (a Box space), got %v", t.obsSpace)}
 	}
@@ -187,8 +203,11 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 		t.rewScale = newRewardScaler(cfg.Env.NumEnvs, cfg.PPO.Gamma, cfg.Env.ClipReward)
 	}
 	t.shadow = cfg.Clone()
+	built = true
 	return t, nil
 }
+
+func init() { envs.RegisterRemote() }
 
 // envBuilder says how environments are made: by the caller's factory, or
 // by the registry entry env.id names; and how task rows are checked.

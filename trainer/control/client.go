@@ -1,0 +1,201 @@
+package control
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/agenttrainer/agenttrainer/trainer"
+	"github.com/agenttrainer/agenttrainer/trainer/config"
+)
+
+// dialTimeout bounds connecting and every request's round trip.
+const dialTimeout = 5 * time.Second
+
+// Client watches and steers a run in another process. It has the methods
+// of *trainer.Trainer that a viewer uses, so the terminal app drives either.
+type Client struct {
+	runDir string
+	ep     Endpoint
+	mu     sync.Mutex
+	conn   net.Conn
+	rd     *bufio.Reader
+	info   trainer.Info
+}
+
+// Dial connects to the training running in runDir.
+func Dial(runDir string) (*Client, error) {
+	ep, err := ReadEndpoint(runDir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{runDir: runDir, ep: ep}
+	if c.conn, c.rd, err = c.connect(); err != nil {
+		return nil, err
+	}
+	r, err := c.call(request{Op: "hello"})
+	if err != nil {
+		c.conn.Close()
+		return nil, err
+	}
+	if r.Version != Version {
+		c.conn.Close()
+		return nil, fmt.Errorf("%s speaks control protocol %d, this program %d", runDir, r.Version, Version)
+	}
+	return c, nil
+}
+
+func (c *Client) connect() (net.Conn, *bufio.Reader, error) {
+	conn, err := net.DialTimeout("unix", c.ep.Socket, dialTimeout)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
+			return nil, nil, fmt.Errorf("the training in %s (pid %d) is not running any more; `agenttrainer train --resume %s` continues it", c.runDir, c.ep.PID, c.runDir)
+		}
+		return nil, nil, fmt.Errorf("cannot reach the training in %s: %w", c.runDir, err)
+	}
+	return conn, bufio.NewReader(conn), nil
+}
+
+// call sends one request and reads its answer.
+func (c *Client) call(req request) (response, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, _ := json.Marshal(req)
+	c.conn.SetDeadline(time.Now().Add(dialTimeout))
+	defer c.conn.SetDeadline(time.Time{})
+	if _, err := c.conn.Write(append(b, '\n')); err != nil {
+		return response{}, c.lost(err)
+	}
+	line, err := c.rd.ReadBytes('\n')
+	if err != nil {
+		return response{}, c.lost(err)
+	}
+	var r response
+	if err := json.Unmarshal(line, &r); err != nil {
+		return response{}, fmt.Errorf("bad answer from the training: %v", err)
+	}
+	if !r.OK {
+		return r, errors.New(r.Error)
+	}
+	return r, nil
+}
+
+func (c *Client) lost(err error) error {
+	return fmt.Errorf("lost the connection to the training in %s (pid %d): %v", c.runDir, c.ep.PID, err)
+}
+
+// Close ends the connection; the training goes on.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// PID is the training process.
+func (c *Client) PID() int { return c.ep.PID }
+
+// Info describes the run (the last known description if the call fails).
+func (c *Client) Info() trainer.Info {
+	if r, err := c.call(request{Op: "info"}); err == nil && r.Info != nil {
+		c.info = *r.Info
+	}
+	if c.info.RunDir == "" {
+		c.info.RunDir = c.runDir
+	}
+	return c.info
+}
+
+// Paused reports whether the run is paused.
+func (c *Client) Paused() bool {
+	r, err := c.call(request{Op: "info"})
+	return err == nil && r.Paused
+}
+
+// Config is the run's config, live edits included.
+func (c *Client) Config() config.Config {
+	cfg := config.Default()
+	if r, err := c.call(request{Op: "config"}); err == nil {
+		cfg.LoadTOML(r.Config, "the training's config")
+	}
+	return cfg
+}
+
+// Pause, Resume, Stop and SaveCheckpoint steer the run.
+func (c *Client) Pause() { c.call(request{Op: "pause"}) }
+
+// Resume continues a paused run.
+func (c *Client) Resume() { c.call(request{Op: "resume"}) }
+
+// Stop ends the run, keeping what it did.
+func (c *Client) Stop() { c.call(request{Op: "stop"}) }
+
+// SaveCheckpoint asks for a checkpoint at the next iteration.
+func (c *Client) SaveCheckpoint() { c.call(request{Op: "save"}) }
+
+// Edit changes a live key; refusals come back as *config.Error.
+func (c *Client) Edit(key, raw string) error {
+	r, err := c.call(request{Op: "edit", Key: key, Value: raw})
+	if err != nil && r.Error != "" {
+		return &config.Error{Msg: r.Error}
+	}
+	return err
+}
+
+// Subscribe streams the run's events over a connection of its own. If the
+// training process dies, the stream ends with a failed EventDone that says
+// how to continue the run.
+func (c *Client) Subscribe(buffer int) (<-chan trainer.Event, func()) {
+	out := make(chan trainer.Event, max(buffer, 1))
+	conn, rd, err := c.connect()
+	if err != nil {
+		out <- trainer.Event{Kind: trainer.EventDone, Time: time.Now(), State: trainer.StateFailed, Err: err, Message: err.Error()}
+		close(out)
+		return out, func() {}
+	}
+	b, _ := json.Marshal(request{Op: "subscribe", Buffer: buffer})
+	conn.Write(append(b, '\n'))
+	var once sync.Once
+	var unsubscribed atomic.Bool
+	stop := func() { once.Do(func() { conn.Close() }) }
+	go func() {
+		defer close(out)
+		sawEnd := false
+		for {
+			line, err := rd.ReadBytes('\n')
+			if err != nil {
+				break
+			}
+			var r response
+			if json.Unmarshal(line, &r) != nil || r.Event == nil {
+				continue
+			}
+			e := r.Event.event()
+			sawEnd = e.Kind == trainer.EventDone
+			select { // lossy like the trainer's own subscriptions
+			case out <- e:
+			default:
+				if sawEnd { // the end of the run is never lost
+					select {
+					case <-out:
+					default:
+					}
+					out <- e
+				}
+			}
+		}
+		stop()
+		if !sawEnd && !unsubscribed.Load() {
+			err := fmt.Errorf("lost the training in %s (pid %d); if it crashed, `agenttrainer train --resume %s` continues it", c.runDir, c.ep.PID, c.runDir)
+			select {
+			case out <- trainer.Event{Kind: trainer.EventDone, Time: time.Now(), State: trainer.StateFailed, Err: err, Message: err.Error()}:
+			default:
+			}
+		}
+	}()
+	return out, func() {
+		unsubscribed.Store(true)
+		stop()
+	}
+}

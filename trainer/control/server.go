@@ -1,0 +1,237 @@
+package control
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agenttrainer/agenttrainer/trainer"
+)
+
+// writeTimeout bounds every write to a client: a viewer that stops reading
+// is dropped instead of holding anything up.
+const writeTimeout = 5 * time.Second
+
+// maxSocketPath keeps within sockaddr_un's 108 bytes on Linux.
+const maxSocketPath = 100
+
+// Server serves one training run's control socket.
+type Server struct {
+	t       *trainer.Trainer
+	ln      net.Listener
+	runDir  string
+	sock    string
+	tempDir string // set when the socket lives outside the run directory
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	closed  bool
+	// sameUser decides whether a connecting process may control the run
+	// (tests replace it).
+	sameUser func(net.Conn) error
+}
+
+// Serve listens on runDir's control socket (creating runDir if need be)
+// and answers clients until Close. The socket is owner-only and every
+// connection's peer must be the same user.
+func Serve(t *trainer.Trainer, runDir string) (*Server, error) {
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return nil, err
+	}
+	s := &Server{t: t, runDir: runDir, conns: map[net.Conn]struct{}{}, sameUser: peerIsOwner}
+	s.sock = filepath.Join(runDir, SocketFile)
+	if abs, err := filepath.Abs(s.sock); err == nil && len(abs) > maxSocketPath {
+		dir, err := os.MkdirTemp("", "agenttrainer-") // mode 0700
+		if err != nil {
+			return nil, err
+		}
+		s.tempDir, s.sock = dir, filepath.Join(dir, SocketFile)
+	}
+	os.Remove(s.sock) // left by a run that crashed
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", s.sock)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("control socket %s: %w", s.sock, err)
+	}
+	if err := os.Chmod(s.sock, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s.ln = ln
+	abs, _ := filepath.Abs(s.sock)
+	ep, _ := json.Marshal(Endpoint{Version: Version, Socket: abs, PID: os.Getpid(), Started: time.Now()})
+	if err := writeAtomic(filepath.Join(runDir, InfoFile), ep); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s.wg.Add(1)
+	go s.accept()
+	return s, nil
+}
+
+// Socket is the path of the listening socket.
+func (s *Server) Socket() string { return s.sock }
+
+// Close stops listening, ends every connection and removes the socket and
+// its InfoFile, so that `agenttrainer ps` no longer lists the run.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	err := s.ln.Close()
+	s.wg.Wait()
+	os.Remove(filepath.Join(s.runDir, InfoFile))
+	os.Remove(s.sock)
+	if s.tempDir != "" {
+		os.Remove(s.tempDir)
+	}
+	return err
+}
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			s.serve(c)
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+			c.Close()
+		}()
+	}
+}
+
+func send(c net.Conn, r response) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	c.SetWriteDeadline(time.Now().Add(writeTimeout))
+	_, err = c.Write(append(b, '\n'))
+	return err
+}
+
+// serve answers one connection's requests until it closes or subscribes.
+func (s *Server) serve(c net.Conn) {
+	if err := s.sameUser(c); err != nil {
+		send(c, response{Error: "refused: " + err.Error()})
+		return
+	}
+	sc := bufio.NewScanner(c)
+	sc.Buffer(make([]byte, 4096), 1<<16)
+	for sc.Scan() {
+		var req request
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+			send(c, response{Error: fmt.Sprintf("bad request (not JSON): %v", err)})
+			return
+		}
+		if req.Op == "subscribe" {
+			s.stream(c, sc, req.Buffer)
+			return
+		}
+		if err := send(c, s.handle(req)); err != nil {
+			return
+		}
+	}
+}
+
+func (s *Server) handle(req request) response {
+	t := s.t
+	switch req.Op {
+	case "hello":
+		return response{OK: true, Version: Version}
+	case "info":
+		info := t.Info()
+		if info.RunDir == "" {
+			info.RunDir = s.runDir
+		}
+		return response{OK: true, Info: &info, Paused: t.Paused()}
+	case "config":
+		cfg := t.Config()
+		return response{OK: true, Config: cfg.TOML()}
+	case "pause":
+		t.Pause()
+	case "resume":
+		t.Resume()
+	case "stop":
+		t.Stop()
+	case "save":
+		t.SaveCheckpoint()
+	case "edit":
+		if err := t.Edit(req.Key, req.Value); err != nil {
+			return response{Error: err.Error()}
+		}
+	default:
+		return response{Error: fmt.Sprintf("unknown operation %q", req.Op)}
+	}
+	return response{OK: true}
+}
+
+// stream forwards the run's events to a subscriber until the run ends, the
+// subscriber goes away, or a write times out.
+func (s *Server) stream(c net.Conn, sc *bufio.Scanner, buffer int) {
+	events, unsubscribe := s.t.Subscribe(min(max(buffer, 16), 1<<14))
+	defer unsubscribe()
+	gone := make(chan struct{})
+	go func() { // a subscriber sends nothing more; EOF means it left
+		for sc.Scan() {
+		}
+		close(gone)
+	}()
+	if err := send(c, response{OK: true, Version: Version}); err != nil {
+		return
+	}
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				return
+			}
+			if err := send(c, response{OK: true, Event: toWire(e)}); err != nil {
+				return
+			}
+		case <-gone:
+			return
+		}
+	}
+}
+
+// writeAtomic writes a small file through a rename.
+func writeAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+var errOtherUser = errors.New("the training belongs to another user")
