@@ -27,11 +27,12 @@ func runAppArgs(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs := newFlagSet("", "[--config FILE] [--runs-dir DIR] [key=value ...]", "open the terminal app", stderr)
 	file := fs.String("config", "", "TOML `file` applied over the defaults")
 	runsDir := fs.String("runs-dir", "", "directory of runs (trainer.runs_dir)")
+	inProcess := fs.Bool("in-process", false, "train inside the app's process (runs then cannot be detached)")
 	overrides, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
-	if !term.IsTerminal(os.Stdin.Fd()) || !term.IsTerminal(os.Stdout.Fd()) {
+	if !isTerminal() {
 		fmt.Fprintln(stderr, `agenttrainer: the terminal app needs an interactive terminal (stdin and stdout are not one).
 To train without it:
   agenttrainer train env.id=CartPole-v1          # headless, prints progress
@@ -51,7 +52,19 @@ To train without it:
 	resolve := func(envID, agent string) (config.Config, error) {
 		return config.Resolve(*file, append(overrides[:len(overrides):len(overrides)], "env.id="+envID, "agent.name="+agent))
 	}
-	model := tui.New(tui.Options{Config: cfg, Launch: tui.Local(ctx, trainer.Options{}), Resolve: resolve})
+	opts := tui.Options{Config: cfg, Launch: processLauncher(), Detachable: true, Resolve: resolve}
+	if *inProcess {
+		opts.Launch, opts.Detachable = tui.Local(ctx, trainer.Options{}), false
+	}
+	return runModel(ctx, opts, stdout, stderr)
+}
+
+// isTerminal reports whether the app can draw: stdin and stdout are a TTY.
+func isTerminal() bool { return term.IsTerminal(os.Stdin.Fd()) && term.IsTerminal(os.Stdout.Fd()) }
+
+// runModel runs the app until it quits and prints how the run ended.
+func runModel(ctx context.Context, opts tui.Options, stdout, stderr io.Writer) int {
+	model := tui.New(opts)
 	p := tea.NewProgram(model, tea.WithAltScreen())
 	go func() {
 		// A signal stops the training cleanly (a checkpoint is kept) before
@@ -65,6 +78,10 @@ To train without it:
 	}
 	res := model.Result()
 	if res.State == "" {
+		return exitOK
+	}
+	if res.Detached {
+		fmt.Fprintf(stdout, "detached; the training goes on in %s\nwatch it again: agenttrainer attach %s\n", res.RunDir, res.RunDir)
 		return exitOK
 	}
 	line := fmt.Sprintf("run %s after %d steps", res.State, res.Steps)

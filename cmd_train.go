@@ -5,42 +5,83 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/agenttrainer/agenttrainer/agents"
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
+	"github.com/agenttrainer/agenttrainer/trainer/control"
 )
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("train", "[--config FILE] [--run-dir DIR] [--resume DIR] [--quiet] [key=value ...]", "train headless, printing progress", stderr)
+	fs := newFlagSet("train", "[--config FILE] [--run-dir DIR] [--resume DIR] [--detach] [--quiet] [key=value ...]", "train headless, printing progress", stderr)
 	file := fs.String("config", "", "TOML `file` applied over the defaults")
 	runDir := fs.String("run-dir", "", "put this run exactly in `dir` (default: a new directory under trainer.runs_dir)")
 	quiet := fs.Bool("quiet", false, "print only the run directory and the final result")
 	resume := fs.String("resume", "", "continue the run in `dir` from its latest valid checkpoint (overrides may change live keys)")
+	detach := fs.Bool("detach", false, "train in a background process that outlives this terminal; watch it with `agenttrainer attach`")
+	startPaused := fs.Bool("start-paused", false, "wait for a resume over the control socket before the first step (the terminal app uses it)")
 	overrides, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
 	var t *trainer.Trainer
+	var cfg config.Config
 	if *resume != "" {
 		if *file != "" || *runDir != "" {
 			fmt.Fprintln(stderr, "agenttrainer: --resume continues a run in its own directory with its own config; drop --config and --run-dir")
 			return exitConfig
 		}
 		t, err = trainer.Resume(*resume, overrides, trainer.Options{})
-	} else {
-		var cfg config.Config
-		if cfg, err = config.Resolve(*file, overrides); err == nil {
-			t, err = trainer.New(cfg, trainer.Options{RunDir: *runDir})
-		}
+	} else if cfg, err = config.Resolve(*file, overrides); err == nil {
+		t, err = trainer.New(cfg, trainer.Options{})
 	}
 	if err != nil {
 		printConfigError(stderr, err)
 		return exitConfig
 	}
-	cfg := t.Config()
+	cfg = t.Config()
+
+	// The run directory exists before training starts, so its control
+	// socket can be served from the first step.
+	dir := *resume
+	if dir == "" {
+		dir = *runDir
+		if dir != "" {
+			if _, err := os.Stat(filepath.Join(dir, trainer.MetricsFile)); err == nil {
+				t.Close()
+				fmt.Fprintf(stderr, "agenttrainer: %s already holds a run; choose another directory, or continue it with --resume %s\n", dir, dir)
+				return exitConfig
+			}
+		} else if dir, err = trainer.CreateRunDir(cfg, time.Now()); err != nil {
+			t.Close()
+			fmt.Fprintf(stderr, "agenttrainer: %v\n", err)
+			return exitFail
+		}
+	}
+	if *detach {
+		t.Close()
+		pid, err := spawnTraining(dir, &cfg, *resume != "", overrides, false)
+		if err != nil {
+			fmt.Fprintf(stderr, "agenttrainer: %v\n", err)
+			return exitFail
+		}
+		fmt.Fprintf(stdout, "run directory: %s\ntraining in the background (pid %d, output in %s)\nwatch it: agenttrainer attach %s\nlist live runs: agenttrainer ps\n",
+			dir, pid, filepath.Join(dir, LogFile), dir)
+		return exitOK
+	}
+	t.SetRunDir(dir)
+	if srv, err := control.Serve(t, dir); err != nil {
+		fmt.Fprintf(stderr, "agenttrainer: note: %v; this run cannot be attached to\n", err)
+	} else {
+		defer srv.Close()
+	}
+	if *startPaused {
+		t.Pause()
+	}
 	events, unsubscribe := t.Subscribe(1024)
 	printed := make(chan struct{})
 	go func() {

@@ -37,6 +37,8 @@ func commands() []command {
 	return []command{
 		{"train", "[--config FILE] [--run-dir DIR] [--resume DIR] [--quiet] [key=value ...]", "train headless, printing progress", runTrain},
 		{"data", "frozenlake --n N --size S --seed SEED --out FILE", "write a FrozenLake task file", runData},
+		{"attach", "[RUN_DIR]", "watch and steer a training running in the background", runAttach},
+		{"ps", "", "list the trainings running in the background", runPs},
 		{"eval", "RUN_DIR [--episodes N] [--deterministic] [--render]", "play episodes with a run's latest checkpoint", runEval},
 		{"export", "RUN_DIR --csv [--out FILE]", "export a run's metrics as CSV", runExport},
 		{"list", "", "list agents and environments", runList},

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
 // Files of a run directory.
@@ -23,6 +25,13 @@ const (
 )
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// CreateRunDir makes a fresh run directory for cfg under trainer.runs_dir,
+// named as Run would name it, for callers that must know it before the run
+// starts (a detached training's parent, say). Pass it as Options.RunDir.
+func CreateRunDir(cfg config.Config, now time.Time) (string, error) {
+	return createRunDir("", cfg.Trainer.RunsDir, newRunDirName(now, cfg.Env.ID, cfg.Agent.Name, cfg.Trainer.Name))
+}
 
 // newRunDirName is runs/<YYYYMMDD-HHMMSS>-<env>-<agent>[-<name>].
 func newRunDirName(now time.Time, env, agent, name string) string {

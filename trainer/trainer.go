@@ -209,6 +209,18 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 
 func init() { envs.RegisterRemote() }
 
+// SetRunDir puts the run in dir (as Options.RunDir does); call it before
+// Run, once the config is known to be good.
+func (t *Trainer) SetRunDir(dir string) { t.opts.RunDir = dir }
+
+// Close releases what New acquired (a remote environment's server, say)
+// for a trainer that will not Run; Run releases it itself.
+func (t *Trainer) Close() {
+	if t.venv != nil && !t.started.Load() {
+		t.venv.Close()
+	}
+}
+
 // envBuilder says how environments are made: by the caller's factory, or
 // by the registry entry env.id names; and how task rows are checked.
 func envBuilder(cfg *config.Config, opts *Options) (func(envs.Params) (envs.Env, error), func([]envs.Params) error, error) {

@@ -34,6 +34,10 @@ type Options struct {
 	// process, say) instead of the picker; what it did before is read back
 	// from its run directory.
 	Attach *Link
+	// Detachable says the runs live in processes of their own (started by
+	// Launch, or attached to), so the app may leave them training: D, or d
+	// when asked whether to stop.
+	Detachable bool
 	// Resolve builds the config for a picked environment and agent: the
 	// env's preset under the user's config file and overrides. nil means
 	// the preset alone (config.ForEnv).
@@ -113,11 +117,13 @@ type Model struct {
 
 // Result is how the app ended, for the command line to report.
 type Result struct {
-	RunDir string
-	State  string // "" when no run was started
-	Steps  int64
-	Return float64
-	Err    error
+	// Detached is set when the app left the training running.
+	Detached bool
+	RunDir   string
+	State    string // "" when no run was started
+	Steps    int64
+	Return   float64
+	Err      error
 }
 
 // New builds the app.
@@ -142,6 +148,7 @@ func New(opts Options) *Model {
 	m.picker = newPicker(&m.th, &m.keys, m.cfg.Env.ID, m.cfg.Agent.Name)
 	m.editor = newEditor(&m.th, &m.keys)
 	m.dash = newDashboard(&m.th, &m.keys, opts.Now)
+	m.dash.detachable = opts.Detachable
 	m.runs = newRunsBrowser(&m.th, &m.keys)
 	return m
 }
@@ -278,6 +285,8 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	if m.confirm != confirmNone {
 		ask := m.confirm
 		switch {
+		case ask == confirmQuit && m.opts.Detachable && (key.Matches(msg, k.Detach) || msg.String() == "d"):
+			return m.detach()
 		case key.Matches(msg, k.Yes), key.Matches(msg, k.ForceQuit):
 			m.confirm = confirmNone
 			m.quitting = ask == confirmQuit
@@ -289,6 +298,8 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	}
 	capturing := m.capturing()
 	switch {
+	case !capturing && m.opts.Detachable && m.dash.active() && key.Matches(msg, k.Detach):
+		return m.detach()
 	case key.Matches(msg, k.ForceQuit), !capturing && key.Matches(msg, k.Quit):
 		if m.dash.active() {
 			m.confirm = confirmQuit
@@ -342,6 +353,14 @@ func (m *Model) runsDir() string {
 		return m.editor.cfg.Trainer.RunsDir // what the user is about to start with
 	}
 	return m.cfg.Trainer.RunsDir
+}
+
+// detach quits and leaves the training running in its own process.
+func (m *Model) detach() tea.Cmd {
+	m.confirm = confirmNone
+	m.result.State = "detached"
+	m.result.Detached = true
+	return m.quit()
 }
 
 func (m *Model) quit() tea.Cmd {
@@ -459,6 +478,9 @@ const minW, minH = 40, 12
 func (m *Model) footer() string {
 	switch m.confirm {
 	case confirmQuit:
+		if m.opts.Detachable {
+			return m.th.Bad.Render("Stop the training and quit?") + " y: stop, keep a checkpoint, quit · d: detach, it keeps training · n: go back"
+		}
 		return m.th.Bad.Render("Stop the training and quit?") + " y: stop, keep a checkpoint, quit · n: go back"
 	case confirmStop:
 		return m.th.Bad.Render("Stop the training?") + " y: stop and keep a checkpoint · n: go back"

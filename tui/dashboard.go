@@ -47,8 +47,10 @@ type dashboard struct {
 	th   *theme
 	keys *keyMap
 	t    Trainer
-	info trainer.Info
-	now  func() time.Time
+	// detachable: the run lives in its own process and D leaves it running.
+	detachable bool
+	info       trainer.Info
+	now        func() time.Time
 
 	state   runState
 	err     error
@@ -88,8 +90,9 @@ func newDashboard(th *theme, keys *keyMap, now func() time.Time) dashboard {
 
 // attach points the dashboard at a new run.
 func (d *dashboard) attach(t Trainer, info trainer.Info) {
-	w, h, smooth, band := d.w, d.h, d.smooth, d.band
+	w, h, smooth, band, detachable := d.w, d.h, d.smooth, d.band, d.detachable
 	*d = newDashboard(d.th, d.keys, d.now)
+	d.detachable = detachable
 	d.t, d.info, d.state, d.total = t, info, stStarting, info.TotalSteps
 	d.smooth, d.band = smooth, band // the viewer's choice outlives a run
 	d.SetSize(w, h)
@@ -519,6 +522,12 @@ func (d *dashboard) help() helpKeys {
 		return helpKeys{
 			short: []key.Binding{k.NewRun, k.Runs, k.Smooth, k.Quit, k.Help, k.Band},
 			full:  [][]key.Binding{{k.NewRun, k.Runs}, {k.Smooth, k.Band, k.LogUp}, {k.Help, k.Quit}},
+		}
+	}
+	if d.detachable {
+		return helpKeys{
+			short: []key.Binding{pause, k.Save, k.LiveEdit, k.Smooth, quit, k.Detach, k.Help, k.Runs},
+			full:  [][]key.Binding{{pause, k.Save, k.LiveEdit, k.StopRun}, {k.Smooth, k.Band, k.LogUp}, {k.Runs, k.Help, quit, k.Detach}},
 		}
 	}
 	return helpKeys{

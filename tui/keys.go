@@ -20,6 +20,8 @@ type keyMap struct {
 	Mark, Compare, Refresh key.Binding // runs browser
 
 	Yes, No key.Binding // confirmation
+
+	Detach key.Binding // leave a training that runs in its own process
 }
 
 func defaultKeys() keyMap {
@@ -63,8 +65,9 @@ func defaultKeys() keyMap {
 		Compare: b([]string{"c"}, "c", "compare marked"),
 		Refresh: b([]string{"r"}, "r", "refresh"),
 
-		Yes: b([]string{"y", "Y", "enter"}, "y", "yes"),
-		No:  b([]string{"n", "N", "esc"}, "n", "no"),
+		Detach: b([]string{"D"}, "D", "detach"),
+		Yes:    b([]string{"y", "Y", "enter"}, "y", "yes"),
+		No:     b([]string{"n", "N", "esc"}, "n", "no"),
 	}
 }
 
