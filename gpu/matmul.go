@@ -3,8 +3,10 @@ package gpu
 import "sync"
 
 // minParallelWork is the multiply-add count above which a product is split
-// across cores; below it the hand-off costs more than it saves.
-const minParallelWork = 1 << 16
+// across cores; below it the hand-off costs more than it saves. Measured on
+// two cores: splitting CartPole's 128×64×64 minibatch products made a PPO
+// iteration 20% slower (158k vs 192k steps/s); 256-wide layers gain.
+const minParallelWork = 1 << 22
 
 // gemmArgs describe C += op(A)·B for row-major C (m×n) and B (k×n). A is
 // m×k (lda = k) or, when transA, stored k×m (lda = m) and read transposed.
