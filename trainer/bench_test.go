@@ -2,18 +2,26 @@ package trainer
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
+func benchConfig(b *testing.B, envs int, hidden string) config.Config {
+	cfg := config.Default()
+	if err := cfg.ApplyArgs([]string{fmt.Sprint("env.num_envs=", envs), "agent.hidden=" + hidden,
+		"trainer.device=cpu", "trainer.save_freq=0", "trainer.runs_dir=" + b.TempDir()}); err != nil {
+		b.Fatal(err)
+	}
+	return cfg
+}
+
 // BenchmarkPPOIteration measures one full iteration (rollout of 4×128 steps
 // plus 4 epochs × 4 minibatches of updates) of the default CartPole config.
 func BenchmarkPPOIteration(b *testing.B) {
-	cfg := config.Default()
+	cfg := benchConfig(b, 4, "[64,64]")
 	cfg.PPO.TotalTimesteps = int64(cfg.BatchSize()) * int64(b.N)
-	cfg.Trainer.RunsDir = b.TempDir()
-	cfg.Trainer.SaveFreq = 0
 	t, err := New(cfg, Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -24,4 +32,79 @@ func BenchmarkPPOIteration(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(cfg.BatchSize()*b.N)/b.Elapsed().Seconds(), "steps/s")
+}
+
+var scalingGrid = []struct {
+	envs   int
+	hidden string
+}{{4, "[64,64]"}, {64, "[64,64]"}, {256, "[64,64]"}, {64, "[256,256]"}, {256, "[256,256]"}}
+
+// BenchmarkScaling is end-to-end CartPole training throughput across
+// environment counts and network widths (CleanRL's other settings).
+func BenchmarkScaling(b *testing.B) {
+	for _, g := range scalingGrid {
+		b.Run(fmt.Sprintf("envs=%d/hidden=%s", g.envs, g.hidden), func(b *testing.B) {
+			cfg := benchConfig(b, g.envs, g.hidden)
+			cfg.PPO.TotalTimesteps = int64(cfg.BatchSize()) * int64(b.N)
+			t, err := New(cfg, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			if _, err := t.Run(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(cfg.BatchSize()*b.N)/b.Elapsed().Seconds(), "steps/s")
+		})
+	}
+}
+
+// updateFLOPs counts the floating-point work of one PPO update: for every
+// sample and epoch, the forward pass of actor and critic, the weight
+// gradients and the input gradients of all but the first layers
+// (2 FLOPs per multiply-add).
+func updateFLOPs(cfg config.Config, obs, act int) float64 {
+	var macs float64
+	for _, out := range []int{act, 1} {
+		sizes := append(append([]int{obs}, cfg.Agent.Hidden...), out)
+		for i := 1; i < len(sizes); i++ {
+			layer := float64(sizes[i-1] * sizes[i])
+			macs += 2 * layer // forward and weight gradient
+			if i > 1 {
+				macs += layer // input gradient
+			}
+		}
+	}
+	return 2 * macs * float64(cfg.BatchSize()*cfg.PPO.UpdateEpochs)
+}
+
+// BenchmarkUpdate times the update phase alone on a filled rollout and
+// reports its arithmetic rate, to compare with gpu's BenchmarkFMAPeak.
+func BenchmarkUpdate(b *testing.B) {
+	for _, g := range scalingGrid {
+		b.Run(fmt.Sprintf("envs=%d/hidden=%s", g.envs, g.hidden), func(b *testing.B) {
+			cfg := benchConfig(b, g.envs, g.hidden)
+			t, err := New(cfg, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := t.begin()
+			if err != nil {
+				b.Fatal(err)
+			}
+			obs, act := t.obsSpace.Size(), t.actSpace.Size()
+			buf := newRollout(cfg.PPO.NumSteps, cfg.Env.NumEnvs, obs, act)
+			batch := newBatch(t.dev, cfg.BatchSize(), obs, act)
+			samples, err := t.rollout(buf, p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var m Metrics
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t.update(buf, batch, samples, &p.opt, 1e-4, &m)
+			}
+			b.ReportMetric(updateFLOPs(cfg, obs, 2)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
 }

@@ -1,0 +1,38 @@
+package gpu
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// BenchmarkFMAPeak measures the machine's float32 multiply-add peak as this
+// package reaches it: the 4×16 register-tiled kernel on operands that stay
+// in L1 (k = 256: B is 16 KB), one goroutine per core. It is the yardstick
+// for the fraction of peak that the PPO update reaches (trainer's
+// BenchmarkUpdate).
+func BenchmarkFMAPeak(b *testing.B) {
+	if !hasFMA {
+		b.Skip("no AVX2/FMA kernel on this machine")
+	}
+	for _, cores := range []int{1, runtime.GOMAXPROCS(0)} {
+		b.Run(map[bool]string{true: "cores=1", false: "cores=all"}[cores == 1], func(b *testing.B) {
+			const k = 256
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for w := 0; w < cores; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					a, bm, c := make([]float32, 4*k), make([]float32, k*16), make([]float32, 4*16)
+					for i := 0; i < b.N; i++ {
+						gemm4x16(&c[0], 16, &a[0], k, &bm[0], 16, k)
+					}
+				}()
+			}
+			wg.Wait()
+			flops := float64(cores) * float64(b.N) * 2 * 4 * 16 * k
+			b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
