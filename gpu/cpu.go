@@ -451,11 +451,7 @@ func (d *CPU) ValueLoss(p ValueArgs) {
 // ClipGradNorm implements Device.
 func (d *CPU) ClipGradNorm(grads Tensor, maxNorm float32, stats Tensor) {
 	g := d.data(grads)
-	var ss float64
-	for _, v := range g {
-		ss += float64(v) * float64(v)
-	}
-	norm := math.Sqrt(ss)
+	norm := math.Sqrt(float64(dot(g, g)))
 	d.data(stats)[StatGradNorm] += float32(norm)
 	if coef := float64(maxNorm) / (norm + 1e-6); coef < 1 {
 		c := float32(coef)

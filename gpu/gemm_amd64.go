@@ -37,7 +37,7 @@ func dot16(a *float32, b *float32, n int) float32
 //go:noescape
 func adam8(param, grad, mom, vel *float32, n int, k *[8]float32)
 
-var one32 float32 = 1
+var one32, two32 float32 = 1, 2
 
 //go:noescape
 func tanhGrad8(dy *float32, y *float32, n int)
