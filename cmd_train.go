@@ -79,6 +79,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	} else {
 		defer srv.Close()
 	}
+	defer t.Close()
 	if *startPaused {
 		t.Pause()
 	}

@@ -169,4 +169,8 @@ type Device interface {
 	ClipGradNorm(grads Tensor, maxNorm float32, stats Tensor)
 	// Adam applies one Adam step (PyTorch's formulation) to params.
 	Adam(params, grads, m, v Tensor, a AdamArgs)
+
+	// Close releases the device's threads and memory. The CPU device keeps
+	// working afterwards (on one core); others may not.
+	Close()
 }

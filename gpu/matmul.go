@@ -26,9 +26,10 @@ type gemmTask struct {
 // workerPool keeps goroutines parked so that splitting a product costs two
 // channel operations and no allocation.
 type workerPool struct {
-	tasks []chan gemmTask
-	done  chan struct{}
-	once  sync.Once
+	tasks  []chan gemmTask
+	done   chan struct{}
+	once   sync.Once
+	closed bool // set by close: products then run on the calling goroutine
 }
 
 func newWorkerPool(workers int) *workerPool {
@@ -48,6 +49,7 @@ func newWorkerPool(workers int) *workerPool {
 
 func (p *workerPool) close() {
 	p.once.Do(func() {
+		p.closed = true
 		for _, ch := range p.tasks {
 			close(ch)
 		}
@@ -58,7 +60,7 @@ func (p *workerPool) close() {
 // the pool when the product is large enough.
 func (p *workerPool) gemm(g gemmArgs, m int) {
 	parts := len(p.tasks) + 1
-	if m*g.n*g.k < minParallelWork || m < 8*parts {
+	if p.closed || m*g.n*g.k < minParallelWork || m < 8*parts {
 		gemmRows(&g, 0, m)
 		return
 	}

@@ -82,7 +82,7 @@ func Evaluate(ctx context.Context, dir string, o EvalOptions) (EvalResult, error
 		seed = cfg.Trainer.Seed + 1_000_000 // not the seeds training used
 	}
 	v := t.venv
-	defer v.Close()
+	defer t.Close()
 	render := func(ep int) error {
 		if o.Frame == nil {
 			return nil

@@ -102,8 +102,9 @@ type Trainer struct {
 	cancel  context.CancelFunc
 	runDir  string
 	wake    chan struct{}
-	saveReq atomic.Bool
-	started atomic.Bool
+	saveReq   atomic.Bool
+	started   atomic.Bool
+	closeOnce sync.Once
 }
 
 // New validates cfg and builds the environments, device and agent. It writes
@@ -213,12 +214,19 @@ func init() { envs.RegisterRemote() }
 // Run, once the config is known to be good.
 func (t *Trainer) SetRunDir(dir string) { t.opts.RunDir = dir }
 
-// Close releases what New acquired (a remote environment's server, say)
-// for a trainer that will not Run; Run releases it itself.
+// Close releases what New acquired: a remote environment's server, and the
+// device when the trainer opened it (not one passed in Options). Call it
+// when done with the trainer, after Run or instead of it; Actor keeps
+// working on the CPU device afterwards.
 func (t *Trainer) Close() {
-	if t.venv != nil && !t.started.Load() {
-		t.venv.Close()
-	}
+	t.closeOnce.Do(func() {
+		if t.venv != nil {
+			t.venv.Close()
+		}
+		if t.opts.Device == nil && t.dev != nil {
+			t.dev.Close()
+		}
+	})
 }
 
 // envBuilder says how environments are made: by the caller's factory, or

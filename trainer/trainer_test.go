@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenttrainer/agenttrainer/gpu"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
@@ -298,7 +299,6 @@ func TestNewRejectsUnknownNames(t *testing.T) {
 	for _, tc := range []struct{ arg, want string }{
 		{"env.id=CartPole-v0", `unknown environment "CartPole-v0"; did you mean CartPole-v1?`},
 		{"agent.name=mpl", `unknown agent "mpl"; did you mean mlp?`},
-		{"trainer.device=cuda", "built without CUDA support"},
 	} {
 		_, err := New(testConfig(t, tc.arg), Options{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !config.IsConfigError(err) {
@@ -326,5 +326,15 @@ func TestCartPoleLearns(t *testing.T) {
 	t.Logf("ep_return_mean first ≥ 475 at step %.0f; final %.1f", first, final)
 	if first < 0 || final < 475 {
 		t.Fatalf("CartPole did not learn: first ≥ 475 at %v, final %v", first, final)
+	}
+}
+
+func TestCUDAWithoutTheTag(t *testing.T) {
+	if gpu.HasCUDA {
+		t.Skip("this binary has CUDA; gpu's own tests cover device selection")
+	}
+	_, err := New(testConfig(t, "trainer.device=cuda"), Options{})
+	if err == nil || !strings.Contains(err.Error(), "built without CUDA support") || !config.IsConfigError(err) {
+		t.Fatalf("trainer.device=cuda in a build without CUDA: %v", err)
 	}
 }
