@@ -95,13 +95,13 @@ type Trainer struct {
 	resumeAdam     [2][]float32 // Adam moments from the checkpoint
 	warnedSnapshot bool         // said once that the envs cannot be saved
 
-	mu      sync.Mutex
-	pending []Edit        // validated live edits, applied at the next iteration
-	shadow  config.Config // cfg with the pending edits applied
-	paused  bool
-	cancel  context.CancelFunc
-	runDir  string
-	wake    chan struct{}
+	mu        sync.Mutex
+	pending   []Edit        // validated live edits, applied at the next iteration
+	shadow    config.Config // cfg with the pending edits applied
+	paused    bool
+	cancel    context.CancelFunc
+	runDir    string
+	wake      chan struct{}
 	saveReq   atomic.Bool
 	started   atomic.Bool
 	closeOnce sync.Once
