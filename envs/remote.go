@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agenttrainer/agenttrainer/internal/suggest"
 )
 
 // RemoteID is the env.id of environments served by another process over
@@ -229,32 +231,13 @@ func paramNumber(v any) (float64, bool) {
 func nearestWord(w string, words []string) string {
 	best, bestD := "", 3
 	for _, c := range words {
-		if d := editDistance(w, c); d < bestD {
+		if d := suggest.Distance(w, c); d < bestD {
 			best, bestD = c, d
 		}
 	}
 	return best
 }
 
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
 
 // NewRemoteVector connects to the environment server that args describe
 // (see ParseRemoteArgs), asks it for n sub-environments and wraps them in a

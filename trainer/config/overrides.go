@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/agenttrainer/agenttrainer/internal/suggest"
 )
 
 // Error is a configuration mistake: which key (if any), where it came from
@@ -492,8 +494,8 @@ func Nearest(name string) []string {
 		names[i] = k.Name
 	}
 	last := name[strings.LastIndex(name, ".")+1:]
-	return closest(names, max(2, len(last)/3), func(k string) int {
-		return min(editDistance(name, k), editDistance(last, k[strings.LastIndex(k, ".")+1:])+1)
+	return suggest.Closest(names, max(2, len(last)/3), func(k string) int {
+		return min(suggest.Distance(name, k), suggest.Distance(last, k[strings.LastIndex(k, ".")+1:])+1)
 	})
 }
 
@@ -501,44 +503,8 @@ func Nearest(name string) []string {
 // messages about environment and agent names.
 func Suggest(name string, options []string) []string {
 	lower := strings.ToLower(name)
-	return closest(options, max(2, len(name)/3), func(o string) int {
-		return editDistance(lower, strings.ToLower(o))
+	return suggest.Closest(options, max(2, len(name)/3), func(o string) int {
+		return suggest.Distance(lower, strings.ToLower(o))
 	})
 }
 
-// closest returns up to two candidates with the smallest distance, if it is
-// at most limit.
-func closest(cands []string, limit int, dist func(string) int) []string {
-	best := limit + 1
-	var out []string
-	for _, c := range cands {
-		switch d := dist(c); {
-		case d > limit:
-		case d < best:
-			best, out = d, []string{c}
-		case d == best && len(out) < 2:
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
