@@ -238,7 +238,6 @@ func nearestWord(w string, words []string) string {
 	return best
 }
 
-
 // NewRemoteVector connects to the environment server that args describe
 // (see ParseRemoteArgs), asks it for n sub-environments and wraps them in a
 // Vector. Check v.Err() after every Step and Reset, and call v.Close() when

@@ -507,4 +507,3 @@ func Suggest(name string, options []string) []string {
 		return suggest.Distance(lower, strings.ToLower(o))
 	})
 }
-
