@@ -52,12 +52,15 @@ To train without it:
 	resolve := func(envID, agent string) (config.Config, error) {
 		return config.Resolve(*file, append(overrides[:len(overrides):len(overrides)], "env.id="+envID, "agent.name="+agent))
 	}
-	opts := tui.Options{Config: cfg, Launch: processLauncher(), Detachable: true, Resolve: resolve}
+	opts := tui.Options{Config: cfg, Launch: processLauncher(), Detachable: true, Resolve: resolve, AttachTo: attachRun}
 	if *inProcess {
 		opts.Launch, opts.Detachable = tui.Local(ctx, trainer.Options{}), false
 	}
 	return runModel(ctx, opts, stdout, stderr)
 }
+
+// attachRun connects the app's runs browser to a live run (the attach key).
+func attachRun(dir string) (*tui.Link, error) { return attachLink(dir, false) }
 
 // isTerminal reports whether the app can draw: stdin and stdout are a TTY.
 func isTerminal() bool { return term.IsTerminal(os.Stdin.Fd()) && term.IsTerminal(os.Stdout.Fd()) }

@@ -149,7 +149,7 @@ func runAttach(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return watchHeadless(ctx, link, dir, stdout)
 	}
 	cfg := link.Trainer.Config()
-	return runModel(ctx, tui.Options{Config: cfg, Attach: link, Launch: processLauncher(), Detachable: true}, stdout, stderr)
+	return runModel(ctx, tui.Options{Config: cfg, Attach: link, AttachTo: attachRun, Launch: processLauncher(), Detachable: true}, stdout, stderr)
 }
 
 // watchHeadless prints progress lines until the run ends; an interrupt

@@ -39,6 +39,7 @@ func commands() []command {
 		{"data", "frozenlake --n N --size S --seed SEED --out FILE", "write a FrozenLake task file", runData},
 		{"attach", "[RUN_DIR]", "watch and steer a training running in the background", runAttach},
 		{"ps", "", "list the trainings running in the background", runPs},
+		{"serve", "--ssh ADDR [--authorized-keys FILE] [--host-key FILE]", "serve the terminal app over SSH", runServe},
 		{"eval", "RUN_DIR [--episodes N] [--deterministic] [--render]", "play episodes with a run's latest checkpoint", runEval},
 		{"export", "RUN_DIR --csv [--out FILE]", "export a run's metrics as CSV", runExport},
 		{"list", "", "list agents and environments", runList},

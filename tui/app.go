@@ -42,6 +42,23 @@ type Options struct {
 	// env's preset under the user's config file and overrides. nil means
 	// the preset alone (config.ForEnv).
 	Resolve func(envID, agent string) (config.Config, error)
+	// AttachTo connects the app to the training that runs in runDir (in a
+	// process of its own): the runs browser's attach key opens the
+	// dashboard on it, as Attach does at start. nil: the browser marks live
+	// runs but cannot attach to them.
+	AttachTo func(runDir string) (*Link, error)
+	// Live reports whether a training answers in runDir; the runs browser
+	// asks it from a tea.Cmd, for every run it lists. nil means dialling the
+	// run's control socket (LiveControl).
+	Live func(runDir string) bool
+	// RunsRefresh is how often the runs browser looks again for new runs
+	// and for trainings that started or ended, while it shows its list; 0
+	// means 2 s, a negative value never.
+	RunsRefresh time.Duration
+	// Renderer draws the app's styles: an SSH session passes one for its
+	// own terminal (colour profile, dark or light background). nil means
+	// lipgloss's default renderer, for this process's terminal.
+	Renderer *lipgloss.Renderer
 }
 
 type screen int
@@ -60,6 +77,7 @@ const (
 	scrEditor
 	scrDashboard
 	scrRuns
+	scrWatch // a run's checkpoint playing in its environment
 )
 
 // Messages of the root model.
@@ -76,6 +94,7 @@ type (
 		info     trainer.Info
 		err      error
 		attached bool // the run was already going
+		fromRuns bool // asked for in the runs browser (attach key)
 	}
 	// backfillMsg is an attached run's history, read from its directory.
 	backfillMsg struct {
@@ -98,6 +117,7 @@ type Model struct {
 	help   help.Model
 	w, h   int
 	screen screen
+	watch  watcher
 	back   screen // where esc from the runs browser returns
 
 	picker picker
@@ -109,6 +129,7 @@ type Model struct {
 	link     *Link
 	runID    int
 	starting bool
+	attached bool        // the run on the dashboard was attached to, not started here
 	confirm  confirmKind // what the user is asked to confirm
 	quitting bool        // stopping the training, then quitting
 	note     string
@@ -143,13 +164,21 @@ func New(opts Options) *Model {
 	if opts.Config.Env.ID == "" {
 		opts.Config = config.Default()
 	}
-	m := &Model{opts: opts, th: defaultTheme(), keys: defaultKeys(), help: help.New(), cfg: opts.Config.Clone()}
+	if opts.Live == nil {
+		opts.Live = LiveControl
+	}
+	if opts.RunsRefresh == 0 {
+		opts.RunsRefresh = 2 * time.Second
+	}
+	m := &Model{opts: opts, th: defaultTheme(opts.Renderer), keys: defaultKeys(), help: help.New(), cfg: opts.Config.Clone()}
 	m.help.ShortSeparator = " · "
+	m.help.Styles = m.th.helpStyles()
 	m.picker = newPicker(&m.th, &m.keys, m.cfg.Env.ID, m.cfg.Agent.Name)
 	m.editor = newEditor(&m.th, &m.keys)
 	m.dash = newDashboard(&m.th, &m.keys, opts.Now)
 	m.dash.detachable = opts.Detachable
-	m.runs = newRunsBrowser(&m.th, &m.keys)
+	m.runs = newRunsBrowser(&m.th, &m.keys, opts.Live, opts.RunsRefresh)
+	m.watch = newWatcher(&m.th, &m.keys)
 	return m
 }
 
@@ -258,6 +287,18 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.editor.Update(msg)
 	case runsListedMsg, runsLoadedMsg:
 		return m, m.runs.Update(msg)
+	case runsTickMsg:
+		if m.screen != scrRuns {
+			return m, nil // the browser was left: it stops looking
+		}
+		return m, m.runs.Update(msg)
+	case attachRunMsg:
+		return m, m.attachRun(msg.dir)
+	case watchRunMsg:
+		m.screen = scrWatch
+		return m, m.watch.open(msg.dir)
+	case watchTickMsg:
+		return m, m.watch.Update(msg)
 	case closeRunsMsg:
 		m.screen = m.back
 		return m, nil
@@ -285,7 +326,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	if m.confirm != confirmNone {
 		ask := m.confirm
 		switch {
-		case ask == confirmQuit && m.opts.Detachable && (key.Matches(msg, k.Detach) || msg.String() == "d"):
+		case ask == confirmQuit && m.canDetach() && (key.Matches(msg, k.Detach) || msg.String() == "d"):
 			return m.detach()
 		case key.Matches(msg, k.Yes), key.Matches(msg, k.ForceQuit):
 			m.confirm = confirmNone
@@ -298,7 +339,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	}
 	capturing := m.capturing()
 	switch {
-	case !capturing && m.opts.Detachable && m.dash.active() && key.Matches(msg, k.Detach):
+	case !capturing && m.canDetach() && m.dash.active() && key.Matches(msg, k.Detach):
 		return m.detach()
 	case key.Matches(msg, k.ForceQuit), !capturing && key.Matches(msg, k.Quit):
 		if m.dash.active() {
@@ -322,6 +363,12 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		return m.editor.Update(msg)
 	case scrRuns:
 		return m.runs.Update(msg)
+	case scrWatch:
+		if key.Matches(msg, k.Back) {
+			m.watch.close()
+			m.screen = scrRuns
+		}
+		return nil
 	case scrDashboard:
 		if !m.dash.active() && key.Matches(msg, k.NewRun) {
 			m.picker.envList.chosen, m.picker.agentList.chosen = m.cfg.Env.ID, m.cfg.Agent.Name
@@ -353,6 +400,40 @@ func (m *Model) runsDir() string {
 		return m.editor.cfg.Trainer.RunsDir // what the user is about to start with
 	}
 	return m.cfg.Trainer.RunsDir
+}
+
+// canDetach says whether the app may leave the run on the dashboard
+// training: it lives in a process of its own.
+func (m *Model) canDetach() bool { return m.opts.Detachable || m.attached }
+
+// attachRun opens the dashboard on the training that runs in dir, the way
+// Options.Attach does at start; a run this app was showing goes on without
+// it (when it lives in a process of its own).
+func (m *Model) attachRun(dir string) tea.Cmd {
+	if m.link != nil && m.dash.info.RunDir != "" && filepath.Clean(m.dash.info.RunDir) == filepath.Clean(dir) && !m.dash.state.ended() {
+		m.screen = scrDashboard // already watching it
+		return nil
+	}
+	switch {
+	case m.opts.AttachTo == nil:
+		m.runs.problem = "this app cannot attach to runs; `agenttrainer attach " + dir + "` can"
+		return nil
+	case m.starting:
+		return nil
+	case m.dash.active() && !m.canDetach():
+		m.runs.problem = "a training runs inside this app: stop it (x on the dashboard) before attaching to another"
+		return nil
+	}
+	m.starting = true
+	m.note = "attaching…"
+	attach := m.opts.AttachTo
+	return func() tea.Msg {
+		link, err := attach(dir)
+		if err != nil {
+			return launchedMsg{err: err, attached: true, fromRuns: true}
+		}
+		return launchedMsg{link: link, info: link.Trainer.Info(), attached: true, fromRuns: true}
+	}
 }
 
 // detach quits and leaves the training running in its own process.
@@ -392,6 +473,10 @@ func (m *Model) launched(msg launchedMsg) tea.Cmd {
 	m.starting = false
 	m.note = ""
 	if msg.err != nil {
+		if msg.fromRuns {
+			m.runs.problem = "cannot attach: " + msg.err.Error()
+			return nil
+		}
 		if m.screen != scrEditor {
 			m.editor.open(m.cfg, nil, m.cfg.Env.ID+" · "+m.cfg.Agent.Name)
 			m.screen = scrEditor
@@ -399,9 +484,14 @@ func (m *Model) launched(msg launchedMsg) tea.Cmd {
 		m.editor.startFailed(msg.err)
 		return nil
 	}
+	if old := m.link; old != nil && old != msg.link && old.Close != nil {
+		old.Close() // the previous run's subscription; the run itself goes on
+	}
 	m.link = msg.link
+	m.attached = msg.attached
 	m.runID++
 	m.dash.attach(msg.link.Trainer, msg.info)
+	m.dash.detachable = m.canDetach()
 	m.result = Result{State: string(stStarting)}
 	m.screen = scrDashboard
 	if !msg.attached {
@@ -470,6 +560,7 @@ func (m *Model) resize() {
 	m.editor.SetSize(bw, bh)
 	m.dash.SetSize(bw, bh)
 	m.runs.SetSize(bw, bh)
+	m.watch.SetSize(bw, bh)
 }
 
 // The smallest terminal the app draws in; below it, it says so.
@@ -478,7 +569,7 @@ const minW, minH = 40, 12
 func (m *Model) footer() string {
 	switch m.confirm {
 	case confirmQuit:
-		if m.opts.Detachable {
+		if m.canDetach() {
 			return m.th.Bad.Render("Stop the training and quit?") + " y: stop, keep a checkpoint, quit · d: detach, it keeps training · n: go back"
 		}
 		return m.th.Bad.Render("Stop the training and quit?") + " y: stop, keep a checkpoint, quit · n: go back"
@@ -503,6 +594,8 @@ func (m *Model) screenHelp() help.KeyMap {
 		return m.dash.help()
 	case scrRuns:
 		return m.runs.help()
+	case scrWatch:
+		return m.watch.help()
 	}
 	return m.picker.help()
 }
@@ -525,6 +618,8 @@ func (m *Model) View() string {
 		body = m.dash.View()
 	case scrRuns:
 		body = m.runs.View()
+	case scrWatch:
+		body = m.watch.View()
 	}
 	footer := m.footer()
 	// The footer height may change with the screen (full help); keep the
@@ -540,9 +635,13 @@ func (m *Model) header() string {
 		s    screen
 		name string
 	}{{scrPicker, "pick"}, {scrEditor, "config"}, {scrDashboard, "train"}, {scrRuns, "runs"}}
+	current := m.screen
+	if current == scrWatch {
+		current = scrRuns // watching is part of the runs browser
+	}
 	var parts []string
 	for _, t := range tabs {
-		if t.s == m.screen {
+		if t.s == current {
 			parts = append(parts, th.Title.Render("["+t.name+"]"))
 		} else {
 			parts = append(parts, th.Dim.Render(" "+t.name+" "))

@@ -112,7 +112,7 @@ func TestFormatting(t *testing.T) {
 }
 
 func TestRenderChart(t *testing.T) {
-	th := defaultTheme()
+	th := defaultTheme(nil)
 	pts := []point{{512, 10}, {1024, 20}, {2048, 40}, {4096, 35}}
 	tests := []struct {
 		name string
@@ -160,7 +160,7 @@ func TestXExtent(t *testing.T) {
 func BenchmarkDashboardFrame(b *testing.B) {
 	for _, size := range [][2]int{{120, 40}, {200, 60}} {
 		b.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(b *testing.B) {
-			th, keys := defaultTheme(), defaultKeys()
+			th, keys := defaultTheme(nil), defaultKeys()
 			d := newDashboard(&th, &keys, func() time.Time { return epoch })
 			d.attach(newFakeTrainer(config.Default()), trainer.Info{EnvID: "CartPole-v1", Agent: "mlp", TotalSteps: 1 << 30})
 			d.SetSize(size[0], size[1]-2)

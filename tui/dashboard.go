@@ -82,7 +82,7 @@ type dashboard struct {
 
 func newDashboard(th *theme, keys *keyMap, now func() time.Time) dashboard {
 	bar := progress.New(progress.WithSolidFill(th.BarFull), progress.WithoutPercentage(),
-		progress.WithColorProfile(lipgloss.ColorProfile()))
+		progress.WithColorProfile(th.r.ColorProfile()))
 	bar.EmptyColor = th.BarEmpty
 	return dashboard{th: th, keys: keys, now: now, hist: newHistory(), band: true, smooth: true,
 		bar: bar, logView: viewport.New(10, 3)}

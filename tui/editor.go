@@ -63,6 +63,8 @@ func newEditor(th *theme, keys *keyMap) editor {
 	f.Prompt = "/"
 	f.Placeholder = "filter keys"
 	f.Cursor.SetMode(cursor.CursorStatic)
+	th.input(&in)
+	th.input(&f)
 	e := editor{th: th, keys: keys, schema: config.Schema(), input: in, filter: f,
 		errs: map[string]string{}, problems: map[string]string{}}
 	e.refilter()

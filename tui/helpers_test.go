@@ -174,21 +174,29 @@ type harness struct {
 	fake    *fakeTrainer
 	launchs int
 	poll    tea.Cmd
+	tick    *runsTickMsg // the runs browser's next look, held until a test sends it
 	quit    bool
 	w, h    int
 }
 
 func newHarness(t *testing.T, w, h int) *harness {
 	t.Helper()
+	return newHarnessWith(t, w, h, nil)
+}
+
+// newHarnessWith is newHarness with options changed by opts first.
+func newHarnessWith(t *testing.T, w, h int, opts func(*Options)) *harness {
+	t.Helper()
 	hs := &harness{t: t, w: w, h: h}
 	cfg := config.Default()
 	cfg.Trainer.RunsDir = "runs"
 	cfg.PPO.TotalTimesteps = 102400
-	hs.m = New(Options{
-		Config:   cfg,
-		Registry: testRegistry,
-		Now:      func() time.Time { return epoch },
-		Redraw:   time.Nanosecond,
+	o := Options{
+		Config:      cfg,
+		Registry:    testRegistry,
+		Now:         func() time.Time { return epoch },
+		Redraw:      time.Nanosecond,
+		RunsRefresh: time.Nanosecond, // the harness holds the ticks (see run)
 		Launch: func(c config.Config) (*Link, error) {
 			if !knownEnv(c.Env.ID) {
 				return nil, &config.Error{Key: "env.id", Msg: fmt.Sprintf("unknown environment %q", c.Env.ID)}
@@ -198,7 +206,11 @@ func newHarness(t *testing.T, w, h int) *harness {
 			hs.fake.info.RunDir = "runs/20240102-030405-" + c.Env.ID + "-" + c.Agent.Name
 			return &Link{Trainer: hs.fake, Events: hs.fake.events, Close: func() {}}, nil
 		},
-	})
+	}
+	if opts != nil {
+		opts(&o)
+	}
+	hs.m = New(o)
 	hs.send(tea.WindowSizeMsg{Width: w, Height: h})
 	hs.run(hs.m.Init())
 	return hs
@@ -229,11 +241,25 @@ func (hs *harness) run(cmd tea.Cmd) {
 		}
 	case tea.QuitMsg:
 		hs.quit = true
+	case runsTickMsg:
+		hs.tick = &msg // followed, it would never end: lookAgain sends it
 	case eventsMsg:
 		hs.send(msg)
 	default:
 		hs.send(msg)
 	}
+}
+
+// lookAgain delivers the runs browser's pending tick: one more look at the
+// runs directory.
+func (hs *harness) lookAgain() {
+	hs.t.Helper()
+	if hs.tick == nil {
+		hs.t.Fatal("the runs browser is not looking again")
+	}
+	msg := *hs.tick
+	hs.tick = nil
+	hs.send(msg)
 }
 
 // pump delivers what the trainer published since the last poll.

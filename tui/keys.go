@@ -17,7 +17,7 @@ type keyMap struct {
 
 	Pause, Save, LiveEdit, Smooth, Band, NewRun, StopRun, LogUp, LogDown key.Binding // dashboard
 
-	Mark, Compare, Refresh key.Binding // runs browser
+	Mark, Compare, Refresh, Attach, Watch key.Binding // runs browser
 
 	Yes, No key.Binding // confirmation
 
@@ -64,6 +64,8 @@ func defaultKeys() keyMap {
 		Mark:    b([]string{" ", "space"}, "space", "mark"),
 		Compare: b([]string{"c"}, "c", "compare marked"),
 		Refresh: b([]string{"r"}, "r", "refresh"),
+		Attach:  b([]string{"a"}, "a", "attach"),
+		Watch:   b([]string{"w"}, "w", "watch"),
 
 		Detach: b([]string{"D"}, "D", "detach"),
 		Yes:    b([]string{"y", "Y", "enter"}, "y", "yes"),

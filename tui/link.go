@@ -65,7 +65,10 @@ func Local(ctx context.Context, opts trainer.Options) Launcher {
 		}
 		events, unsubscribe := t.Subscribe(eventBuffer)
 		// The outcome reaches the app as trainer.EventDone.
-		go func() { _, _ = t.Run(ctx) }()
+		go func() {
+			_, _ = t.Run(ctx)
+			t.Close()
+		}()
 		return &Link{Trainer: t, Events: events, Close: unsubscribe}, nil
 	}
 }

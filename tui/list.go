@@ -37,6 +37,7 @@ func newChoiceList(th *theme, keys *keyMap, title string) choiceList {
 	f.Prompt = "/"
 	f.Placeholder = "type to filter"
 	f.Cursor.SetMode(cursor.CursorStatic)
+	th.input(&f)
 	l := choiceList{th: th, keys: keys, title: title, filter: f}
 	l.refilter()
 	return l

@@ -3,6 +3,8 @@ package tui
 import (
 	"testing"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
@@ -33,5 +35,18 @@ func TestPickerRefocusesEnvironmentsAfterTheEditor(t *testing.T) {
 	m.Update(closeEditorMsg{})
 	if m.screen != scrPicker || m.picker.focusAgents {
 		t.Fatalf("screen %v, agents focused %v", m.screen, m.picker.focusAgents)
+	}
+}
+
+// w in the runs browser plays a run's checkpoint; esc comes back.
+func TestWatchOpensAndCloses(t *testing.T) {
+	m := New(Options{Config: config.Default()})
+	m.Update(watchRunMsg{dir: t.TempDir()}) // not a run: the view says so
+	if m.screen != scrWatch {
+		t.Fatalf("screen %v after watchRunMsg", m.screen)
+	}
+	m.Update(tea.KeyMsg{Type: tea.KeyEsc})
+	if m.screen != scrRuns {
+		t.Fatalf("esc left the screen at %v", m.screen)
 	}
 }

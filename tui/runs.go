@@ -1,23 +1,46 @@
 package tui
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
+	"github.com/agenttrainer/agenttrainer/trainer/control"
 )
 
-// runsListedMsg carries the runs found under the runs directory.
+// runsListedMsg carries the runs found under the runs directory, and which
+// of them are training right now.
 type runsListedMsg struct {
 	dir  string
+	gen  int
 	runs []trainer.RunInfo
+	live map[string]bool // run directory → a training answers there
 	err  error
 }
+
+// runsTickMsg asks the browser to look again (new runs, trainings that
+// started or ended) while it shows its list.
+type runsTickMsg struct{ gen int }
+
+// attachRunMsg asks the app to open the dashboard on a live run.
+type attachRunMsg struct{ dir string }
+
+// watchRunMsg asks the app to play a run's latest checkpoint.
+type watchRunMsg struct{ dir string }
+
+// liveMark marks runs whose training is going on right now.
+const liveMark = '◆'
 
 // runsLoadedMsg carries runs read in full, to show one or compare several.
 type runsLoadedMsg struct {
@@ -36,11 +59,83 @@ type loadedRun struct {
 	err   error // anything that could not be read (shown, never fatal)
 }
 
-func listRunsCmd(dir string) tea.Cmd {
+// LiveControl reports whether a training answers on runDir's control
+// socket (it dials it, so call it from a tea.Cmd).
+func LiveControl(runDir string) bool {
+	if _, err := control.ReadEndpoint(runDir); err != nil {
+		return false // the usual case: no control.json, nothing to dial
+	}
+	c, err := control.Dial(runDir)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+func probeLive(runs []trainer.RunInfo, live func(string) bool) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range runs {
+		if live(r.Dir) {
+			out[r.Dir] = true
+		}
+	}
+	return out
+}
+
+func listRunsCmd(dir string, gen int, live func(string) bool) tea.Cmd {
 	return func() tea.Msg {
 		runs, err := trainer.ListRuns(dir)
-		return runsListedMsg{dir: dir, runs: runs, err: err}
+		return runsListedMsg{dir: dir, gen: gen, runs: runs, live: probeLive(runs, live), err: err}
 	}
+}
+
+// refreshRunsCmd lists dir again, reading in full only the runs that are
+// new, or training now or at the last look; the others cannot have changed.
+func refreshRunsCmd(dir string, gen int, known []trainer.RunInfo, wasLive map[string]bool, live func(string) bool) tea.Cmd {
+	byDir := make(map[string]trainer.RunInfo, len(known))
+	for _, r := range known {
+		byDir[r.Dir] = r
+	}
+	return func() tea.Msg {
+		entries, err := os.ReadDir(dir)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return runsListedMsg{dir: dir, gen: gen, err: err}
+		}
+		var runs []trainer.RunInfo
+		now := map[string]bool{}
+		for _, e := range entries {
+			d := filepath.Join(dir, e.Name())
+			if !e.IsDir() || !isRunDir(d) {
+				continue
+			}
+			if live(d) {
+				now[d] = true
+			}
+			if r, ok := byDir[d]; ok && !now[d] && !wasLive[d] {
+				runs = append(runs, r)
+				continue
+			}
+			runs = append(runs, trainer.ReadRunInfo(d))
+		}
+		sort.SliceStable(runs, func(i, j int) bool { // trainer.ListRuns' order
+			if !runs[i].Started.Equal(runs[j].Started) {
+				return runs[i].Started.After(runs[j].Started)
+			}
+			return runs[i].Name > runs[j].Name
+		})
+		return runsListedMsg{dir: dir, gen: gen, runs: runs, live: now}
+	}
+}
+
+// isRunDir is trainer.ListRuns' test for a run directory.
+func isRunDir(dir string) bool {
+	for _, f := range []string{trainer.ConfigFile, trainer.MetricsFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 func loadRunsCmd(infos []trainer.RunInfo) tea.Cmd {
@@ -76,13 +171,20 @@ const (
 
 // runsBrowser lists past runs, shows one run's curves, and overlays the
 // reward curves of marked runs with the differences between their configs.
+// Runs whose training goes on right now (here, in another terminal, over
+// SSH) are marked, and the app can attach to them.
 type runsBrowser struct {
 	th      *theme
 	keys    *keyMap
 	dir     string
 	runs    []trainer.RunInfo
+	live    map[string]bool
 	err     error
+	problem string // the last attach that failed, until the next key
 	loading bool
+	gen     int               // the current listing; older ticks and lists are dropped
+	probe   func(string) bool // is a training answering in this run directory?
+	refresh time.Duration     // how often to look again; <0 never
 	cursor  int
 	offset  int
 	marked  []string // run directories in the order they were marked
@@ -91,17 +193,36 @@ type runsBrowser struct {
 	w, h    int
 }
 
-func newRunsBrowser(th *theme, keys *keyMap) runsBrowser {
-	return runsBrowser{th: th, keys: keys}
+func newRunsBrowser(th *theme, keys *keyMap, probe func(string) bool, refresh time.Duration) runsBrowser {
+	return runsBrowser{th: th, keys: keys, probe: probe, refresh: refresh}
 }
 
 // open shows the list of runs under dir, reloading it.
 func (r *runsBrowser) open(dir string) tea.Cmd {
 	if dir != r.dir {
-		r.marked, r.cursor, r.offset = nil, 0, 0
+		r.marked, r.cursor, r.offset, r.runs, r.live = nil, 0, 0, nil, nil
 	}
-	r.dir, r.loading, r.mode = dir, true, runsList
-	return listRunsCmd(dir)
+	r.gen++
+	r.dir, r.loading, r.mode, r.problem = dir, true, runsList, ""
+	return listRunsCmd(dir, r.gen, r.probe)
+}
+
+func (r *runsBrowser) tick() tea.Cmd {
+	if r.refresh < 0 {
+		return nil
+	}
+	gen := r.gen
+	return tea.Tick(r.refresh, func(time.Time) tea.Msg { return runsTickMsg{gen: gen} })
+}
+
+func (r *runsBrowser) liveCount() int {
+	n := 0
+	for _, run := range r.runs {
+		if r.live[run.Dir] {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *runsBrowser) isMarked(dir string) int {
@@ -116,10 +237,19 @@ func (r *runsBrowser) isMarked(dir string) int {
 func (r *runsBrowser) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case runsListedMsg:
-		if msg.dir != r.dir {
+		if msg.dir != r.dir || msg.gen != r.gen {
 			return nil
 		}
-		r.loading, r.runs, r.err = false, msg.runs, msg.err
+		cur := ""
+		if r.cursor < len(r.runs) {
+			cur = r.runs[r.cursor].Dir
+		}
+		r.loading, r.runs, r.live, r.err = false, msg.runs, msg.live, msg.err
+		for i, run := range r.runs { // the cursor stays on its run when others appear
+			if run.Dir == cur {
+				r.cursor = i
+			}
+		}
 		r.cursor = min(r.cursor, max(len(r.runs)-1, 0))
 		// Forget marks of runs that are gone.
 		var keep []string
@@ -132,7 +262,15 @@ func (r *runsBrowser) Update(msg tea.Msg) tea.Cmd {
 		}
 		r.marked = keep
 		r.scroll()
-		return nil
+		return r.tick()
+	case runsTickMsg:
+		if msg.gen != r.gen {
+			return nil
+		}
+		if r.mode != runsList {
+			return r.tick() // look again once back at the list
+		}
+		return refreshRunsCmd(r.dir, r.gen, r.runs, r.live, r.probe)
 	case runsLoadedMsg:
 		r.loading, r.loaded = false, msg.runs
 		return nil
@@ -151,6 +289,7 @@ func (r *runsBrowser) Update(msg tea.Msg) tea.Cmd {
 func (r *runsBrowser) updateList(msg tea.KeyMsg) tea.Cmd {
 	k := r.keys
 	n := len(r.runs)
+	r.problem = ""
 	switch {
 	case key.Matches(msg, k.Up):
 		r.cursor = max(r.cursor-1, 0)
@@ -178,6 +317,16 @@ func (r *runsBrowser) updateList(msg tea.KeyMsg) tea.Cmd {
 			r.marked = append(r.marked, d)
 		}
 		r.cursor = min(r.cursor+1, n-1)
+	case key.Matches(msg, k.Watch):
+		d := r.runs[r.cursor].Dir
+		return func() tea.Msg { return watchRunMsg{dir: d} }
+	case key.Matches(msg, k.Attach):
+		d := r.runs[r.cursor].Dir
+		if !r.live[d] {
+			r.problem = "not training now; `agenttrainer train --resume " + d + "` continues it"
+			return nil
+		}
+		return func() tea.Msg { return attachRunMsg{dir: d} }
 	case key.Matches(msg, k.Choose):
 		r.mode, r.loading, r.loaded = runsOne, true, nil
 		return loadRunsCmd([]trainer.RunInfo{r.runs[r.cursor]})
@@ -244,6 +393,9 @@ func (r *runsBrowser) viewList() string {
 	th := r.th
 	var b strings.Builder
 	title := th.Title.Render("Runs") + " " + th.Dim.Render("in "+cutLeft(r.dir, max(r.w-30, 10)))
+	if n := r.liveCount(); n > 0 {
+		title += th.Good.Render(fmt.Sprintf(" · %d training now %c", n, liveMark))
+	}
 	if len(r.marked) > 0 {
 		title += th.Dim.Render(fmt.Sprintf(" · %d marked", len(r.marked)))
 	}
@@ -256,8 +408,8 @@ func (r *runsBrowser) viewList() string {
 	if r.w < 64 {
 		agentW = 0
 	}
-	envW := min(20, max(r.w-4-dateW-agentW-19, 8))
-	head := "    " + fitLine("STARTED", dateW) + fitLine("ENV", envW) + fitLine("AGENT", agentW) + fitLine("STEPS", 10) + fitLine("BEST", 9)
+	envW := min(20, max(r.w-5-dateW-agentW-19, 8))
+	head := "     " + fitLine("STARTED", dateW) + fitLine("ENV", envW) + fitLine("AGENT", agentW) + fitLine("STEPS", 10) + fitLine("BEST", 9)
 	if wide {
 		head += fitLine("LAST", 9) + fitLine("EDITS", 6) + "DIRECTORY"
 	}
@@ -272,14 +424,17 @@ func (r *runsBrowser) viewList() string {
 	}
 	for i := r.offset; i < len(r.runs) && i < r.offset+r.rows(); i++ {
 		run := r.runs[i]
-		mark := []rune("    ")
+		mark := []rune("     ")
 		if i == r.cursor {
 			mark[0] = '▸'
 		}
+		if r.live[run.Dir] {
+			mark[1] = liveMark
+		}
 		if n := r.isMarked(run.Dir); n > 0 {
-			mark[1] = '●'
+			mark[2] = '●'
 			if n < 10 {
-				mark[2] = rune('0' + n)
+				mark[3] = rune('0' + n)
 			}
 		}
 		stepsCol := steps(float64(run.Steps))
@@ -300,13 +455,23 @@ func (r *runsBrowser) viewList() string {
 			line = th.Selected.Render(fitLine(line, r.w))
 		case r.isMarked(run.Dir) > 0:
 			line = th.Palette[(r.isMarked(run.Dir)-1)%len(th.Palette)].Render(fitLine(line, r.w))
+		case r.live[run.Dir]:
+			line = th.Good.Render(fitLine(line, r.w))
 		}
 		b.WriteString(fitLine(line, r.w) + "\n")
 	}
 	body := fit(b.String(), r.w, r.h-1)
 	foot := th.Dim.Render("space marks runs to compare; c overlays their curves and diffs their configs")
-	if r.cursor < len(r.runs) && r.runs[r.cursor].Err != nil {
+	onLive := r.cursor < len(r.runs) && r.live[r.runs[r.cursor].Dir]
+	switch {
+	case r.problem != "":
+		foot = th.Bad.Render(firstLine(r.problem))
+	case onLive:
+		foot = th.Good.Render(string(liveMark)+" training now") + th.Dim.Render(": a attaches to it and opens its dashboard")
+	case r.cursor < len(r.runs) && r.runs[r.cursor].Err != nil:
 		foot = th.Warn.Render("! " + firstLine(r.runs[r.cursor].Err.Error()))
+	case r.liveCount() > 0:
+		foot = th.Dim.Render(string(liveMark) + " marks runs training now (a attaches) · space marks runs to compare, c compares them")
 	}
 	return fit(body+"\n"+cut(foot, r.w), r.w, r.h)
 }
@@ -466,7 +631,7 @@ func (r *runsBrowser) help() helpKeys {
 	open := k.Choose
 	open.SetHelp("enter", "open")
 	return helpKeys{
-		short: []key.Binding{open, k.Mark, k.Compare, k.Refresh, back, k.Quit, k.Help},
-		full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {open, k.Mark, k.Compare, k.Refresh}, {back, k.Help, k.Quit}},
+		short: []key.Binding{open, k.Attach, k.Watch, k.Mark, k.Compare, k.Refresh, back, k.Quit, k.Help},
+		full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {open, k.Attach, k.Watch, k.Mark, k.Compare, k.Refresh}, {back, k.Help, k.Quit}},
 	}
 }

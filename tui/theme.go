@@ -1,12 +1,21 @@
 package tui
 
-import "github.com/charmbracelet/lipgloss"
+import (
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/textinput"
+	"github.com/charmbracelet/lipgloss"
+)
 
 // theme holds every style the app draws with, so that a screen never picks
 // a colour of its own. Meaning must never rest on colour alone: with colours
 // off (golden tests, NO_COLOR, dumb terminals) marks like "▸", "*" and "!"
 // still say what is selected, changed or wrong.
 type theme struct {
+	// r renders every style: the process's terminal by default, an SSH
+	// session's own terminal (its colour profile and background) when the
+	// app is served over SSH.
+	r *lipgloss.Renderer
+
 	Title    lipgloss.Style // screen titles and the app name
 	Heading  lipgloss.Style // column headings, panel titles
 	Dim      lipgloss.Style // secondary text
@@ -25,12 +34,18 @@ type theme struct {
 	BarFull, BarEmpty string // progress bar colours
 }
 
-func defaultTheme() theme {
+// defaultTheme builds the styles for r; nil means lipgloss's default
+// renderer (this process's standard output).
+func defaultTheme(r *lipgloss.Renderer) theme {
+	if r == nil {
+		r = lipgloss.DefaultRenderer()
+	}
 	c := func(light, dark string) lipgloss.AdaptiveColor {
 		return lipgloss.AdaptiveColor{Light: light, Dark: dark}
 	}
-	fg := func(light, dark string) lipgloss.Style { return lipgloss.NewStyle().Foreground(c(light, dark)) }
+	fg := func(light, dark string) lipgloss.Style { return r.NewStyle().Foreground(c(light, dark)) }
 	return theme{
+		r:        r,
 		Title:    fg("#5A3FC0", "#B79CFF").Bold(true),
 		Heading:  fg("#444444", "#CCCCCC").Bold(true),
 		Dim:      fg("#8A8A8A", "#6C6C6C"),
@@ -54,4 +69,27 @@ func defaultTheme() theme {
 		BarFull:  "#7D56F4",
 		BarEmpty: "#3C3C3C",
 	}
+}
+
+// helpStyles are the help line's styles (bubbles' defaults) on the theme's
+// renderer.
+func (th *theme) helpStyles() help.Styles {
+	key := th.r.NewStyle().Foreground(lipgloss.AdaptiveColor{Light: "#909090", Dark: "#626262"})
+	desc := th.r.NewStyle().Foreground(lipgloss.AdaptiveColor{Light: "#B2B2B2", Dark: "#4A4A4A"})
+	sep := th.r.NewStyle().Foreground(lipgloss.AdaptiveColor{Light: "#DDDADA", Dark: "#3C3C3C"})
+	return help.Styles{
+		ShortKey: key, ShortDesc: desc, ShortSeparator: sep, Ellipsis: sep,
+		FullKey: key, FullDesc: desc, FullSeparator: sep,
+	}
+}
+
+// input puts a text input's styles on the theme's renderer, so that its
+// cursor shows on the terminal it is drawn on.
+func (th *theme) input(in *textinput.Model) {
+	in.PromptStyle = th.r.NewStyle()
+	in.TextStyle = th.r.NewStyle()
+	in.PlaceholderStyle = th.r.NewStyle().Foreground(lipgloss.Color("240"))
+	in.CompletionStyle = th.r.NewStyle().Foreground(lipgloss.Color("240"))
+	in.Cursor.Style = th.r.NewStyle()
+	in.Cursor.TextStyle = th.r.NewStyle()
 }

@@ -80,8 +80,14 @@ func Serve(t *trainer.Trainer, runDir string) (*Server, error) {
 // Socket is the path of the listening socket.
 func (s *Server) Socket() string { return s.sock }
 
-// Close stops listening, ends every connection and removes the socket and
-// its InfoFile, so that `agenttrainer ps` no longer lists the run.
+// closeGrace is how long Close lets subscribers receive the run's last
+// events before it cuts their connections.
+const closeGrace = 2 * time.Second
+
+// Close stops listening, lets subscribers receive what is queued for them
+// (the end of the run, when the training is over) for up to closeGrace,
+// ends the remaining connections and removes the socket and its InfoFile,
+// so that `agenttrainer ps` no longer lists the run.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -89,12 +95,23 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	for c := range s.conns {
-		c.Close()
-	}
 	s.mu.Unlock()
 	err := s.ln.Close()
-	s.wg.Wait()
+	drained := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(closeGrace):
+		s.mu.Lock()
+		for c := range s.conns {
+			c.Close()
+		}
+		s.mu.Unlock()
+		<-drained
+	}
 	os.Remove(filepath.Join(s.runDir, InfoFile))
 	os.Remove(s.sock)
 	if s.tempDir != "" {
