@@ -79,18 +79,7 @@ func (d *CPU) Copy(dst, src Tensor) {
 // Narrow products (fewer than 16 columns, such as policy and value heads)
 // use dot products, or compute the transposed product when A is transposed.
 func (d *CPU) MatMul(c, a Tensor, transA bool, b Tensor, transB bool, beta float32) {
-	m, k := a.Rows, a.Cols
-	if transA {
-		m, k = k, m
-	}
-	kb, n := b.Rows, b.Cols
-	if transB {
-		kb, n = n, kb
-	}
-	if k != kb || c.Rows != m || c.Cols != n {
-		panic(fmt.Sprintf("gpu: matmul shapes %d×%d (t=%v) · %d×%d (t=%v) → %d×%d",
-			a.Rows, a.Cols, transA, b.Rows, b.Cols, transB, c.Rows, c.Cols))
-	}
+	m, n, k := matMulShape(c, a, transA, b, transB)
 	ad, bd, cd := d.data(a), d.data(b), d.data(c)
 	switch beta {
 	case 0:

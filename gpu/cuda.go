@@ -414,18 +414,7 @@ func (d *CUDA) Copy(dst, src Tensor) {
 // read column-major is its transpose, so the row-major C = op(A)·op(B) is
 // computed as the column-major Cᵀ = op(B)ᵀ·op(A)ᵀ.
 func (d *CUDA) MatMul(c, a Tensor, transA bool, b Tensor, transB bool, beta float32) {
-	m, k := a.Rows, a.Cols
-	if transA {
-		m, k = k, m
-	}
-	kb, n := b.Rows, b.Cols
-	if transB {
-		kb, n = n, kb
-	}
-	if k != kb || c.Rows != m || c.Cols != n {
-		panic(fmt.Sprintf("gpu: matmul shapes %d×%d (t=%v) · %d×%d (t=%v) → %d×%d",
-			a.Rows, a.Cols, transA, b.Rows, b.Cols, transB, c.Rows, c.Cols))
-	}
+	m, n, k := matMulShape(c, a, transA, b, transB)
 	if m == 0 || n == 0 {
 		return
 	}

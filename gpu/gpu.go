@@ -174,3 +174,21 @@ type Device interface {
 	// working afterwards (on one core); others may not.
 	Close()
 }
+
+// matMulShape returns the m×k · k×n shape of C = op(A)·op(B), panicking when
+// the operands do not fit (a programming error, as with slice bounds).
+func matMulShape(c, a Tensor, transA bool, b Tensor, transB bool) (m, n, k int) {
+	m, k = a.Rows, a.Cols
+	if transA {
+		m, k = k, m
+	}
+	kb, n := b.Rows, b.Cols
+	if transB {
+		kb, n = n, kb
+	}
+	if k != kb || c.Rows != m || c.Cols != n {
+		panic(fmt.Sprintf("gpu: matmul shapes %d×%d (t=%v) · %d×%d (t=%v) → %d×%d",
+			a.Rows, a.Cols, transA, b.Rows, b.Cols, transB, c.Rows, c.Cols))
+	}
+	return m, n, k
+}
