@@ -259,17 +259,6 @@ func NewRemoteVector(n int, args Params) (*Vector, error) {
 	return v, nil
 }
 
-// Batch returns the backend of a vector built by NewBatchVector or
-// NewRemoteVector (a *RemoteEnv for the latter).
-func (v *Vector) Batch() (BatchEnv, bool) {
-	if len(v.Envs) > 0 {
-		if m, ok := v.Envs[0].(batchMember); ok {
-			return m.batch().b, true
-		}
-	}
-	return nil, false
-}
-
 // RemoteEnv is a connection to an environment server: a BatchEnv whose N
 // sub-environments step with one message each way.
 type RemoteEnv struct {

@@ -388,16 +388,16 @@ func TestBatchVectorMisuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	v.Reset(1)
-	// Resetting one slot on its own cannot be done remotely.
-	v.Replace(1, v.Envs[1], 4)
-	if err := v.Err(); err == nil || !strings.Contains(err.Error(), "reset on its own") {
-		t.Errorf("resetting one slot: %v", err)
+	// One sub-environment of a remote batch cannot be swapped or reset alone.
+	if err := v.Replace(1, NewCartPole(), 4); err == nil || !strings.Contains(err.Error(), "cannot be replaced one by one") {
+		t.Errorf("replacing one slot: %v", err)
 	}
-	v2, _ := NewBatchVector(&goBatch{envs: []Env{NewCartPole(), NewCartPole()}})
-	v2.Reset(1)
-	v2.Envs[0].Step([]float32{0}[:1:1], make([]float32, 4))
-	if err := v2.Err(); err == nil || !strings.Contains(err.Error(), "only work inside the Vector") {
-		t.Errorf("stepping slot 0 with one action: %v", err)
+	if err := v.Err(); err != nil {
+		t.Errorf("a refused replacement broke the vector: %v", err)
+	}
+	v.Step([]float32{0}) // one action for two sub-environments
+	if err := v.Err(); err == nil || !strings.Contains(err.Error(), "stepped with 1 action values; the batch of 2 needs 2") {
+		t.Errorf("stepping with too few actions: %v", err)
 	}
 	if _, err := NewBatchVector(&goBatch{}); err == nil {
 		t.Error("an empty batch was accepted")

@@ -109,6 +109,9 @@ type vectorSnapshot struct {
 // Snapshot saves every sub-environment, the current observations and the
 // running episode returns, or says why it cannot.
 func (v *Vector) Snapshot() ([]byte, error) {
+	if v.batch != nil {
+		return nil, errBatchSnapshot
+	}
 	s := vectorSnapshot{Obs: v.Obs, Returns: v.returns, Lengths: v.lengths}
 	for i, e := range v.Envs {
 		sn, ok := e.(Snapshotter)
@@ -126,6 +129,9 @@ func (v *Vector) Snapshot() ([]byte, error) {
 
 // Restore loads a snapshot taken by Snapshot of a vector of the same shape.
 func (v *Vector) Restore(b []byte) error {
+	if v.batch != nil {
+		return errBatchSnapshot
+	}
 	var s vectorSnapshot
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("bad vector snapshot: %v", err)

@@ -1,6 +1,9 @@
 package envs
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Episode is one finished episode as the vector runner saw it.
 type Episode struct {
@@ -30,6 +33,17 @@ type Vector struct {
 
 	returns []float64
 	lengths []int
+
+	obsSpace, actSpace Space
+
+	// A vector built by NewBatchVector steps its sub-environments through
+	// one backend call (a remote server) instead of Envs, which is nil.
+	batch      BatchEnv
+	batchSR    BatchSuccessReporter // nil unless the backend reports success
+	batchRew   []float64
+	batchTrunc []bool
+	err        error // what stopped the backend; sticky
+	closed     bool
 }
 
 // NewVector wraps envs, which must share observation and action spaces.
@@ -45,26 +59,36 @@ func NewVector(envs []Env) (*Vector, error) {
 				i+1, e.ObservationSpace(), e.ActionSpace(), os, as)
 		}
 	}
-	n, od := len(envs), os.Size()
+	v := newVector(len(envs), os, as)
+	v.Envs = envs
+	return v, nil
+}
+
+func newVector(n int, os, as Space) *Vector {
+	od := os.Size()
 	return &Vector{
-		Envs: envs, ObsDim: od, ActDim: as.Size(),
+		ObsDim: od, ActDim: as.Size(), obsSpace: os, actSpace: as,
 		Obs: make([]float32, n*od), FinalObs: make([]float32, n*od),
 		Rewards: make([]float32, n), Terminated: make([]bool, n), Truncated: make([]bool, n),
 		returns: make([]float64, n), lengths: make([]int, n),
-	}, nil
+	}
 }
 
 // Len is the number of sub-environments.
-func (v *Vector) Len() int { return len(v.Envs) }
+func (v *Vector) Len() int { return len(v.Rewards) }
 
 // ObservationSpace and ActionSpace are those of the sub-environments.
-func (v *Vector) ObservationSpace() Space { return v.Envs[0].ObservationSpace() }
+func (v *Vector) ObservationSpace() Space { return v.obsSpace }
 
 // ActionSpace is the sub-environments' action space.
-func (v *Vector) ActionSpace() Space { return v.Envs[0].ActionSpace() }
+func (v *Vector) ActionSpace() Space { return v.actSpace }
 
 // Reset resets sub-environment i with seed+i (Gymnasium's vector seeding).
 func (v *Vector) Reset(seed int64) {
+	if v.batch != nil {
+		v.resetBatch(seed)
+		return
+	}
 	for i, e := range v.Envs {
 		s := seed + int64(i)
 		if seed == NoSeed {
@@ -80,25 +104,39 @@ func (v *Vector) obs(i int) []float32 { return v.Obs[i*v.ObsDim : (i+1)*v.ObsDim
 // Step applies actions (N×ActDim) to every sub-environment.
 func (v *Vector) Step(actions []float32) {
 	v.Finished = v.Finished[:0]
+	if v.batch != nil {
+		v.stepBatch(actions)
+		return
+	}
 	for i, e := range v.Envs {
 		obs := v.obs(i)
 		r, term, trunc := e.Step(actions[i*v.ActDim:(i+1)*v.ActDim], obs)
-		v.Rewards[i] = float32(r)
-		v.returns[i] += r
-		v.lengths[i]++
-		v.Terminated[i], v.Truncated[i] = term, trunc && !term
-		if !term && !trunc {
+		ep := v.account(i, r, term, trunc)
+		if ep == nil {
 			continue
 		}
-		ep := Episode{Env: i, Return: v.returns[i], Length: v.lengths[i], Truncated: !term}
 		if s, ok := unwrapSuccess(e); ok {
 			ep.Success, ep.HasSuccess = s.Succeeded(), true
 		}
-		v.Finished = append(v.Finished, ep)
 		copy(v.FinalObs[i*v.ObsDim:(i+1)*v.ObsDim], obs)
 		e.Reset(NoSeed, obs)
-		v.returns[i], v.lengths[i] = 0, 0
 	}
+}
+
+// account books sub-environment i's step: reward, running return and
+// length, flags; when the episode ended it is appended to Finished, which
+// account returns for the caller to complete.
+func (v *Vector) account(i int, r float64, term, trunc bool) *Episode {
+	v.Rewards[i] = float32(r)
+	v.returns[i] += r
+	v.lengths[i]++
+	v.Terminated[i], v.Truncated[i] = term, trunc && !term
+	if !term && !trunc {
+		return nil
+	}
+	v.Finished = append(v.Finished, Episode{Env: i, Return: v.returns[i], Length: v.lengths[i], Truncated: !term})
+	v.returns[i], v.lengths[i] = 0, 0
+	return &v.Finished[len(v.Finished)-1]
 }
 
 // Done reports whether sub-environment i's episode ended on the last step.
@@ -120,6 +158,9 @@ func unwrapSuccess(e Env) (SuccessReporter, bool) {
 // Replace puts e into slot i in place of the environment there, resets it
 // with seed and starts a new episode in that slot. Spaces must match.
 func (v *Vector) Replace(i int, e Env, seed int64) error {
+	if v.batch != nil {
+		return errors.New("the sub-environments of a batch (a remote server) cannot be replaced one by one")
+	}
 	if e.ObservationSpace().Size() != v.ObsDim || e.ActionSpace().Size() != v.ActDim {
 		return fmt.Errorf("environment with spaces %v/%v cannot replace one with %v/%v",
 			e.ObservationSpace(), e.ActionSpace(), v.ObservationSpace(), v.ActionSpace())

@@ -87,7 +87,11 @@ func Evaluate(ctx context.Context, dir string, o EvalOptions) (EvalResult, error
 		if o.Frame == nil {
 			return nil
 		}
-		r, ok := v.Envs[0].(envs.Renderer)
+		var r envs.Renderer
+		ok := len(v.Envs) > 0 // a remote batch has no environment here to draw
+		if ok {
+			r, ok = v.Envs[0].(envs.Renderer)
+		}
 		if !ok || r.Render() == "" {
 			return fmt.Errorf("%s cannot draw itself as text", cfg.Env.ID)
 		}
