@@ -64,6 +64,7 @@ type workflowActor struct {
 	rng                 *rand.Rand
 	greedy              bool
 	action, logp, value []float32
+	normalized          []float32 // the observation as the policy sees it
 }
 
 func newWorkflowActor(t *Trainer, rng *rand.Rand, greedy bool) *workflowActor {
@@ -85,8 +86,9 @@ func (a *workflowActor) Act(obs []float32) Step {
 	}
 	seen := obs
 	if a.t.obsNorm != nil {
-		seen = make([]float32, len(obs))
-		a.t.obsNorm.normalize(seen, obs, 1)
+		a.normalized = append(a.normalized[:0], obs...)
+		a.t.obsNorm.normalize(a.normalized, obs, 1)
+		seen = a.normalized
 	}
 	a.t.agent.Act(seen, 1, a.rng, a.greedy, a.action, a.logp, a.value)
 	return Step{Obs: append([]float32(nil), obs...), Action: append([]float32(nil), a.action...), LogProb: a.logp[0], Value: a.value[0]}
