@@ -475,3 +475,13 @@ func (d *CPU) Adam(params, grads, m, v Tensor, a AdamArgs) {
 }
 
 func sqrt32(x float32) float32 { return float32(math.Sqrt(float64(x))) }
+
+// Kernels names the CPU kernels this binary runs on this machine: "avx2+fma"
+// (the assembly kernels) or "portable" (plain Go). Results are reproducible
+// within one kind; the two round differently.
+func Kernels() string {
+	if hasFMA {
+		return "avx2+fma"
+	}
+	return "portable"
+}
