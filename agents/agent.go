@@ -24,24 +24,22 @@ type Agent interface {
 	Values(obs []float32, n int, values []float32)
 }
 
-// Learner is an Agent whose parameters PPO trains on a device. The PPO loop
-// drives one minibatch as Forward → PolicyLoss → (value loss) → Backward,
-// then clips and steps the flat gradient and parameter tensors.
+// Learner is an Agent whose parameters PPO trains on a device. For each
+// minibatch the PPO loop calls Gradients, then clips and steps the flat
+// gradient and parameter tensors.
 type Learner interface {
 	Agent
 	// Params and Grads are flat tensors with the same layout.
 	Params() gpu.Tensor
 	Grads() gpu.Tensor
-	// Forward runs actor and critic on a minibatch of observations held on
-	// the device, keeping what Backward needs, and returns the values (B×1;
-	// meaningless without a critic).
-	Forward(obs gpu.Tensor) (values gpu.Tensor)
-	// PolicyLoss completes a with the policy's outputs and gradient buffers
-	// and runs the device's fused loss for this agent's distribution.
-	PolicyLoss(a gpu.PPOPolicyArgs)
-	// Backward computes every parameter gradient into Grads from the policy
-	// loss gradient and dValues (B×1; ignored without a critic).
-	Backward(dValues gpu.Tensor)
+	// Gradients runs the forward and backward passes of one minibatch of
+	// observations held on the device and writes every parameter gradient
+	// into Grads: of the policy loss (p, which the learner completes with
+	// its outputs and gradient buffers) and, when v is not nil, of the value
+	// loss (the learner fills v.Value with its value estimates and v.DValue
+	// with their gradient). Loss statistics accumulate into p.Stats and
+	// v.Stats.
+	Gradients(obs gpu.Tensor, p gpu.PPOPolicyArgs, v *gpu.ValueArgs)
 	// Tensors lists the named parameter tensors, PyTorch-style
 	// ("actor.0.weight"), for checkpoints.
 	Tensors() []NamedTensor

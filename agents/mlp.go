@@ -108,12 +108,23 @@ type ActorCritic struct {
 	names           []NamedTensor
 
 	// Host buffers for acting.
-	obsDev                gpu.Tensor
-	hostOut, hostLogStd   []float32
-	hostVals              []float32
-	probs                 []float64
-	actCap                int
-	policyOut, policyGrad gpu.Tensor
+	obsDev              gpu.Tensor
+	hostOut, hostLogStd []float32
+	hostVals            []float32
+	probs               []float64
+	actCap              int
+
+	// The minibatch Gradients is working on, and its two passes as
+	// function values made once (a method value made per call would be
+	// allocated per call).
+	mb                    minibatch
+	actorPass, criticPass func(gpu.Device)
+}
+
+type minibatch struct {
+	obs    gpu.Tensor
+	policy gpu.PPOPolicyArgs
+	value  *gpu.ValueArgs
 }
 
 // NewActorCritic builds the agent on b.Device.
@@ -163,6 +174,7 @@ func NewActorCritic(b Build) (*ActorCritic, error) {
 		off += a.nOut
 	}
 	b.Device.Upload(a.params, host)
+	a.actorPass, a.criticPass = a.runActor, a.runCritic
 	return a, nil
 }
 
@@ -215,35 +227,53 @@ func (a *ActorCritic) Grads() gpu.Tensor { return a.grads }
 // Tensors implements Learner.
 func (a *ActorCritic) Tensors() []NamedTensor { return a.names }
 
-// Forward implements Learner.
-func (a *ActorCritic) Forward(obs gpu.Tensor) gpu.Tensor {
-	a.policyOut = a.actor.forward(a.dev, obs)
-	a.policyGrad = a.actor.outGrad(obs.Rows)
-	if !a.hasCritic {
-		return gpu.Tensor{Rows: obs.Rows, Cols: 1}
-	}
-	return a.critic.forward(a.dev, obs)
-}
+// minParallelRows is the minibatch size from which Gradients runs actor and
+// critic on two cores: below it, handing the critic to the other core costs
+// more than its pass.
+const minParallelRows = 32
 
-// PolicyLoss implements Learner.
-func (a *ActorCritic) PolicyLoss(p gpu.PPOPolicyArgs) {
-	p.Out, p.DOut = a.policyOut, a.policyGrad
-	if a.discrete {
-		a.dev.CategoricalPPO(p)
+// Gradients implements Learner. Actor and critic share nothing but the
+// observations, so on a device that can, their passes run side by side.
+func (a *ActorCritic) Gradients(obs gpu.Tensor, p gpu.PPOPolicyArgs, v *gpu.ValueArgs) {
+	a.mb = minibatch{obs: obs, policy: p, value: v}
+	c, ok := a.dev.(gpu.Concurrent)
+	if ok && a.hasCritic && obs.Rows >= minParallelRows {
+		c.Both(a.criticPass, a.actorPass)
 		return
 	}
-	p.LogStd, p.DLogStd = a.logStd, a.dLogStd
-	a.dev.GaussianPPO(p)
+	a.actorPass(a.dev)
+	if a.hasCritic {
+		a.criticPass(a.dev)
+	}
 }
 
-// Backward implements Learner. The value loss gradient is copied into the
-// critic's output gradient buffer (B×1), then both networks backpropagate.
-func (a *ActorCritic) Backward(dValues gpu.Tensor) {
-	a.actor.backward(a.dev)
-	if a.hasCritic {
-		a.dev.Copy(a.critic.outGrad(dValues.Rows), dValues)
-		a.critic.backward(a.dev)
+// runActor is the policy's forward pass, fused loss and backward pass.
+func (a *ActorCritic) runActor(dev gpu.Device) {
+	p, rows := a.mb.policy, a.mb.obs.Rows
+	p.Out, p.DOut = a.actor.forward(dev, a.mb.obs), a.actor.outGrad(rows)
+	if a.discrete {
+		dev.CategoricalPPO(p)
+	} else {
+		p.LogStd, p.DLogStd = a.logStd, a.dLogStd
+		dev.GaussianPPO(p)
 	}
+	a.actor.backward(dev)
+}
+
+// runCritic is the critic's forward pass, value loss and backward pass;
+// without value-loss arguments the critic gets zero gradients.
+func (a *ActorCritic) runCritic(dev gpu.Device) {
+	v, rows := a.mb.value, a.mb.obs.Rows
+	if v == nil {
+		for _, l := range a.critic.layers {
+			dev.Fill(l.dw, 0)
+			dev.Fill(l.db, 0)
+		}
+		return
+	}
+	v.Value, v.DValue = a.critic.forward(dev, a.mb.obs), a.critic.outGrad(rows)
+	dev.ValueLoss(*v)
+	a.critic.backward(dev)
 }
 
 func (a *ActorCritic) reserveAct(n int) {

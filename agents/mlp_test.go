@@ -3,6 +3,7 @@ package agents
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/agenttrainer/agenttrainer/envs"
@@ -19,7 +20,7 @@ func newTestAgent(t *testing.T, act envs.Space, hidden []int) (*ActorCritic, *gp
 	return a, dev
 }
 
-// TestActorCriticGradients checks Backward against central differences of
+// TestActorCriticGradients checks Gradients against central differences of
 // the whole PPO loss (policy + entropy + value) in every parameter.
 func TestActorCriticGradients(t *testing.T) {
 	for _, tc := range []struct {
@@ -54,17 +55,15 @@ func TestActorCriticGradients(t *testing.T) {
 			}
 			up := func(rows, cols int, v []float32) gpu.Tensor { x := dev.Alloc(rows, cols); dev.Upload(x, v); return x }
 			obsT, actT, oldT, advT, retT, valT := up(B, 3, obs), up(B, ad, acts), up(B, 1, old), up(B, 1, adv), up(B, 1, ret), up(B, 1, vals)
-			stats, dv := dev.Alloc(1, gpu.NumStats), dev.Alloc(B, 1)
+			stats := dev.Alloc(1, gpu.NumStats)
 			loss := func() float64 {
 				dev.Fill(stats, 0)
-				v := a.Forward(obsT)
-				a.PolicyLoss(gpu.PPOPolicyArgs{Actions: actT, OldLogp: oldT, Adv: advT, ClipCoef: 10, EntCoef: 0.05, NormAdv: true, Stats: stats})
-				dev.ValueLoss(gpu.ValueArgs{Value: v, OldValue: valT, Returns: retT, DValue: dv, ClipCoef: 10, Clip: true, VFCoef: 0.5, Stats: stats})
+				a.Gradients(obsT, gpu.PPOPolicyArgs{Actions: actT, OldLogp: oldT, Adv: advT, ClipCoef: 10, EntCoef: 0.05, NormAdv: true, Stats: stats},
+					&gpu.ValueArgs{OldValue: valT, Returns: retT, ClipCoef: 10, Clip: true, VFCoef: 0.5, Stats: stats})
 				s := dev.Data(stats)
 				return float64(s[gpu.StatPolicyLoss]) - 0.05*float64(s[gpu.StatEntropy]) + 0.5*float64(s[gpu.StatValueLoss])
 			}
 			loss()
-			a.Backward(dv)
 			grad := append([]float32(nil), dev.Data(a.Grads())...)
 			const h = 1e-2
 			for i := range p {
@@ -149,5 +148,48 @@ func TestSamplingMatchesProbabilities(t *testing.T) {
 	}
 	if a, _ := sampleCategorical(logits, probs, r, true); a != 1 {
 		t.Fatal("deterministic sampling should pick the mode")
+	}
+}
+
+// TestGradientsSameOnTwoCores: running actor and critic side by side (a
+// two-core device, minibatches large enough to split) must give exactly
+// the gradients and statistics of running them one after the other.
+func TestGradientsSameOnTwoCores(t *testing.T) {
+	for _, act := range []envs.Space{{Kind: envs.Discrete, N: 3}, {Kind: envs.Box, Dim: 2}} {
+		for _, rows := range []int{minParallelRows - 1, minParallelRows, 200} {
+			var grads, stats [2][]float32
+			for i, threads := range []int{1, 2} {
+				dev := gpu.NewCPU(threads)
+				a, err := NewActorCritic(Build{Obs: envs.Space{Kind: envs.Box, Dim: 5}, Act: act, Hidden: []int{64, 32},
+					Activation: "tanh", Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := rand.New(rand.NewPCG(3, uint64(rows)))
+				host := func(n int) []float32 {
+					v := make([]float32, n)
+					for j := range v {
+						v[j] = float32(r.NormFloat64())
+					}
+					return v
+				}
+				obs := host(rows * 5)
+				acts, logp, vals := make([]float32, rows*act.Size()), make([]float32, rows), make([]float32, rows)
+				a.Act(obs, rows, r, false, acts, logp, vals)
+				up := func(v []float32, cols int) gpu.Tensor { x := dev.Alloc(len(v)/cols, cols); dev.Upload(x, v); return x }
+				st := dev.Alloc(1, gpu.NumStats)
+				for step := 0; step < 3; step++ { // stats accumulate over calls
+					a.Gradients(up(obs, 5), gpu.PPOPolicyArgs{Actions: up(acts, act.Size()), OldLogp: up(host(rows), 1),
+						Adv: up(host(rows), 1), ClipCoef: 0.2, EntCoef: 0.01, NormAdv: true, Stats: st},
+						&gpu.ValueArgs{OldValue: up(vals, 1), Returns: up(host(rows), 1), ClipCoef: 0.2, Clip: true, VFCoef: 0.5, Stats: st})
+				}
+				grads[i] = append([]float32(nil), dev.Data(a.Grads())...)
+				stats[i] = append([]float32(nil), dev.Data(st)...)
+				dev.Close()
+			}
+			if !slices.Equal(grads[0], grads[1]) || !slices.Equal(stats[0], stats[1]) {
+				t.Errorf("%v, %d rows: one core and two cores differ\nstats %v\n vs   %v", act, rows, stats[0], stats[1])
+			}
+		}
 	}
 }

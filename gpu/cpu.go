@@ -14,6 +14,8 @@ type CPU struct {
 	pool    *workerPool
 	scratch [2][]float32 // transposed operands
 	ones    []float32    // a row of ones for column sums
+	halves  [2]*CPU      // single-core handles for Both, made on first use
+	side    *sidecar     // Both's second goroutine, started on first use
 }
 
 // NewCPU returns a CPU device using up to threads cores (0: all of them).
@@ -28,7 +30,31 @@ func NewCPU(threads int) *CPU {
 func (d *CPU) Name() string { return fmt.Sprintf("cpu (%d threads)", d.threads) }
 
 // Close stops the device's worker goroutines.
-func (d *CPU) Close() { d.pool.close() }
+func (d *CPU) Close() {
+	d.pool.close()
+	if d.side != nil {
+		d.side.stop()
+	}
+}
+
+// Both implements Concurrent: side runs on the device's sidecar goroutine
+// and main on the caller's, each with a single-core handle (same memory,
+// scratch of its own), so two independent passes take one core each instead
+// of splitting every small product between them.
+func (d *CPU) Both(side, main func(Device)) {
+	if d.threads < 2 || d.pool.closed {
+		side(d)
+		main(d)
+		return
+	}
+	if d.side == nil {
+		d.side = startSidecar()
+		for i := range d.halves {
+			d.halves[i] = &CPU{threads: 1, pool: newWorkerPool(0)}
+		}
+	}
+	d.side.run(side, d.halves[0], main, d.halves[1])
+}
 
 func (d *CPU) data(t Tensor) []float32 {
 	buf, ok := t.buf.([]float32)

@@ -175,6 +175,17 @@ type Device interface {
 	Close()
 }
 
+// Concurrent is a Device that can run two independent streams of work at
+// once (the CPU device, on two cores). A learner uses it to run its actor and
+// critic passes side by side; the arithmetic of each is unchanged.
+type Concurrent interface {
+	Device
+	// Both runs side and main at the same time, each with a handle of its
+	// own onto the same memory, and returns when both are done. Without a
+	// second core it runs them one after the other on the device itself.
+	Both(side, main func(Device))
+}
+
 // matMulShape returns the m×k · k×n shape of C = op(A)·op(B), panicking when
 // the operands do not fit (a programming error, as with slice bounds).
 func matMulShape(c, a Tensor, transA bool, b Tensor, transB bool) (m, n, k int) {

@@ -218,7 +218,7 @@ func timeUpdate(d gpu.Device, cfg config.Config, budget time.Duration) (float64,
 	obs, acts, logp, adv, ret, vals := d.Alloc(n, 4), d.Alloc(n, 1), d.Alloc(n, 1), d.Alloc(n, 1), d.Alloc(n, 1), d.Alloc(n, 1)
 	mbSize := n / c.NumMinibatches
 	mObs, mActs, mLogp := d.Alloc(mbSize, 4), d.Alloc(mbSize, 1), d.Alloc(mbSize, 1)
-	mAdv, mRet, mVals, dValues := d.Alloc(mbSize, 1), d.Alloc(mbSize, 1), d.Alloc(mbSize, 1), d.Alloc(mbSize, 1)
+	mAdv, mRet, mVals := d.Alloc(mbSize, 1), d.Alloc(mbSize, 1), d.Alloc(mbSize, 1)
 	stats := d.Alloc(1, gpu.NumStats)
 	m, v := d.Alloc(1, a.Params().Len()), d.Alloc(1, a.Params().Len())
 	indices := make([]int32, n)
@@ -245,12 +245,10 @@ func timeUpdate(d gpu.Device, cfg config.Config, budget time.Duration) (float64,
 				d.GatherRows(mAdv, adv, idx)
 				d.GatherRows(mRet, ret, idx)
 				d.GatherRows(mVals, vals, idx)
-				values := a.Forward(mObs)
-				a.PolicyLoss(gpu.PPOPolicyArgs{Actions: mActs, OldLogp: mLogp, Adv: mAdv,
-					ClipCoef: float32(c.ClipCoef), EntCoef: float32(c.EntCoef), NormAdv: c.NormAdv, Stats: stats})
-				d.ValueLoss(gpu.ValueArgs{Value: values, OldValue: mVals, Returns: mRet, DValue: dValues,
-					ClipCoef: float32(c.ClipCoef), Clip: c.ClipVLoss, VFCoef: float32(c.VFCoef), Stats: stats})
-				a.Backward(dValues)
+				a.Gradients(mObs, gpu.PPOPolicyArgs{Actions: mActs, OldLogp: mLogp, Adv: mAdv,
+					ClipCoef: float32(c.ClipCoef), EntCoef: float32(c.EntCoef), NormAdv: c.NormAdv, Stats: stats},
+					&gpu.ValueArgs{OldValue: mVals, Returns: mRet,
+						ClipCoef: float32(c.ClipCoef), Clip: c.ClipVLoss, VFCoef: float32(c.VFCoef), Stats: stats})
 				d.ClipGradNorm(a.Grads(), float32(c.MaxGradNorm), stats)
 				step++
 				d.Adam(a.Params(), a.Grads(), m, v, gpu.AdamArgs{LR: float32(c.LearningRate), Beta1: 0.9, Beta2: 0.999, Eps: 1e-5, Step: step})

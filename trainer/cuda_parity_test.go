@@ -42,7 +42,7 @@ type learnerState struct {
 	dev                                  gpu.Device
 	agent                                *agents.ActorCritic
 	obs, acts, logp, adv, ret, oldValues gpu.Tensor
-	dValues, stats, m, v                 gpu.Tensor
+	stats, m, v                          gpu.Tensor
 }
 
 func newLearnerState(t *testing.T, dev gpu.Device, obs, act envs.Space, hidden []int, B int) *learnerState {
@@ -54,7 +54,7 @@ func newLearnerState(t *testing.T, dev gpu.Device, obs, act envs.Space, hidden [
 	n := a.Params().Len()
 	return &learnerState{dev: dev, agent: a,
 		obs: dev.Alloc(B, obs.Dim), acts: dev.Alloc(B, act.Size()), logp: dev.Alloc(B, 1), adv: dev.Alloc(B, 1),
-		ret: dev.Alloc(B, 1), oldValues: dev.Alloc(B, 1), dValues: dev.Alloc(B, 1), stats: dev.Alloc(1, gpu.NumStats),
+		ret: dev.Alloc(B, 1), oldValues: dev.Alloc(B, 1), stats: dev.Alloc(1, gpu.NumStats),
 		m: dev.Alloc(1, n), v: dev.Alloc(1, n)}
 }
 
@@ -68,14 +68,11 @@ func (s *learnerState) step(host minibatch, step int) []float32 {
 	d.Upload(s.adv, host.adv)
 	d.Upload(s.ret, host.ret)
 	d.Upload(s.oldValues, host.oldValues)
-	values := s.agent.Forward(s.obs)
-	s.agent.PolicyLoss(gpu.PPOPolicyArgs{Actions: s.acts, OldLogp: s.logp, Adv: s.adv,
-		ClipCoef: 0.2, EntCoef: 0.01, NormAdv: true, Stats: s.stats})
-	d.ValueLoss(gpu.ValueArgs{Value: values, OldValue: s.oldValues, Returns: s.ret, DValue: s.dValues,
-		ClipCoef: 0.2, Clip: true, VFCoef: 0.5, Stats: s.stats})
-	out := make([]float32, values.Len())
-	d.Download(out, values)
-	s.agent.Backward(s.dValues)
+	value := gpu.ValueArgs{OldValue: s.oldValues, Returns: s.ret, ClipCoef: 0.2, Clip: true, VFCoef: 0.5, Stats: s.stats}
+	s.agent.Gradients(s.obs, gpu.PPOPolicyArgs{Actions: s.acts, OldLogp: s.logp, Adv: s.adv,
+		ClipCoef: 0.2, EntCoef: 0.01, NormAdv: true, Stats: s.stats}, &value)
+	out := make([]float32, value.Value.Len())
+	d.Download(out, value.Value)
 	d.ClipGradNorm(s.agent.Grads(), 0.5, s.stats)
 	d.Adam(s.agent.Params(), s.agent.Grads(), s.m, s.v,
 		gpu.AdamArgs{LR: 2.5e-4, Beta1: 0.9, Beta2: 0.999, Eps: 1e-5, Step: step})

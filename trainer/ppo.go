@@ -55,7 +55,8 @@ func newRollout(steps, nEnvs, obsDim, actDim int) *rollout {
 type batch struct {
 	obs, actions, logp, adv, returns, values       gpu.Tensor
 	mbObs, mbActions, mbLogp, mbAdv, mbRet, mbVals gpu.Tensor
-	dValues, stats                                 gpu.Tensor
+	stats                                          gpu.Tensor
+	valueLoss                                      gpu.ValueArgs // kept here so passing it costs no allocation
 	indices                                        []int32
 	hostStats                                      []float32
 }
@@ -66,7 +67,7 @@ func newBatch(dev gpu.Device, n, obsDim, actDim int) *batch {
 		adv: dev.Alloc(n, 1), returns: dev.Alloc(n, 1), values: dev.Alloc(n, 1),
 		mbObs: dev.Alloc(n, obsDim), mbActions: dev.Alloc(n, actDim), mbLogp: dev.Alloc(n, 1),
 		mbAdv: dev.Alloc(n, 1), mbRet: dev.Alloc(n, 1), mbVals: dev.Alloc(n, 1),
-		dValues: dev.Alloc(n, 1), stats: dev.Alloc(1, gpu.NumStats),
+		stats:   dev.Alloc(1, gpu.NumStats),
 		indices: make([]int32, n), hostStats: make([]float32, gpu.NumStats),
 	}
 }
@@ -518,15 +519,15 @@ func (t *Trainer) update(buf *rollout, b *batch, samples []int32, opt *adam, lr 
 			dev.GatherRows(ret, b.returns, idx)
 			dev.GatherRows(vals, b.values, idx)
 
-			newValues := agent.Forward(obs)
-			agent.PolicyLoss(gpu.PPOPolicyArgs{Actions: acts, OldLogp: logp, Adv: adv,
-				ClipCoef: float32(c.ClipCoef), EntCoef: float32(c.EntCoef), NormAdv: c.NormAdv, Stats: b.stats})
-			dValues := b.dValues.RowRange(0, mbSize)
+			policyLoss := gpu.PPOPolicyArgs{Actions: acts, OldLogp: logp, Adv: adv,
+				ClipCoef: float32(c.ClipCoef), EntCoef: float32(c.EntCoef), NormAdv: c.NormAdv, Stats: b.stats}
+			var valueLoss *gpu.ValueArgs
 			if !t.cfg.Grouped() { // grouped estimators train no critic
-				dev.ValueLoss(gpu.ValueArgs{Value: newValues, OldValue: vals, Returns: ret, DValue: dValues,
-					ClipCoef: float32(c.ClipCoef), Clip: c.ClipVLoss, VFCoef: float32(c.VFCoef), Stats: b.stats})
+				b.valueLoss = gpu.ValueArgs{OldValue: vals, Returns: ret,
+					ClipCoef: float32(c.ClipCoef), Clip: c.ClipVLoss, VFCoef: float32(c.VFCoef), Stats: b.stats}
+				valueLoss = &b.valueLoss
 			}
-			agent.Backward(dValues)
+			agent.Gradients(obs, policyLoss, valueLoss)
 			dev.ClipGradNorm(agent.Grads(), float32(c.MaxGradNorm), b.stats)
 			opt.step++
 			dev.Adam(agent.Params(), agent.Grads(), opt.m, opt.v,

@@ -1,0 +1,100 @@
+package gpu
+
+import (
+	"runtime"
+	"sync/atomic"
+	"time"
+)
+
+// sidecarSpin is how long the sidecar keeps polling for the next job before
+// it parks. Waking a parked goroutine costs an OS thread wake-up, which on a
+// virtual machine takes tens of microseconds, as long as a whole CartPole
+// minibatch pass; PPO's minibatches follow each other within a few
+// microseconds, so polling through the gaps keeps the second core in step,
+// and a sidecar idle for longer (during a rollout) gives its core back.
+const sidecarSpin = 50 * time.Microsecond
+
+// Job states.
+const (
+	sideIdle int32 = iota
+	sidePosted
+	sideTaken
+	sideFinished
+)
+
+// sidecar is a goroutine that runs one job at a time beside its caller's.
+type sidecar struct {
+	state  atomic.Int32
+	fn     func(Device) // the posted job, set before state becomes sidePosted
+	dev    Device
+	parked atomic.Bool
+	quit   atomic.Bool
+	wake   chan struct{}
+}
+
+func startSidecar() *sidecar {
+	s := &sidecar{wake: make(chan struct{}, 1)}
+	go s.loop()
+	return s
+}
+
+func (s *sidecar) loop() {
+	since := time.Now()
+	for !s.quit.Load() {
+		if s.state.Load() != sidePosted {
+			if time.Since(since) < sidecarSpin {
+				runtime.Gosched()
+				continue
+			}
+			// Park. The state is checked again after parked is set, so a job
+			// posted in between is not missed (run reads parked after posting).
+			s.parked.Store(true)
+			if s.state.Load() != sidePosted && !s.quit.Load() {
+				<-s.wake
+			}
+			s.parked.Store(false)
+			since = time.Now()
+			continue
+		}
+		if s.state.CompareAndSwap(sidePosted, sideTaken) {
+			s.fn(s.dev)
+			s.state.Store(sideFinished)
+		}
+		since = time.Now()
+	}
+}
+
+func (s *sidecar) unpark() {
+	select {
+	case s.wake <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+}
+
+// run runs side(sideDev) on the sidecar and main(mainDev) here, and returns
+// when both are done. If the sidecar has not started its job by the time
+// main is done (it was parked and is slow to wake), the caller takes the job
+// back, so run is never slower than running the two in turn by more than
+// the bookkeeping.
+func (s *sidecar) run(side func(Device), sideDev Device, main func(Device), mainDev Device) {
+	s.fn, s.dev = side, sideDev
+	s.state.Store(sidePosted)
+	if s.parked.Load() {
+		s.unpark()
+	}
+	main(mainDev)
+	if s.state.CompareAndSwap(sidePosted, sideTaken) {
+		side(sideDev)
+	} else {
+		for s.state.Load() != sideFinished {
+			runtime.Gosched()
+		}
+	}
+	s.fn, s.dev = nil, nil
+	s.state.Store(sideIdle)
+}
+
+func (s *sidecar) stop() {
+	s.quit.Store(true)
+	s.unpark()
+}
