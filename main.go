@@ -42,6 +42,7 @@ func commands() []command {
 		{"serve", "--ssh ADDR [--authorized-keys FILE] [--host-key FILE]", "serve the terminal app over SSH", runServe},
 		{"eval", "RUN_DIR [--episodes N] [--deterministic] [--render]", "play episodes with a run's latest checkpoint", runEval},
 		{"export", "RUN_DIR --csv [--out FILE]", "export a run's metrics as CSV", runExport},
+		{"bench", "[--runs N] [--quick]", "measure training speed on this machine (the CPU-speed table)", runBench},
 		{"list", "", "list agents and environments", runList},
 		{"config", "[--config FILE] [key=value ...]", "print the resolved config as TOML", runConfig},
 	}

@@ -39,6 +39,8 @@ func metricsWithoutTiming(t *testing.T, dir string) []string {
 		}
 		delete(m, "time_s")
 		delete(m, "sps")
+		delete(m, "rollout_s")
+		delete(m, "update_s")
 		b, _ := json.Marshal(m)
 		out = append(out, string(b))
 	}

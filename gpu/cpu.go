@@ -16,6 +16,7 @@ type CPU struct {
 	ones    []float32    // a row of ones for column sums
 	halves  [2]*CPU      // single-core handles for Both, made on first use
 	side    *sidecar     // Both's second goroutine, started on first use
+	probs   []float64    // one row of probabilities in CategoricalPPO
 }
 
 // NewCPU returns a CPU device using up to threads cores (0: all of them).
@@ -107,9 +108,14 @@ func (d *CPU) Copy(dst, src Tensor) {
 func (d *CPU) MatMul(c, a Tensor, transA bool, b Tensor, transB bool, beta float32) {
 	m, n, k := matMulShape(c, a, transA, b, transB)
 	ad, bd, cd := d.data(a), d.data(b), d.data(c)
+	// When the SIMD kernels write every column of a fresh product, they
+	// start from zero instead of reading back a cleared C.
+	overwrite := beta == 0 && hasFMA && n%16 == 0 && k > 0
 	switch beta {
 	case 0:
-		clear(cd)
+		if !overwrite {
+			clear(cd)
+		}
 	case 1:
 	default:
 		for i := range cd {
@@ -150,7 +156,7 @@ func (d *CPU) MatMul(c, a Tensor, transA bool, b Tensor, transB bool, beta float
 	if transA {
 		lda = m
 	}
-	d.pool.gemm(gemmArgs{c: cd, a: ad, b: bd, n: n, k: k, lda: lda, transA: transA}, m)
+	d.pool.gemm(gemmArgs{c: cd, a: ad, b: bd, n: n, k: k, lda: lda, transA: transA, overwrite: overwrite}, m)
 }
 
 func (d *CPU) grow(i, n int) []float32 {
@@ -349,6 +355,10 @@ func (d *CPU) CategoricalPPO(p PPOPolicyArgs) {
 	mean, inv := normalizedAdv(adv, p.NormAdv)
 	clip, ent := float64(p.ClipCoef), float64(p.EntCoef)
 	invB := 1 / float64(B)
+	if cap(d.probs) < A {
+		d.probs = make([]float64, A)
+	}
+	probs := d.probs[:A]
 	var sumPG, sumEnt, sumKL, sumClip float64
 	for i := 0; i < B; i++ {
 		row := logits[i*A : i*A+A]
@@ -360,13 +370,18 @@ func (d *CPU) CategoricalPPO(p PPOPolicyArgs) {
 		}
 		var se float64
 		for _, v := range row {
-			se += math.Exp(float64(v) - mx)
+			if d := float64(v) - mx; d == 0 {
+				se++ // exp(0) is exactly 1
+			} else {
+				se += math.Exp(d)
+			}
 		}
 		lse := mx + math.Log(se)
 		var h float64
-		for _, v := range row {
+		for j, v := range row {
 			lp := float64(v) - lse
-			h -= math.Exp(lp) * lp
+			probs[j] = math.Exp(lp) // kept for the gradient below
+			h -= probs[j] * lp
 		}
 		a := int(acts[i])
 		logRatio := float64(row[a]) - lse - float64(old[i])
@@ -374,7 +389,7 @@ func (d *CPU) CategoricalPPO(p PPOPolicyArgs) {
 		pg, dLogp := surrogate((float64(adv[i])-mean)*inv, ratio, clip)
 		for j, v := range row {
 			lp := float64(v) - lse
-			pj := math.Exp(lp)
+			pj := probs[j]
 			gj := -dLogp*pj + ent*pj*(lp+h)
 			if j == a {
 				gj += dLogp

@@ -26,6 +26,9 @@ func TestMatMulMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	shapes := []struct{ m, n, k int }{
 		{1, 1, 1}, {3, 5, 7}, {4, 64, 4}, {128, 64, 64}, {129, 2, 64}, {67, 65, 63}, {512, 64, 4}, {5, 256, 256},
+		// Several k panels and row groups, with remainders; the last is
+		// large enough to be split across cores.
+		{130, 48, 300}, {71, 17, 2*gemmKC + 1}, {260, 64, 300},
 	}
 	for _, s := range shapes {
 		for _, ta := range []bool{false, true} {
@@ -367,6 +370,42 @@ func TestSIMDPathsMatchReference(t *testing.T) {
 		}
 		if got := float64(d.Data(m)[i]); math.Abs(got-mi) > 1e-6 {
 			t.Fatalf("adam first moment %d: %v, want %v", i, got, mi)
+		}
+	}
+}
+
+// TestPanelsGiveTheSameBits: a product long enough to be computed in k
+// panels (and row groups) must equal, bit for bit, one pass of the kernel
+// over the whole depth, since the kernels continue from C.
+func TestPanelsGiveTheSameBits(t *testing.T) {
+	if !hasFMA {
+		t.Skip("no SIMD kernels here")
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	const m, n, k = 4 * (gemmMC/4 + 3), 32, 3*gemmKC + 5
+	for _, transA := range []bool{false, true} {
+		d := NewCPU(1)
+		av, bv := randSlice(r, m*k, 1), randSlice(r, k*n, 1)
+		ar, ac, lda := m, k, k
+		if transA {
+			ar, ac, lda = k, m, m
+		}
+		c := d.Alloc(m, n)
+		d.MatMul(c, tensorFrom(d, ar, ac, av), transA, tensorFrom(d, k, n, bv), false, 0)
+		want := make([]float32, m*n)
+		for i := 0; i < m; i += 4 {
+			for j := 0; j < n; j += 16 {
+				if transA {
+					gemmT4x16(&want[i*n+j], n, &av[i], lda, &bv[j], n, k, true)
+				} else {
+					gemm4x16(&want[i*n+j], n, &av[i*k], lda, &bv[j], n, k, true)
+				}
+			}
+		}
+		for i, v := range d.Data(c) {
+			if v != want[i] {
+				t.Fatalf("transA=%v: C[%d] = %v in panels, %v in one pass", transA, i, v, want[i])
+			}
 		}
 	}
 }

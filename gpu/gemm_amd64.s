@@ -2,13 +2,52 @@
 
 #include "textflag.h"
 
-// func gemm4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int)
+// The 4×16 kernels keep a block of C in Y0–Y7 (row i in Y2i, Y2i+1); DI
+// points at C and R8 is its row stride in bytes.
+#define LOAD_C4x16 \
+	MOVQ    DI, AX;    \
+	VMOVUPS (AX), Y0;  \
+	VMOVUPS 32(AX), Y1; \
+	ADDQ    R8, AX;    \
+	VMOVUPS (AX), Y2;  \
+	VMOVUPS 32(AX), Y3; \
+	ADDQ    R8, AX;    \
+	VMOVUPS (AX), Y4;  \
+	VMOVUPS 32(AX), Y5; \
+	ADDQ    R8, AX;    \
+	VMOVUPS (AX), Y6;  \
+	VMOVUPS 32(AX), Y7
+
+#define ZERO_C4x16 \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7
+
+#define STORE_C4x16 \
+	VMOVUPS Y0, (DI);   \
+	VMOVUPS Y1, 32(DI); \
+	ADDQ    R8, DI;     \
+	VMOVUPS Y2, (DI);   \
+	VMOVUPS Y3, 32(DI); \
+	ADDQ    R8, DI;     \
+	VMOVUPS Y4, (DI);   \
+	VMOVUPS Y5, 32(DI); \
+	ADDQ    R8, DI;     \
+	VMOVUPS Y6, (DI);   \
+	VMOVUPS Y7, 32(DI)
+
+// func gemm4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)
 //
 // C[0:4, 0:16] += A[0:4, 0:k] · B[0:k, 0:16] for row-major operands with
 // leading dimensions ldc, lda, ldb (in elements). The 4×16 block of C lives
 // in eight YMM accumulators; each step of k loads one 16-wide row of B and
 // broadcasts one element of each A row into it with FMA.
-TEXT ·gemm4x16(SB), NOSPLIT, $0-56
+TEXT ·gemm4x16(SB), NOSPLIT, $0-57
 	MOVQ c+0(FP), DI
 	MOVQ ldc+8(FP), R8
 	MOVQ a+16(FP), SI
@@ -19,20 +58,23 @@ TEXT ·gemm4x16(SB), NOSPLIT, $0-56
 	SHLQ $2, R8
 	SHLQ $2, R9
 	SHLQ $2, R10
-
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-
 	MOVQ SI, R11
 	LEAQ (SI)(R9*1), R12
 	LEAQ (R12)(R9*1), R13
 	LEAQ (R13)(R9*1), R14
+
+	// The accumulators start from C: the multiply-add chain continues
+	// from what C holds, so a product computed in k panels gives the same
+	// bits as one pass. With zero set they start from 0 and C is only
+	// written (a fresh product: no need to clear C and read it back).
+	MOVBQZX zero+56(FP), AX
+	TESTQ   AX, AX
+	JNE     zero4
+	LOAD_C4x16
+	JMP     loop4
+
+zero4:
+	ZERO_C4x16
 
 loop4:
 	TESTQ CX, CX
@@ -60,38 +102,28 @@ loop4:
 	JMP          loop4
 
 store4:
-	VADDPS  (DI), Y0, Y0
-	VMOVUPS Y0, (DI)
-	VADDPS  32(DI), Y1, Y1
-	VMOVUPS Y1, 32(DI)
-	ADDQ    R8, DI
-	VADDPS  (DI), Y2, Y2
-	VMOVUPS Y2, (DI)
-	VADDPS  32(DI), Y3, Y3
-	VMOVUPS Y3, 32(DI)
-	ADDQ    R8, DI
-	VADDPS  (DI), Y4, Y4
-	VMOVUPS Y4, (DI)
-	VADDPS  32(DI), Y5, Y5
-	VMOVUPS Y5, 32(DI)
-	ADDQ    R8, DI
-	VADDPS  (DI), Y6, Y6
-	VMOVUPS Y6, (DI)
-	VADDPS  32(DI), Y7, Y7
-	VMOVUPS Y7, 32(DI)
+	STORE_C4x16
 	VZEROUPPER
 	RET
 
-// func gemm1x16(c *float32, a *float32, b *float32, ldb int, k int)
+// func gemm1x16(c *float32, a *float32, b *float32, ldb int, k int, zero bool)
 //
 // C[0, 0:16] += A[0, 0:k] · B[0:k, 0:16].
-TEXT ·gemm1x16(SB), NOSPLIT, $0-40
+TEXT ·gemm1x16(SB), NOSPLIT, $0-41
 	MOVQ c+0(FP), DI
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DX
 	MOVQ ldb+24(FP), R10
 	MOVQ k+32(FP), CX
 	SHLQ $2, R10
+	MOVBQZX zero+40(FP), AX
+	TESTQ   AX, AX
+	JNE     zero1
+	VMOVUPS (DI), Y0 // from C, as in gemm4x16
+	VMOVUPS 32(DI), Y1
+	JMP     loop1
+
+zero1:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 
@@ -107,9 +139,7 @@ loop1:
 	JMP          loop1
 
 store1:
-	VADDPS  (DI), Y0, Y0
 	VMOVUPS Y0, (DI)
-	VADDPS  32(DI), Y1, Y1
 	VMOVUPS Y1, 32(DI)
 	VZEROUPPER
 	RET
@@ -176,12 +206,12 @@ donet:
 	VZEROUPPER
 	RET
 
-// func gemmT4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int)
+// func gemmT4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)
 //
 // C[0:4, 0:16] += Aᵀ[0:4, 0:k] · B[0:k, 0:16] where A is stored k×lda
 // (row-major), so the four broadcasts of step p read A[p, 0:4], which are
 // contiguous: weight gradients Xᵀ·dY need no transposed copy of X.
-TEXT ·gemmT4x16(SB), NOSPLIT, $0-56
+TEXT ·gemmT4x16(SB), NOSPLIT, $0-57
 	MOVQ c+0(FP), DI
 	MOVQ ldc+8(FP), R8
 	MOVQ a+16(FP), SI
@@ -193,14 +223,15 @@ TEXT ·gemmT4x16(SB), NOSPLIT, $0-56
 	SHLQ $2, R9
 	SHLQ $2, R10
 
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	// From C, or from zero, as in gemm4x16.
+	MOVBQZX zero+56(FP), AX
+	TESTQ   AX, AX
+	JNE     zeroT4
+	LOAD_C4x16
+	JMP     loopT4
+
+zeroT4:
+	ZERO_C4x16
 
 loopT4:
 	TESTQ CX, CX
@@ -225,32 +256,14 @@ loopT4:
 	JMP          loopT4
 
 storeT4:
-	VADDPS  (DI), Y0, Y0
-	VMOVUPS Y0, (DI)
-	VADDPS  32(DI), Y1, Y1
-	VMOVUPS Y1, 32(DI)
-	ADDQ    R8, DI
-	VADDPS  (DI), Y2, Y2
-	VMOVUPS Y2, (DI)
-	VADDPS  32(DI), Y3, Y3
-	VMOVUPS Y3, 32(DI)
-	ADDQ    R8, DI
-	VADDPS  (DI), Y4, Y4
-	VMOVUPS Y4, (DI)
-	VADDPS  32(DI), Y5, Y5
-	VMOVUPS Y5, 32(DI)
-	ADDQ    R8, DI
-	VADDPS  (DI), Y6, Y6
-	VMOVUPS Y6, (DI)
-	VADDPS  32(DI), Y7, Y7
-	VMOVUPS Y7, 32(DI)
+	STORE_C4x16
 	VZEROUPPER
 	RET
 
-// func gemmT1x16(c *float32, a *float32, lda int, b *float32, ldb int, k int)
+// func gemmT1x16(c *float32, a *float32, lda int, b *float32, ldb int, k int, zero bool)
 //
 // C[0, 0:16] += Aᵀ[0, 0:k] · B[0:k, 0:16] with A stored k×lda.
-TEXT ·gemmT1x16(SB), NOSPLIT, $0-48
+TEXT ·gemmT1x16(SB), NOSPLIT, $0-49
 	MOVQ c+0(FP), DI
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R9
@@ -259,6 +272,14 @@ TEXT ·gemmT1x16(SB), NOSPLIT, $0-48
 	MOVQ k+40(FP), CX
 	SHLQ $2, R9
 	SHLQ $2, R10
+	MOVBQZX zero+48(FP), AX
+	TESTQ   AX, AX
+	JNE     zeroT1
+	VMOVUPS (DI), Y0 // from C, as in gemm4x16
+	VMOVUPS 32(DI), Y1
+	JMP     loopT1
+
+zeroT1:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 
@@ -274,9 +295,7 @@ loopT1:
 	JMP          loopT1
 
 storeT1:
-	VADDPS  (DI), Y0, Y0
 	VMOVUPS Y0, (DI)
-	VADDPS  32(DI), Y1, Y1
 	VMOVUPS Y1, 32(DI)
 	VZEROUPPER
 	RET

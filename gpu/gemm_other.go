@@ -6,11 +6,11 @@ package gpu
 // kernel does all the work.
 const hasFMA = false
 
-func gemm4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int) {
+func gemm4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool) {
 	panic("gpu: no SIMD kernel on this platform")
 }
 
-func gemm1x16(c *float32, a *float32, b *float32, ldb int, k int) {
+func gemm1x16(c *float32, a *float32, b *float32, ldb int, k int, zero bool) {
 	panic("gpu: no SIMD kernel on this platform")
 }
 
@@ -18,11 +18,11 @@ func biasTanh8(x *float32, bias *float32, n int) {
 	panic("gpu: no SIMD kernel on this platform")
 }
 
-func gemmT4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int) {
+func gemmT4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool) {
 	panic("gpu: no SIMD kernel on this platform")
 }
 
-func gemmT1x16(c *float32, a *float32, lda int, b *float32, ldb int, k int) {
+func gemmT1x16(c *float32, a *float32, lda int, b *float32, ldb int, k int, zero bool) {
 	panic("gpu: no SIMD kernel on this platform")
 }
 

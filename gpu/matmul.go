@@ -15,6 +15,9 @@ type gemmArgs struct {
 	n, k    int
 	lda     int
 	transA  bool
+	// overwrite: C holds garbage and the SIMD kernels cover every column
+	// (n a multiple of 16), so the first panel starts from zero.
+	overwrite bool
 }
 
 // gemmTask is one horizontal band [lo, hi) of C.
@@ -81,6 +84,20 @@ func (p *workerPool) gemm(g gemmArgs, m int) {
 	}
 }
 
+// gemmKC is the depth of the panels the SIMD kernels take a long product
+// in (weight gradients sum over every sample of a minibatch): the strips of
+// A and B that one 4×16 block of C reads then stay in L1 while the next
+// block reuses them, instead of streaming the whole depth from memory. The
+// kernels continue from C's values, so the panels give the same bits as
+// one pass.
+const gemmKC = 128
+
+// gemmMC is the number of rows of C computed against one 16-column strip
+// of B's panel (at most 8 KB, kept in L1) before moving to the next strip;
+// their rows of A (at most 32 KB) stay in L2. Without it, every 4 rows of
+// a tall product would read all of a 256-wide B from L2.
+const gemmMC = 64
+
 // gemmRows computes rows [lo, hi) of C += op(A)·B: the SIMD kernels take the
 // columns in blocks of 16 where the CPU has them, the portable kernel the
 // rest.
@@ -90,23 +107,29 @@ func gemmRows(g *gemmArgs, lo, hi int) {
 	if hasFMA && k > 0 {
 		n16 = n &^ 15
 	}
-	if n16 > 0 {
-		i := lo
-		for ; i+4 <= hi; i += 4 {
+	for k0 := 0; k0 < k && n16 > 0; k0 += gemmKC {
+		kc := min(gemmKC, k-k0)
+		bp := b[k0*n:] // the panel's rows of B
+		zero := g.overwrite && k0 == 0
+		hi4 := lo + (hi-lo)&^3
+		for i0 := lo; i0 < hi4; i0 += gemmMC {
+			i1 := min(i0+gemmMC, hi4)
 			for j := 0; j < n16; j += 16 {
-				if g.transA {
-					gemmT4x16(&c[i*n+j], n, &a[i], g.lda, &b[j], n, k)
-				} else {
-					gemm4x16(&c[i*n+j], n, &a[i*k], k, &b[j], n, k)
+				for i := i0; i < i1; i += 4 {
+					if g.transA {
+						gemmT4x16(&c[i*n+j], n, &a[k0*g.lda+i], g.lda, &bp[j], n, kc, zero)
+					} else {
+						gemm4x16(&c[i*n+j], n, &a[i*k+k0], k, &bp[j], n, kc, zero)
+					}
 				}
 			}
 		}
-		for ; i < hi; i++ {
+		for i := hi4; i < hi; i++ {
 			for j := 0; j < n16; j += 16 {
 				if g.transA {
-					gemmT1x16(&c[i*n+j], &a[i], g.lda, &b[j], n, k)
+					gemmT1x16(&c[i*n+j], &a[k0*g.lda+i], g.lda, &bp[j], n, kc, zero)
 				} else {
-					gemm1x16(&c[i*n+j], &a[i*k], &b[j], n, k)
+					gemm1x16(&c[i*n+j], &a[i*k+k0], &bp[j], n, kc, zero)
 				}
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 )
 
 // BenchmarkFMAPeak measures the machine's float32 multiply-add peak as this
@@ -26,13 +27,26 @@ func BenchmarkFMAPeak(b *testing.B) {
 					defer wg.Done()
 					a, bm, c := make([]float32, 4*k), make([]float32, k*16), make([]float32, 4*16)
 					for i := 0; i < b.N; i++ {
-						gemm4x16(&c[0], 16, &a[0], k, &bm[0], 16, k)
+						gemm4x16(&c[0], 16, &a[0], k, &bm[0], 16, k, true)
 					}
 				}()
 			}
 			wg.Wait()
 			flops := float64(cores) * float64(b.N) * 2 * 4 * 16 * k
 			b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// BenchmarkMeasurePeak reports MeasurePeak on one core and on all of them.
+func BenchmarkMeasurePeak(b *testing.B) {
+	for _, cores := range []int{1, runtime.GOMAXPROCS(0)} {
+		b.Run(map[bool]string{true: "cores=1", false: "cores=all"}[cores == 1], func(b *testing.B) {
+			var p Peak
+			for i := 0; i < b.N; i++ {
+				p = MeasurePeak(cores, 200*time.Millisecond)
+			}
+			b.ReportMetric(p.GFLOPS, "GFLOP/s")
 		})
 	}
 }

@@ -59,25 +59,6 @@ func BenchmarkScaling(b *testing.B) {
 	}
 }
 
-// updateFLOPs counts the floating-point work of one PPO update: for every
-// sample and epoch, the forward pass of actor and critic, the weight
-// gradients and the input gradients of all but the first layers
-// (2 FLOPs per multiply-add).
-func updateFLOPs(cfg config.Config, obs, act int) float64 {
-	var macs float64
-	for _, out := range []int{act, 1} {
-		sizes := append(append([]int{obs}, cfg.Agent.Hidden...), out)
-		for i := 1; i < len(sizes); i++ {
-			layer := float64(sizes[i-1] * sizes[i])
-			macs += 2 * layer // forward and weight gradient
-			if i > 1 {
-				macs += layer // input gradient
-			}
-		}
-	}
-	return 2 * macs * float64(cfg.BatchSize()*cfg.PPO.UpdateEpochs)
-}
-
 // BenchmarkUpdate times the update phase alone on a filled rollout and
 // reports its arithmetic rate, to compare with gpu's BenchmarkFMAPeak.
 func BenchmarkUpdate(b *testing.B) {
@@ -104,7 +85,7 @@ func BenchmarkUpdate(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				t.update(buf, batch, samples, &p.opt, 1e-4, &m)
 			}
-			b.ReportMetric(updateFLOPs(cfg, obs, 2)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(UpdateFLOPs(cfg, obs, 2)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
 }

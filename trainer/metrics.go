@@ -51,6 +51,10 @@ type Metrics struct {
 	ExplainedVariance Float `json:"explained_variance"`
 	LR                Float `json:"lr"`
 	GradNorm          Float `json:"grad_norm"`
+	// Wall seconds this iteration spent collecting experience and
+	// optimising (the rest is bookkeeping: metrics, checkpoints, validation).
+	RolloutS Float `json:"rollout_s"`
+	UpdateS  Float `json:"update_s"`
 	// Validation records only.
 	ValReturnMean  *Float `json:"val_return_mean,omitempty"`
 	ValSuccessRate *Float `json:"val_success_rate,omitempty"`

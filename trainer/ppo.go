@@ -278,6 +278,7 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		// episode per environment in groups that share a task (GRPO, RLOO).
 		var samples []int32
 		var err error
+		rolloutStart := time.Now()
 		switch {
 		case t.workflow != nil:
 			samples, err = t.rolloutWorkflow(ctx, buf, p)
@@ -291,9 +292,11 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		}
 
 		// Optimize the policy and value networks.
-		m := Metrics{Iter: iter, Step: p.step, LR: Float(lr)}
+		updateStart := time.Now()
+		m := Metrics{Iter: iter, Step: p.step, LR: Float(lr), RolloutS: Float(updateStart.Sub(rolloutStart).Seconds())}
 		if t.learner != nil {
 			t.update(buf, b, samples, &p.opt, lr, &m)
+			m.UpdateS = Float(time.Since(updateStart).Seconds())
 			if err := checkFinite(m, c.Grouped()); err != nil {
 				return sum, fmt.Errorf("iteration %d: %w; the last checkpoint is the last good state", iter, err)
 			}

@@ -62,6 +62,8 @@ func stripTiming(recs []map[string]any) string {
 	for _, r := range recs {
 		delete(r, "time_s")
 		delete(r, "sps")
+		delete(r, "rollout_s")
+		delete(r, "update_s")
 		line, _ := json.Marshal(r)
 		b.Write(append(line, '\n'))
 	}

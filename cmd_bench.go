@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agenttrainer/agenttrainer/gpu"
+	"github.com/agenttrainer/agenttrainer/trainer"
+	"github.com/agenttrainer/agenttrainer/trainer/config"
+)
+
+// The bench command measures what the CPU-speed targets are about, the way
+// a user meets them: every figure comes from a headless `train` process of
+// this binary (wall time and peak RSS of the whole process), repeated and
+// reported as median, min and max.
+
+// benchSolved is CartPole-v1's "solved" return.
+const benchSolved = 475
+
+// benchRun is one measured training process.
+type benchRun struct {
+	wall     time.Duration
+	rssBytes int64 // 0 where the OS does not say
+	steps    int64
+	metrics  []trainer.Metrics
+}
+
+// solvedAfter returns the training time (time_s) and step of the first
+// iteration whose ep_return_mean reached benchSolved, or ok=false.
+func (r benchRun) solvedAfter() (seconds float64, step int64, ok bool) {
+	for _, m := range r.metrics {
+		if float64(m.EpReturnMean) >= benchSolved {
+			return float64(m.TimeS), m.Step, true
+		}
+	}
+	return 0, 0, false
+}
+
+// updateRate is the update phase's arithmetic rate in GFLOP/s over the run.
+func (r benchRun) updateRate(cfg config.Config, obs, outputs int) float64 {
+	var seconds float64
+	for _, m := range r.metrics {
+		seconds += float64(m.UpdateS)
+	}
+	return trainer.UpdateFLOPs(cfg, obs, outputs) * float64(len(r.metrics)) / seconds / 1e9
+}
+
+// summary is the median, min and max of some runs' figure.
+type summary struct{ median, lo, hi float64 }
+
+func summarize(xs []float64) summary {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	med := s[n/2]
+	if n%2 == 0 {
+		med = (s[n/2-1] + s[n/2]) / 2
+	}
+	return summary{med, s[0], s[n-1]}
+}
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("bench", "[--runs N] [--quick]",
+		"measure training speed on this machine: the CleanRL CartPole configuration end to end, time to solve, peak memory, and scaling against the measured float32 peak", stderr)
+	runs := fs.Int("runs", 5, "training processes per figure (medians of these)")
+	quick := fs.Bool("quick", false, "a few iterations per run: checks the command, measures nothing")
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "agenttrainer bench: unexpected argument %q (bench takes only --runs and --quick)\n", fs.Arg(0))
+		return exitConfig
+	}
+	if *runs < 1 {
+		fmt.Fprintf(stderr, "agenttrainer bench: --runs must be at least 1, got %d\n", *runs)
+		return exitConfig
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(stderr, "agenttrainer bench: cannot find this program's executable:", err)
+		return exitFail
+	}
+	tmp, err := os.MkdirTemp("", "agenttrainer-bench-")
+	if err != nil {
+		fmt.Fprintln(stderr, "agenttrainer bench:", err)
+		return exitFail
+	}
+	defer os.RemoveAll(tmp)
+	b := &bench{ctx: ctx, exe: exe, dir: tmp, progress: stderr}
+	if err := b.report(stdout, *runs, *quick); err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr, "agenttrainer bench: interrupted")
+			return 130
+		}
+		fmt.Fprintln(stderr, "agenttrainer bench:", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+type bench struct {
+	ctx      context.Context
+	exe, dir string
+	n        int // runs so far, naming their directories
+	progress io.Writer
+}
+
+// train runs `train --quiet` with overrides in a process of its own.
+func (b *bench) train(overrides ...string) (benchRun, error) {
+	b.n++
+	dir := filepath.Join(b.dir, fmt.Sprint("run-", b.n))
+	args := append([]string{"train", "--quiet", "--run-dir", dir, "trainer.device=cpu"}, overrides...)
+	cmd := exec.CommandContext(b.ctx, b.exe, args...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	if err != nil {
+		return benchRun{}, fmt.Errorf("train %s: %v\n%s", strings.Join(overrides, " "), err, out.String())
+	}
+	ms, err := trainer.ReadMetrics(dir)
+	if err != nil || len(ms) == 0 {
+		return benchRun{}, fmt.Errorf("train %s wrote no metrics: %v", strings.Join(overrides, " "), err)
+	}
+	fmt.Fprint(b.progress, ".")
+	os.RemoveAll(dir) // checkpoints of large networks add up
+	return benchRun{wall: wall, rssBytes: maxRSS(cmd.ProcessState), steps: ms[len(ms)-1].Step, metrics: ms}, nil
+}
+
+func (b *bench) report(w io.Writer, runs int, quick bool) error {
+	fmt.Fprintf(b.progress, "measuring the float32 peak, then %d training runs per figure", runs)
+	peakTime := time.Second
+	if quick {
+		peakTime = 50 * time.Millisecond
+	}
+	peak1, peakAll := gpu.MeasurePeak(1, peakTime), gpu.MeasurePeak(0, peakTime)
+
+	// CleanRL's CartPole configuration is the default one; seeds 1, 2, 3, …
+	cleanRL := config.Default()
+	steps := cleanRL.PPO.TotalTimesteps
+	if quick {
+		steps = int64(cleanRL.BatchSize()) * 3
+	}
+	var cleanRuns []benchRun
+	for seed := 1; seed <= runs; seed++ {
+		r, err := b.train(fmt.Sprint("trainer.seed=", seed), fmt.Sprint("ppo.total_timesteps=", steps))
+		if err != nil {
+			return err
+		}
+		cleanRuns = append(cleanRuns, r)
+	}
+
+	type scaled struct {
+		envs   int
+		hidden string
+		sps    summary
+		gflops summary
+	}
+	var grid []scaled
+	for _, g := range []struct {
+		envs   int
+		hidden string
+	}{{4, "[64,64]"}, {64, "[64,64]"}, {256, "[64,64]"}, {64, "[256,256]"}, {256, "[256,256]"}} {
+		cfg := config.Default()
+		if err := cfg.ApplyArgs([]string{fmt.Sprint("env.num_envs=", g.envs), "agent.hidden=" + g.hidden}); err != nil {
+			return err
+		}
+		// Iterations worth about 60 GFLOP of updates (a second or so), and
+		// at least 4, whatever the size.
+		iters := max(4, int(math.Ceil(60e9/trainer.UpdateFLOPs(cfg, 4, 2))))
+		if quick {
+			iters = 2
+		}
+		var sps, gflops []float64
+		for i := 0; i < runs; i++ {
+			r, err := b.train(fmt.Sprint("env.num_envs=", g.envs), "agent.hidden="+g.hidden,
+				fmt.Sprint("ppo.total_timesteps=", iters*cfg.BatchSize()), "trainer.save_freq=0")
+			if err != nil {
+				return err
+			}
+			sps = append(sps, float64(r.steps)/r.wall.Seconds())
+			gflops = append(gflops, r.updateRate(cfg, 4, 2))
+		}
+		grid = append(grid, scaled{g.envs, g.hidden, summarize(sps), summarize(gflops)})
+	}
+	fmt.Fprintln(b.progress)
+
+	fmt.Fprintf(w, "agenttrainer bench · %s · %d cores · %s kernels · %d run(s) per figure%s\n\n",
+		cpuModel(), runtime.GOMAXPROCS(0), gpu.Kernels(), runs, map[bool]string{true: " · QUICK: not a measurement"}[quick])
+	fmt.Fprintf(w, "float32 peak (register-only multiply-add loops, best rate over %v): 1 core %.1f GFLOP/s, %d cores %.1f GFLOP/s (%s)\n\n",
+		peakTime, peak1.GFLOPS, peakAll.Cores, peakAll.GFLOPS, peakAll.Loop)
+
+	fmt.Fprintf(w, "CleanRL CartPole-v1 (4 envs × 128 steps, 4 epochs × 4 minibatches, 64-64 tanh), %s steps, seed(s) 1–%d, whole process:\n", thousands(float64(steps)), runs)
+	col := func(name string, xs []float64, format func(float64) string) {
+		s := summarize(xs)
+		fmt.Fprintf(w, "  %-22s %12s %12s %12s\n", name, format(s.median), format(s.lo), format(s.hi))
+	}
+	fixed := func(digits int) func(float64) string {
+		return func(v float64) string { return strconv.FormatFloat(v, 'f', digits, 64) }
+	}
+	fmt.Fprintf(w, "  %-22s %12s %12s %12s\n", "", "median", "min", "max")
+	var walls, sps, rss []float64
+	for _, r := range cleanRuns {
+		walls = append(walls, r.wall.Seconds())
+		sps = append(sps, float64(r.steps)/r.wall.Seconds())
+		rss = append(rss, float64(r.rssBytes)/(1<<20))
+	}
+	col("wall seconds", walls, fixed(2))
+	col("env steps/s", sps, thousands)
+	if rss[0] > 0 {
+		col("peak RSS (MiB)", rss, fixed(1))
+	}
+	fmt.Fprintln(w, "\nTraining seconds (time_s) until ep_return_mean ≥ 475, same runs:")
+	for i, r := range cleanRuns[:min(3, len(cleanRuns))] {
+		if s, step, ok := r.solvedAfter(); ok {
+			fmt.Fprintf(w, "  seed %d  %.2f s (step %s)\n", i+1, s, thousands(float64(step)))
+		} else {
+			fmt.Fprintf(w, "  seed %d  not reached in %d steps (last ep_return_mean %.1f)\n", i+1, r.steps, float64(r.metrics[len(r.metrics)-1].EpReturnMean))
+		}
+	}
+
+	fmt.Fprintf(w, "\nScaling (CartPole-v1, CleanRL settings otherwise); update rate against the %d-core peak of %.1f GFLOP/s:\n", peakAll.Cores, peakAll.GFLOPS)
+	fmt.Fprintf(w, "  %-9s %-10s %-30s %-26s %s\n", "num_envs", "hidden", "env steps/s median (min–max)", "update GFLOP/s (min–max)", "% of peak")
+	for _, g := range grid {
+		fmt.Fprintf(w, "  %-9d %-10s %-30s %-26s %.0f %%\n", g.envs, g.hidden,
+			fmt.Sprintf("%s (%s–%s)", thousands(g.sps.median), thousands(g.sps.lo), thousands(g.sps.hi)),
+			fmt.Sprintf("%.1f (%.1f–%.1f)", g.gflops.median, g.gflops.lo, g.gflops.hi),
+			100*g.gflops.median/peakAll.GFLOPS)
+	}
+	return nil
+}
+
+// cpuModel names the processor where Linux says.
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return runtime.GOARCH
+}

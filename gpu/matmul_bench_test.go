@@ -1,0 +1,55 @@
+package gpu
+
+import (
+	"testing"
+)
+
+// BenchmarkMatMulShapes times, on one core, the products of a CartPole
+// minibatch pass (128 rows, 4 → 64 → 64 → 2 MLP) and the 256-wide products
+// of the scaling configurations, reporting each one's arithmetic rate.
+func BenchmarkMatMulShapes(b *testing.B) {
+	for _, s := range []struct {
+		name           string
+		m, n, k        int
+		transA, transB bool
+	}{
+		{"fwd/128x4·4x64", 128, 64, 4, false, false},
+		{"fwd/128x64·64x64", 128, 64, 64, false, false},
+		{"fwd/128x64·64x2", 128, 2, 64, false, false},
+		{"dW/(128x4)ᵀ·128x64", 4, 64, 128, true, false},
+		{"dW/(128x64)ᵀ·128x64", 64, 64, 128, true, false},
+		{"dW/(128x64)ᵀ·128x2", 64, 2, 128, true, false},
+		{"dX/128x64·(64x64)ᵀ", 128, 64, 64, false, true},
+		{"dX/128x2·(64x2)ᵀ", 128, 64, 2, false, true},
+		// 256-wide layers on minibatches of 2048 and 8192 rows.
+		{"fwd/2048x256·256x256", 2048, 256, 256, false, false},
+		{"dW/(2048x256)ᵀ·2048x256", 256, 256, 2048, true, false},
+		{"dX/2048x256·(256x256)ᵀ", 2048, 256, 256, false, true},
+		{"fwd/8192x256·256x256", 8192, 256, 256, false, false},
+		{"dW/(8192x256)ᵀ·8192x256", 256, 256, 8192, true, false},
+		{"dX/8192x256·(256x256)ᵀ", 8192, 256, 256, false, true},
+	} {
+		b.Run(s.name, func(b *testing.B) {
+			d := NewCPU(1)
+			ar, ac := s.m, s.k
+			if s.transA {
+				ar, ac = ac, ar
+			}
+			br, bc := s.k, s.n
+			if s.transB {
+				br, bc = bc, br
+			}
+			a, bm, c := d.Alloc(ar, ac), d.Alloc(br, bc), d.Alloc(s.m, s.n)
+			for i, x := range [][]float32{d.Data(a), d.Data(bm)} {
+				for j := range x {
+					x[j] = float32((j*7+i)%13) * 0.1
+				}
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				d.MatMul(c, a, s.transA, bm, s.transB, 0)
+			}
+			b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
