@@ -119,6 +119,8 @@ type ActorCritic struct {
 	// allocated per call).
 	mb                    minibatch
 	actorPass, criticPass func(gpu.Device)
+	acting                acting
+	policyStep, valueStep func(gpu.Device)
 }
 
 type minibatch struct {
@@ -175,6 +177,7 @@ func NewActorCritic(b Build) (*ActorCritic, error) {
 	}
 	b.Device.Upload(a.params, host)
 	a.actorPass, a.criticPass = a.runActor, a.runCritic
+	a.policyStep, a.valueStep = a.actPolicy, a.actValues
 	return a, nil
 }
 
@@ -293,37 +296,58 @@ func (a *ActorCritic) Values(obs []float32, n int, values []float32) {
 	a.reserveAct(n)
 	x := a.obsDev.RowRange(0, n)
 	a.dev.Upload(x, obs[:n*a.obsDim])
-	a.criticValues(x, values[:n])
-}
-
-// criticValues writes the critic's estimates, or zeros without a critic.
-func (a *ActorCritic) criticValues(x gpu.Tensor, values []float32) {
-	if !a.hasCritic {
-		clear(values)
-		return
-	}
-	a.dev.Download(values, a.critic.forward(a.dev, x))
+	a.acting = acting{obs: x, values: values[:n]}
+	a.actValues(a.dev)
 }
 
 // Act implements Agent. Sampling happens on the host from the downloaded
 // logits (or means), with the caller's random stream, so runs are
-// reproducible whatever the device.
+// reproducible whatever the device. On a device that can, the critic's
+// values are computed on the other core meanwhile.
 func (a *ActorCritic) Act(obs []float32, n int, rng *rand.Rand, deterministic bool, actions, logp, values []float32) {
 	a.reserveAct(n)
 	x := a.obsDev.RowRange(0, n)
 	a.dev.Upload(x, obs[:n*a.obsDim])
-	a.dev.Download(a.hostOut, a.actor.forward(a.dev, x))
-	a.criticValues(x, values[:n])
+	a.acting = acting{obs: x, rng: rng, deterministic: deterministic, actions: actions, logp: logp, values: values[:n]}
+	if c, ok := a.dev.(gpu.Concurrent); ok && a.hasCritic {
+		c.Both(a.valueStep, a.policyStep)
+		return
+	}
+	a.policyStep(a.dev)
+	a.valueStep(a.dev)
+}
+
+// acting is what Act's two halves work on.
+type acting struct {
+	obs                   gpu.Tensor
+	rng                   *rand.Rand
+	deterministic         bool
+	actions, logp, values []float32
+}
+
+// actPolicy samples actions and their log-probabilities.
+func (a *ActorCritic) actPolicy(dev gpu.Device) {
+	p, n := &a.acting, a.acting.obs.Rows
+	dev.Download(a.hostOut, a.actor.forward(dev, p.obs))
 	if a.discrete {
 		for i := 0; i < n; i++ {
-			actions[i], logp[i] = sampleCategorical(a.hostOut[i*a.nOut:(i+1)*a.nOut], a.probs, rng, deterministic)
+			p.actions[i], p.logp[i] = sampleCategorical(a.hostOut[i*a.nOut:(i+1)*a.nOut], a.probs, p.rng, p.deterministic)
 		}
 		return
 	}
-	a.dev.Download(a.hostLogStd, a.logStd)
+	dev.Download(a.hostLogStd, a.logStd)
 	for i := 0; i < n; i++ {
-		logp[i] = sampleGaussian(a.hostOut[i*a.nOut:(i+1)*a.nOut], a.hostLogStd, actions[i*a.nOut:(i+1)*a.nOut], rng, deterministic)
+		p.logp[i] = sampleGaussian(a.hostOut[i*a.nOut:(i+1)*a.nOut], a.hostLogStd, p.actions[i*a.nOut:(i+1)*a.nOut], p.rng, p.deterministic)
 	}
+}
+
+// actValues writes the critic's estimates (zeros without a critic).
+func (a *ActorCritic) actValues(dev gpu.Device) {
+	if !a.hasCritic {
+		clear(a.acting.values)
+		return
+	}
+	dev.Download(a.acting.values, a.critic.forward(dev, a.acting.obs))
 }
 
 // sampleCategorical draws an index from softmax(logits) and returns it with

@@ -153,11 +153,12 @@ func TestSamplingMatchesProbabilities(t *testing.T) {
 
 // TestGradientsSameOnTwoCores: running actor and critic side by side (a
 // two-core device, minibatches large enough to split) must give exactly
-// the gradients and statistics of running them one after the other.
+// the actions, values, gradients and statistics of running them one after
+// the other.
 func TestGradientsSameOnTwoCores(t *testing.T) {
 	for _, act := range []envs.Space{{Kind: envs.Discrete, N: 3}, {Kind: envs.Box, Dim: 2}} {
 		for _, rows := range []int{minParallelRows - 1, minParallelRows, 200} {
-			var grads, stats [2][]float32
+			var grads, stats, acted [2][]float32
 			for i, threads := range []int{1, 2} {
 				dev := gpu.NewCPU(threads)
 				a, err := NewActorCritic(Build{Obs: envs.Space{Kind: envs.Box, Dim: 5}, Act: act, Hidden: []int{64, 32},
@@ -176,6 +177,7 @@ func TestGradientsSameOnTwoCores(t *testing.T) {
 				obs := host(rows * 5)
 				acts, logp, vals := make([]float32, rows*act.Size()), make([]float32, rows), make([]float32, rows)
 				a.Act(obs, rows, r, false, acts, logp, vals)
+				acted[i] = slices.Concat(acts, logp, vals)
 				up := func(v []float32, cols int) gpu.Tensor { x := dev.Alloc(len(v)/cols, cols); dev.Upload(x, v); return x }
 				st := dev.Alloc(1, gpu.NumStats)
 				for step := 0; step < 3; step++ { // stats accumulate over calls
@@ -186,6 +188,9 @@ func TestGradientsSameOnTwoCores(t *testing.T) {
 				grads[i] = append([]float32(nil), dev.Data(a.Grads())...)
 				stats[i] = append([]float32(nil), dev.Data(st)...)
 				dev.Close()
+			}
+			if !slices.Equal(acted[0], acted[1]) {
+				t.Errorf("%v, %d rows: Act differs between one core and two", act, rows)
 			}
 			if !slices.Equal(grads[0], grads[1]) || !slices.Equal(stats[0], stats[1]) {
 				t.Errorf("%v, %d rows: one core and two cores differ\nstats %v\n vs   %v", act, rows, stats[0], stats[1])

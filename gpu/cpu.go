@@ -300,6 +300,13 @@ func (d *CPU) GatherRows(dst, src Tensor, idx []int32) {
 	if dst.Cols != n || dst.Rows != len(idx) {
 		panic("gpu: gather shape mismatch")
 	}
+	if n == 1 { // log-probabilities, advantages, returns, values
+		dd = dd[:len(idx)]
+		for i, r := range idx {
+			dd[i] = sd[r]
+		}
+		return
+	}
 	for i, r := range idx {
 		copy(dd[i*n:i*n+n], sd[int(r)*n:int(r)*n+n])
 	}
