@@ -17,6 +17,7 @@ type CPU struct {
 	halves  [2]*CPU      // single-core handles for Both, made on first use
 	side    *sidecar     // Both's second goroutine, started on first use
 	probs   []float64    // one row of probabilities in CategoricalPPO
+	adam    adamJob
 }
 
 // NewCPU returns a CPU device using up to threads cores (0: all of them).
@@ -509,8 +510,22 @@ func (d *CPU) Adam(params, grads, m, v Tensor, a AdamArgs) {
 	b1, b2, eps := a.Beta1, a.Beta2, a.Eps
 	start := 0
 	if n8 := len(p) &^ 7; hasFMA && n8 > 0 {
-		k := [8]float32{b1, 1 - b1, b2, 1 - b2, stepSize, invSqrtBC2, eps, 0}
-		adam8(&p[0], &g[0], &md[0], &vd[0], n8, &k)
+		j := &d.adam
+		j.p, j.g, j.m, j.v = p[:n8], g[:n8], md[:n8], vd[:n8]
+		j.k = [8]float32{b1, 1 - b1, b2, 1 - b2, stepSize, invSqrtBC2, eps, 0}
+		j.split = 0
+		if d.threads >= 2 && n8 >= minParallelAdam {
+			// Elementwise, so halves on two cores give the same bits; the
+			// split is on a multiple of 8, so every element takes the
+			// path it takes in one pass.
+			j.split = n8 / 2 &^ 7
+			if j.hi == nil {
+				j.lo, j.hi = j.runLo, j.runHi
+			}
+			d.Both(j.hi, j.lo)
+		} else {
+			j.runLo(d)
+		}
 		start = n8
 	}
 	for i := start; i < len(p); i++ {
@@ -523,6 +538,32 @@ func (d *CPU) Adam(params, grads, m, v Tensor, a AdamArgs) {
 }
 
 func sqrt32(x float32) float32 { return float32(math.Sqrt(float64(x))) }
+
+// minParallelAdam is the parameter count from which an Adam step is split
+// across two cores (CartPole's 64-64 actor-critic has about 9,000).
+const minParallelAdam = 4096
+
+// adamJob is an Adam step's SIMD part, kept in the device so that handing
+// half of it to the sidecar allocates nothing.
+type adamJob struct {
+	p, g, m, v []float32
+	k          [8]float32
+	split      int // the second half starts here; 0: one pass
+	lo, hi     func(Device)
+}
+
+func (j *adamJob) runLo(Device) {
+	n := len(j.p)
+	if j.split > 0 {
+		n = j.split
+	}
+	adam8(&j.p[0], &j.g[0], &j.m[0], &j.v[0], n, &j.k)
+}
+
+func (j *adamJob) runHi(Device) {
+	i := j.split
+	adam8(&j.p[i], &j.g[i], &j.m[i], &j.v[i], len(j.p)-i, &j.k)
+}
 
 // Kernels names the CPU kernels this binary runs on this machine: "avx2+fma"
 // (the assembly kernels) or "portable" (plain Go). Results are reproducible

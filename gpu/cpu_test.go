@@ -3,6 +3,7 @@ package gpu
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -407,5 +408,29 @@ func TestPanelsGiveTheSameBits(t *testing.T) {
 				t.Fatalf("transA=%v: C[%d] = %v in panels, %v in one pass", transA, i, v, want[i])
 			}
 		}
+	}
+}
+
+// TestAdamSplitSameBits: an Adam step large enough to be split across two
+// cores gives exactly the bits of one pass (odd length: a scalar tail too).
+func TestAdamSplitSameBits(t *testing.T) {
+	const n = 3*minParallelAdam + 5
+	r := rand.New(rand.NewPCG(7, 8))
+	p0, g0, m0, v0 := randSlice(r, n, 1), randSlice(r, n, 1), randSlice(r, n, 0.1), randSlice(r, n, 0.1)
+	for i := range v0 {
+		v0[i] *= v0[i] // second moments are not negative
+	}
+	var got [2][]float32
+	for i, threads := range []int{1, 2} {
+		d := NewCPU(threads)
+		p, g, m, v := tensorFrom(d, 1, n, p0), tensorFrom(d, 1, n, g0), tensorFrom(d, 1, n, m0), tensorFrom(d, 1, n, v0)
+		for step := 1; step <= 3; step++ {
+			d.Adam(p, g, m, v, AdamArgs{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-5, Step: step})
+		}
+		got[i] = slices.Concat(d.Data(p), d.Data(m), d.Data(v))
+		d.Close()
+	}
+	if !slices.Equal(got[0], got[1]) {
+		t.Fatal("Adam on two cores differs from one pass")
 	}
 }
