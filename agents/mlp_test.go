@@ -151,17 +151,22 @@ func TestSamplingMatchesProbabilities(t *testing.T) {
 	}
 }
 
-// TestGradientsSameOnTwoCores: running actor and critic side by side (a
+// TestGradientsSameOnAnyCoreCount: running actor and critic side by side (a
 // two-core device, minibatches large enough to split) must give exactly
 // the actions, values, gradients and statistics of running them one after
 // the other.
-func TestGradientsSameOnTwoCores(t *testing.T) {
+func TestGradientsSameOnAnyCoreCount(t *testing.T) {
 	for _, act := range []envs.Space{{Kind: envs.Discrete, N: 3}, {Kind: envs.Box, Dim: 2}} {
-		for _, rows := range []int{minParallelRows - 1, minParallelRows, 200} {
-			var grads, stats, acted [2][]float32
-			for i, threads := range []int{1, 2} {
+		for _, shape := range []struct {
+			rows   int
+			hidden []int
+		}{{minParallelRows - 1, []int{64, 32}}, {minParallelRows, []int{64, 32}}, {200, []int{64, 32}}, {300, []int{256, 128}}} {
+			rows := shape.rows
+			// Four threads: each side's large products are split as well.
+			var grads, stats, acted [3][]float32
+			for i, threads := range []int{1, 2, 4} {
 				dev := gpu.NewCPU(threads)
-				a, err := NewActorCritic(Build{Obs: envs.Space{Kind: envs.Box, Dim: 5}, Act: act, Hidden: []int{64, 32},
+				a, err := NewActorCritic(Build{Obs: envs.Space{Kind: envs.Box, Dim: 5}, Act: act, Hidden: shape.hidden,
 					Activation: "tanh", Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
 				if err != nil {
 					t.Fatal(err)
@@ -189,11 +194,13 @@ func TestGradientsSameOnTwoCores(t *testing.T) {
 				stats[i] = append([]float32(nil), dev.Data(st)...)
 				dev.Close()
 			}
-			if !slices.Equal(acted[0], acted[1]) {
-				t.Errorf("%v, %d rows: Act differs between one core and two", act, rows)
-			}
-			if !slices.Equal(grads[0], grads[1]) || !slices.Equal(stats[0], stats[1]) {
-				t.Errorf("%v, %d rows: one core and two cores differ\nstats %v\n vs   %v", act, rows, stats[0], stats[1])
+			for i := 1; i < 3; i++ {
+				if !slices.Equal(acted[0], acted[i]) {
+					t.Errorf("%v, %d rows: Act differs between 1 thread and %d", act, rows, 2*i)
+				}
+				if !slices.Equal(grads[0], grads[i]) || !slices.Equal(stats[0], stats[i]) {
+					t.Errorf("%v, %d rows: 1 thread and %d differ\nstats %v\n vs   %v", act, rows, 2*i, stats[0], stats[i])
+				}
 			}
 		}
 	}

@@ -14,7 +14,7 @@ type CPU struct {
 	pool    *workerPool
 	scratch [2][]float32 // transposed operands
 	ones    []float32    // a row of ones for column sums
-	halves  [2]*CPU      // single-core handles for Both, made on first use
+	halves  [2]*CPU      // Both's handles, half of the cores each, made on first use
 	side    *sidecar     // Both's second goroutine, started on first use
 	probs   []float64    // one row of probabilities in CategoricalPPO
 	adam    adamJob
@@ -36,13 +36,17 @@ func (d *CPU) Close() {
 	d.pool.close()
 	if d.side != nil {
 		d.side.stop()
+		for _, h := range d.halves {
+			h.Close()
+		}
 	}
 }
 
 // Both implements Concurrent: side runs on the device's sidecar goroutine
-// and main on the caller's, each with a single-core handle (same memory,
-// scratch of its own), so two independent passes take one core each instead
-// of splitting every small product between them.
+// and main on the caller's, each with a handle of its own (same memory,
+// scratch of its own) that has half of the cores, so on two cores two
+// independent passes take one core each instead of splitting every small
+// product between them, and on many cores large products are still split.
 func (d *CPU) Both(side, main func(Device)) {
 	if d.threads < 2 || d.pool.closed {
 		side(d)
@@ -51,9 +55,8 @@ func (d *CPU) Both(side, main func(Device)) {
 	}
 	if d.side == nil {
 		d.side = startSidecar()
-		for i := range d.halves {
-			d.halves[i] = &CPU{threads: 1, pool: newWorkerPool(0)}
-		}
+		half := d.threads / 2
+		d.halves = [2]*CPU{NewCPU(half), NewCPU(d.threads - half)}
 	}
 	d.side.run(side, d.halves[0], main, d.halves[1])
 }
