@@ -9,9 +9,10 @@ import (
 // sidecarSpin is how long the sidecar keeps polling for the next job before
 // it parks. Waking a parked goroutine costs an OS thread wake-up, which on a
 // virtual machine takes tens of microseconds, as long as a whole CartPole
-// minibatch pass; PPO's minibatches follow each other within a few
-// microseconds, so polling through the gaps keeps the second core in step,
-// and a sidecar idle for longer (during a rollout) gives its core back.
+// minibatch pass; PPO's minibatches (and rollout steps) follow each other
+// within microseconds, so polling through the gaps keeps the second core in
+// step, and a sidecar idle for longer (a paused run, a slow environment)
+// gives its core back.
 const sidecarSpin = 50 * time.Microsecond
 
 // Job states.
