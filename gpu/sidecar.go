@@ -1,7 +1,6 @@
 package gpu
 
 import (
-	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -14,6 +13,10 @@ import (
 // step, and a sidecar idle for longer (a paused run, a slow environment)
 // gives its core back.
 const sidecarSpin = 50 * time.Microsecond
+
+// sidecarWait is how long the caller polls for the sidecar to finish a job
+// before it sleeps until told.
+const sidecarWait = 20 * time.Microsecond
 
 // Job states.
 const (
@@ -28,13 +31,16 @@ type sidecar struct {
 	state  atomic.Int32
 	fn     func(Device) // the posted job, set before state becomes sidePosted
 	dev    Device
-	parked atomic.Bool
+	parked atomic.Bool // the sidecar sleeps on wake
 	quit   atomic.Bool
 	wake   chan struct{}
+
+	waiting atomic.Bool // the caller sleeps on done
+	done    chan struct{}
 }
 
 func startSidecar() *sidecar {
-	s := &sidecar{wake: make(chan struct{}, 1)}
+	s := &sidecar{wake: make(chan struct{}, 1), done: make(chan struct{}, 1)}
 	go s.loop()
 	return s
 }
@@ -61,15 +67,19 @@ func (s *sidecar) loop() {
 		if s.state.CompareAndSwap(sidePosted, sideTaken) {
 			s.fn(s.dev)
 			s.state.Store(sideFinished)
+			if s.waiting.Load() {
+				signal(s.done)
+			}
 		}
 		since = time.Now()
 	}
 }
 
-func (s *sidecar) unpark() {
+// signal leaves a token in ch (buffered, 1) unless one is already there.
+func signal(ch chan struct{}) {
 	select {
-	case s.wake <- struct{}{}:
-	default: // a wake-up is already pending
+	case ch <- struct{}{}:
+	default:
 	}
 }
 
@@ -82,23 +92,37 @@ func (s *sidecar) run(side func(Device), sideDev Device, main func(Device), main
 	s.fn, s.dev = side, sideDev
 	s.state.Store(sidePosted)
 	if s.parked.Load() {
-		s.unpark()
+		signal(s.wake)
 	}
 	main(mainDev)
 	if s.state.CompareAndSwap(sidePosted, sideTaken) {
-		side(sideDev)
+		side(sideDev) // the sidecar has not started it: run it here
 	} else {
-		for polls := 1; s.state.Load() != sideFinished; polls++ {
-			if polls%1024 == 0 { // the sidecar's thread may have lost its core
-				runtime.Gosched()
-			}
-		}
+		s.await()
 	}
 	s.fn, s.dev = nil, nil
 	s.state.Store(sideIdle)
 }
 
+// await returns once the sidecar has finished the job it took: it polls
+// for sidecarWait, then sleeps until the sidecar signals. On a busy machine
+// the sidecar's thread can lose its core in the middle of a job, and
+// polling for it would only take that core from it for a whole time slice.
+func (s *sidecar) await() {
+	since := time.Now()
+	for polls := 1; s.state.Load() != sideFinished; polls++ {
+		if polls%64 == 0 && time.Since(since) > sidecarWait {
+			s.waiting.Store(true) // then the state again: see loop's parking
+			for s.state.Load() != sideFinished {
+				<-s.done
+			}
+			s.waiting.Store(false)
+			return
+		}
+	}
+}
+
 func (s *sidecar) stop() {
 	s.quit.Store(true)
-	s.unpark()
+	signal(s.wake)
 }

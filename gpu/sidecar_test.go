@@ -6,15 +6,22 @@ import (
 )
 
 // TestBothRunsEachOnce runs many pairs of jobs, with pauses long enough for
-// the sidecar to park between some of them and main jobs short enough that
-// the caller sometimes takes the side job back: every job must run exactly
-// once, on a handle of its own, before Both returns.
+// the sidecar to park between some of them, main jobs short enough that the
+// caller sometimes takes the side job back, and side jobs long enough that
+// the caller sleeps until they finish: every job must run exactly once, on
+// a handle of its own, before Both returns.
 func TestBothRunsEachOnce(t *testing.T) {
 	for _, threads := range []int{1, 2} {
 		d := NewCPU(threads)
 		var sides, mains int
 		var sideDev, mainDev Device
-		side := func(dev Device) { sides++; sideDev = dev }
+		side := func(dev Device) {
+			if sides%100 == 7 {
+				time.Sleep(10 * sidecarWait)
+			}
+			sides++
+			sideDev = dev
+		}
 		main := func(dev Device) { mains++; mainDev = dev }
 		for i := 0; i < 3000; i++ {
 			if i%500 == 0 {
