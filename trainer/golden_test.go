@@ -20,6 +20,10 @@ func TestGoldenMetrics(t *testing.T) {
 	golden := filepath.Join("testdata", "metrics_cartpole_seed1_"+gpu.Kernels()+".jsonl")
 	_, recs := train(t, testConfig(t, "trainer.seed=1"), t.TempDir())
 	got := stripTiming(recs)
+	// One core (no passes side by side, no split products) gives the same.
+	if _, one := train(t, testConfig(t, "trainer.seed=1", "trainer.threads=1"), t.TempDir()); stripTiming(one) != got {
+		t.Fatal("trainer.threads=1 changes the metrics")
+	}
 	if *update {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)

@@ -171,7 +171,7 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	}
 	t.dev, t.devInfo = opts.Device, ""
 	if t.dev == nil {
-		if t.dev, t.devInfo, err = gpu.Open(cfg.Trainer.Device, 0); err != nil {
+		if t.dev, t.devInfo, err = gpu.Open(cfg.Trainer.Device, cfg.Trainer.Threads); err != nil {
 			return nil, &config.Error{Key: "trainer.device", Msg: err.Error()}
 		}
 	} else {

@@ -86,6 +86,7 @@ type PPOConfig struct {
 type TrainerConfig struct {
 	Seed        int64  `toml:"seed" check:">=0"`
 	Device      string `toml:"device" check:"device"`
+	Threads     int    `toml:"threads" check:">=0"`
 	Name        string `toml:"name" check:"name"`
 	RunsDir     string `toml:"runs_dir" check:"nonempty"`
 	SaveFreq    int    `toml:"save_freq" live:"" check:">=0"`
