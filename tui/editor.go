@@ -41,12 +41,12 @@ type editor struct {
 	live   Trainer // nil before a run starts
 	title  string  // e.g. "CartPole-v1 · mlp"
 
-	shown          []int // schema indices passing the filter
-	cursor, offset int
-	input          textinput.Model
-	editing        bool
-	filter         textinput.Model
-	filtering      bool
+	shown []int // schema indices passing the filter
+	listCursor
+	input     textinput.Model
+	editing   bool
+	filter    textinput.Model
+	filtering bool
 
 	errs     map[string]string // key → why the last edit of it was refused
 	problems map[string]string // key → what Validate says about the whole config
@@ -147,6 +147,17 @@ func flatten(err error) []error {
 // locked reports whether a key cannot change now.
 func (e *editor) locked(k config.Key) bool { return e.live != nil && !k.Live }
 
+// changeable returns the key under the cursor if it may be changed now,
+// and otherwise says why next to it.
+func (e *editor) changeable() (config.Key, bool) {
+	k, ok := e.current()
+	if ok && e.locked(k) {
+		e.errs[k.Name] = fmt.Sprintf("%s: %s", k.Name, lockedMsg)
+		return k, false
+	}
+	return k, ok
+}
+
 func (e *editor) value(k config.Key) string {
 	v, err := e.cfg.Get(k.Name)
 	if err != nil {
@@ -226,30 +237,15 @@ func (e *editor) updateKeys(msg tea.KeyMsg) tea.Cmd {
 	km := e.keys
 	n := len(e.shown)
 	switch {
-	case key.Matches(msg, km.Up):
-		e.cursor = max(e.cursor-1, 0)
-	case key.Matches(msg, km.Down):
-		e.cursor = min(e.cursor+1, max(n-1, 0))
-	case key.Matches(msg, km.PageUp):
-		e.cursor = max(e.cursor-e.rows(), 0)
-	case key.Matches(msg, km.PageDown):
-		e.cursor = min(e.cursor+e.rows(), max(n-1, 0))
-	case key.Matches(msg, km.Top):
-		e.cursor = 0
-	case key.Matches(msg, km.Bottom):
-		e.cursor = max(n-1, 0)
+	case e.move(km, msg, n, e.rows()):
 	case key.Matches(msg, km.Filter):
 		e.filtering = true // a new filter each time, as in less and vim
 		e.filter.SetValue("")
 		e.refilter()
 		return e.filter.Focus()
 	case key.Matches(msg, km.Edit):
-		k, ok := e.current()
+		k, ok := e.changeable()
 		if !ok {
-			return nil
-		}
-		if e.locked(k) {
-			e.errs[k.Name] = fmt.Sprintf("%s: %s", k.Name, lockedMsg)
 			return nil
 		}
 		e.editing = true
@@ -257,12 +253,8 @@ func (e *editor) updateKeys(msg tea.KeyMsg) tea.Cmd {
 		e.input.CursorEnd()
 		return e.input.Focus()
 	case key.Matches(msg, km.Reset):
-		k, ok := e.current()
+		k, ok := e.changeable()
 		if !ok {
-			return nil
-		}
-		if e.locked(k) {
-			e.errs[k.Name] = fmt.Sprintf("%s: %s", k.Name, lockedMsg)
 			return nil
 		}
 		return e.commit(k, config.FormatValue(k.Default))
@@ -388,16 +380,7 @@ func (e *editor) detailLines() int {
 // rows is how many keys fit: title, heading and separator take a row each.
 func (e *editor) rows() int { return max(e.h-3-e.detailLines(), 1) }
 
-func (e *editor) scroll() {
-	n := e.rows()
-	if e.cursor < e.offset {
-		e.offset = e.cursor
-	}
-	if e.cursor >= e.offset+n {
-		e.offset = e.cursor - n + 1
-	}
-	e.offset = max(0, min(e.offset, len(e.shown)-n))
-}
+func (e *editor) scroll() { e.follow(len(e.shown), e.rows()) }
 
 // Column widths: marks, key, value, type, default (wide screens), live.
 func (e *editor) keyWidth() int {

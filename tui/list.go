@@ -19,17 +19,16 @@ type choice struct {
 // choiceList is a filterable, scrolling list of choices: the picker has one
 // for environments and one for agents.
 type choiceList struct {
-	th     *theme
-	keys   *keyMap
-	title  string
-	items  []choice
-	shown  []int // indices into items that pass the filter
-	cursor int   // index into shown
-	offset int   // first shown row on screen
-	chosen string
-	filter textinput.Model
-	typing bool // the filter has the keyboard
-	w, h   int
+	th         *theme
+	keys       *keyMap
+	title      string
+	items      []choice
+	shown      []int // indices into items that pass the filter
+	listCursor       // over shown
+	chosen     string
+	filter     textinput.Model
+	typing     bool // the filter has the keyboard
+	w, h       int
 }
 
 func newChoiceList(th *theme, keys *keyMap, title string) choiceList {
@@ -89,16 +88,7 @@ func (l *choiceList) SetSize(w, h int) {
 // rows is how many items fit: the filter line takes one row.
 func (l *choiceList) rows() int { return max(l.h-1, 1) }
 
-func (l *choiceList) scroll() {
-	n := l.rows()
-	if l.cursor < l.offset {
-		l.offset = l.cursor
-	}
-	if l.cursor >= l.offset+n {
-		l.offset = l.cursor - n + 1
-	}
-	l.offset = max(0, min(l.offset, len(l.shown)-n))
-}
+func (l *choiceList) scroll() { l.follow(len(l.shown), l.rows()) }
 
 // Update handles a key; it reports whether the list used it.
 func (l *choiceList) Update(msg tea.KeyMsg) (bool, tea.Cmd) {
@@ -125,18 +115,7 @@ func (l *choiceList) Update(msg tea.KeyMsg) (bool, tea.Cmd) {
 	}
 	k := l.keys
 	switch {
-	case key.Matches(msg, k.Up):
-		l.cursor = max(l.cursor-1, 0)
-	case key.Matches(msg, k.Down):
-		l.cursor = min(l.cursor+1, max(len(l.shown)-1, 0))
-	case key.Matches(msg, k.PageUp):
-		l.cursor = max(l.cursor-l.rows(), 0)
-	case key.Matches(msg, k.PageDown):
-		l.cursor = min(l.cursor+l.rows(), max(len(l.shown)-1, 0))
-	case key.Matches(msg, k.Top):
-		l.cursor = 0
-	case key.Matches(msg, k.Bottom):
-		l.cursor = max(len(l.shown)-1, 0)
+	case l.move(k, msg, len(l.shown), l.rows()):
 	case key.Matches(msg, k.Filter):
 		l.typing = true // a new filter each time
 		l.filter.SetValue("")

@@ -185,12 +185,11 @@ type runsBrowser struct {
 	gen     int               // the current listing; older ticks and lists are dropped
 	probe   func(string) bool // is a training answering in this run directory?
 	refresh time.Duration     // how often to look again; <0 never
-	cursor  int
-	offset  int
-	marked  []string // run directories in the order they were marked
-	mode    runsMode
-	loaded  []loadedRun
-	w, h    int
+	listCursor
+	marked []string // run directories in the order they were marked
+	mode   runsMode
+	loaded []loadedRun
+	w, h   int
 }
 
 func newRunsBrowser(th *theme, keys *keyMap, probe func(string) bool, refresh time.Duration) runsBrowser {
@@ -200,7 +199,7 @@ func newRunsBrowser(th *theme, keys *keyMap, probe func(string) bool, refresh ti
 // open shows the list of runs under dir, reloading it.
 func (r *runsBrowser) open(dir string) tea.Cmd {
 	if dir != r.dir {
-		r.marked, r.cursor, r.offset, r.runs, r.live = nil, 0, 0, nil, nil
+		r.marked, r.listCursor, r.runs, r.live = nil, listCursor{}, nil, nil
 	}
 	r.gen++
 	r.dir, r.loading, r.mode, r.problem = dir, true, runsList, ""
@@ -291,18 +290,7 @@ func (r *runsBrowser) updateList(msg tea.KeyMsg) tea.Cmd {
 	n := len(r.runs)
 	r.problem = ""
 	switch {
-	case key.Matches(msg, k.Up):
-		r.cursor = max(r.cursor-1, 0)
-	case key.Matches(msg, k.Down):
-		r.cursor = min(r.cursor+1, max(n-1, 0))
-	case key.Matches(msg, k.PageUp):
-		r.cursor = max(r.cursor-r.rows(), 0)
-	case key.Matches(msg, k.PageDown):
-		r.cursor = min(r.cursor+r.rows(), max(n-1, 0))
-	case key.Matches(msg, k.Top):
-		r.cursor = 0
-	case key.Matches(msg, k.Bottom):
-		r.cursor = max(n-1, 0)
+	case r.move(k, msg, n, r.rows()):
 	case key.Matches(msg, k.Refresh):
 		return r.open(r.dir)
 	case key.Matches(msg, k.Back):
@@ -361,16 +349,7 @@ func (r *runsBrowser) SetSize(w, h int) {
 // preview of the highlighted run takes the last one.
 func (r *runsBrowser) rows() int { return max(r.h-3, 1) }
 
-func (r *runsBrowser) scroll() {
-	n := r.rows()
-	if r.cursor < r.offset {
-		r.offset = r.cursor
-	}
-	if r.cursor >= r.offset+n {
-		r.offset = r.cursor - n + 1
-	}
-	r.offset = max(0, min(r.offset, len(r.runs)-n))
-}
+func (r *runsBrowser) scroll() { r.follow(len(r.runs), r.rows()) }
 
 func (r *runsBrowser) View() string {
 	switch r.mode {
