@@ -10,9 +10,6 @@ var hasFMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 //go:noescape
 func gemm4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)
 
-//go:noescape
-func gemm1x16(c *float32, a *float32, b *float32, ldb int, k int, zero bool)
-
 // tanhConsts feeds biasTanh8: the clamp bound, then tanh32's numerator
 // (a13 … a1) and denominator (b6 … b0) coefficients.
 var tanhConsts = [13]float32{
@@ -29,7 +26,7 @@ func biasTanh8(x *float32, bias *float32, n int)
 func gemmT4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)
 
 //go:noescape
-func gemmT1x16(c *float32, a *float32, lda int, b *float32, ldb int, k int, zero bool)
+func gemm1x16(c *float32, a *float32, inca int, b *float32, ldb int, k int, zero bool)
 
 //go:noescape
 func dot16(a *float32, b *float32, n int) float32

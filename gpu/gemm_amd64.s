@@ -106,44 +106,6 @@ store4:
 	VZEROUPPER
 	RET
 
-// func gemm1x16(c *float32, a *float32, b *float32, ldb int, k int, zero bool)
-//
-// C[0, 0:16] += A[0, 0:k] · B[0:k, 0:16].
-TEXT ·gemm1x16(SB), NOSPLIT, $0-41
-	MOVQ c+0(FP), DI
-	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), DX
-	MOVQ ldb+24(FP), R10
-	MOVQ k+32(FP), CX
-	SHLQ $2, R10
-	MOVBQZX zero+40(FP), AX
-	TESTQ   AX, AX
-	JNE     zero1
-	VMOVUPS (DI), Y0 // from C, as in gemm4x16
-	VMOVUPS 32(DI), Y1
-	JMP     loop1
-
-zero1:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-
-loop1:
-	TESTQ CX, CX
-	JE    store1
-	VBROADCASTSS (SI), Y10
-	VFMADD231PS  (DX), Y10, Y0
-	VFMADD231PS  32(DX), Y10, Y1
-	ADDQ         $4, SI
-	ADDQ         R10, DX
-	DECQ         CX
-	JMP          loop1
-
-store1:
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	VZEROUPPER
-	RET
-
 // func biasTanh8(x *float32, bias *float32, n int)
 //
 // x[i] = tanh(x[i] + bias[i]) for i < n, n a multiple of 8, with the same
@@ -260,13 +222,15 @@ storeT4:
 	VZEROUPPER
 	RET
 
-// func gemmT1x16(c *float32, a *float32, lda int, b *float32, ldb int, k int, zero bool)
+// func gemm1x16(c *float32, a *float32, inca int, b *float32, ldb int, k int, zero bool)
 //
-// C[0, 0:16] += Aᵀ[0, 0:k] · B[0:k, 0:16] with A stored k×lda.
-TEXT ·gemmT1x16(SB), NOSPLIT, $0-49
+// C[0, 0:16] += Σ_p a[p·inca] · B[p, 0:16]: one row of C, for the rows
+// left over by gemm4x16 (A's row: inca 1) and gemmT4x16 (A's column: inca
+// its row length).
+TEXT ·gemm1x16(SB), NOSPLIT, $0-49
 	MOVQ c+0(FP), DI
 	MOVQ a+8(FP), SI
-	MOVQ lda+16(FP), R9
+	MOVQ inca+16(FP), R9
 	MOVQ b+24(FP), DX
 	MOVQ ldb+32(FP), R10
 	MOVQ k+40(FP), CX

@@ -10,10 +10,6 @@ func gemm4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k i
 	panic("gpu: no SIMD kernel on this platform")
 }
 
-func gemm1x16(c *float32, a *float32, b *float32, ldb int, k int, zero bool) {
-	panic("gpu: no SIMD kernel on this platform")
-}
-
 func biasTanh8(x *float32, bias *float32, n int) {
 	panic("gpu: no SIMD kernel on this platform")
 }
@@ -22,7 +18,7 @@ func gemmT4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k 
 	panic("gpu: no SIMD kernel on this platform")
 }
 
-func gemmT1x16(c *float32, a *float32, lda int, b *float32, ldb int, k int, zero bool) {
+func gemm1x16(c *float32, a *float32, inca int, b *float32, ldb int, k int, zero bool) {
 	panic("gpu: no SIMD kernel on this platform")
 }
 

@@ -125,12 +125,12 @@ func gemmRows(g *gemmArgs, lo, hi int) {
 			}
 		}
 		for i := hi4; i < hi; i++ {
+			ai, inc := &a[i*k+k0], 1 // row i of A
+			if g.transA {
+				ai, inc = &a[k0*g.lda+i], g.lda // column i of A as stored
+			}
 			for j := 0; j < n16; j += 16 {
-				if g.transA {
-					gemmT1x16(&c[i*n+j], &a[k0*g.lda+i], g.lda, &bp[j], n, kc, zero)
-				} else {
-					gemm1x16(&c[i*n+j], &a[i*k+k0], &bp[j], n, kc, zero)
-				}
+				gemm1x16(&c[i*n+j], ai, inc, &bp[j], n, kc, zero)
 			}
 		}
 	}
