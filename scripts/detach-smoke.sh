@@ -8,13 +8,12 @@
 #   scripts/detach-smoke.sh [SCREENS_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for tool in tmux go python3; do
-  command -v "$tool" >/dev/null || { echo "detach-smoke: needs $tool" >&2; exit 1; }
-done
+script=detach-smoke session="at-detach-$$"
+. scripts/lib.sh
+need tmux go python3
 work=$(mktemp -d)
 shots=${1:-$(mktemp -d)}
 mkdir -p "$shots"
-session="at-detach-$$"
 cleanup() {
   tmux kill-session -t "$session" 2>/dev/null || true
   [ -n "${run:-}" ] && "$work/agenttrainer" ps --runs-dir "$work/runs" | grep -q "$run" && pkill -f -- "--run-dir $run" || true
@@ -24,30 +23,12 @@ trap cleanup EXIT
 go build -o "$work/agenttrainer" .
 at="$work/agenttrainer"
 
-screen() { tmux capture-pane -p -t "$session"; }
 fail() {
   echo "detach-smoke: FAIL: $*" >&2
   screen >&2 2>/dev/null || true
   exit 1
 }
-wait_for() {
-  local deadline=$((SECONDS + ${2:-15}))
-  until screen 2>/dev/null | grep -qF -- "$1"; do
-    ((SECONDS <= deadline)) || fail "the screen never showed \"$1\""
-    sleep 0.1
-  done
-}
 keys() { for k in "$@"; do tmux send-keys -t "$session" "$k"; sleep 0.2; done; }
-step_now() { # the step counter in the figures panel
-  screen | python3 -c '
-import re, sys
-for line in sys.stdin:
-    m = re.search(r"│step\s+([0-9.]+)([kM]?) of", line)
-    if m:
-        print(int(float(m.group(1)) * {"": 1, "k": 1e3, "M": 1e6}[m.group(2)])); break
-else:
-    print(-1)'
-}
 
 # 1. Start training in the app, then detach from it.
 tmux new-session -d -s "$session" -x 120 -y 40 "$at --runs-dir $work/runs ppo.total_timesteps=50000000; sleep 600"

@@ -10,46 +10,30 @@
 #   scripts/ssh-smoke.sh [SCREENS_DIR]        (PORT=2222 picks the port; default: a free one)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for tool in tmux go ssh ssh-keygen; do
-  command -v "$tool" >/dev/null || { echo "ssh-smoke: needs $tool (ssh and ssh-keygen: apt-get install openssh-client)" >&2; exit 1; }
-done
+script=ssh-smoke session="at-ssh-$$"
+. scripts/lib.sh
+need tmux go ssh ssh-keygen # ssh, ssh-keygen: apt-get install openssh-client
 work=$(mktemp -d)
 shots=${1:-$work/screens}
 mkdir -p "$shots"
-session="at-ssh-$$"
 serve_pid=""
 at="$work/agenttrainer"
 cleanup() {
   tmux kill-session -t "$session" 2>/dev/null || true
   if [ -n "$serve_pid" ]; then kill "$serve_pid" 2>/dev/null || true; wait "$serve_pid" 2>/dev/null || true; fi
-  # Trainings this script started (listed by pid under its own runs directory).
-  if [ -x "$at" ]; then
-    "$at" ps --runs-dir "$work/runs" 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+$/ { print $1 }' | while read -r pid; do kill "$pid" 2>/dev/null || true; done
-  fi
+  stop_trainings "$at" "$work/runs" # the trainings this script started
   rm -rf "$work"
 }
 trap cleanup EXIT
 go build -o "$at" .
 
-screen() { tmux capture-pane -p -t "$session:$1"; }
 fail() {
   echo "ssh-smoke: FAIL: $*" >&2
   for w in a b; do echo "--- window $w:" >&2; screen "$w" >&2 2>/dev/null || true; done
   echo "--- server log:" >&2; cat "$work/serve.err" >&2 || true
   exit 1
 }
-wait_for() { # window, text, seconds
-  local deadline=$((SECONDS + ${3:-15}))
-  until screen "$1" 2>/dev/null | grep -qF -- "$2"; do
-    ((SECONDS <= deadline)) || fail "window $1 never showed \"$2\""
-    sleep 0.2
-  done
-}
 keys() { local w=$1; shift; for k in "$@"; do tmux send-keys -t "$session:$w" "$k"; sleep 0.3; done; }
-step_now() { # the dashboard's step counter in window $1, in steps (-1 if not shown)
-  screen "$1" | sed -n 's/.*│step  *\([0-9.]*\)\([kM]\{0,1\}\) of.*/\1 \2/p' | head -1 |
-    awk 'NF { m = ($2 == "k") ? 1e3 : ($2 == "M") ? 1e6 : 1; printf "%d\n", $1 * m; exit } END { if (!NR) print -1 }'
-}
 
 # Keys: one listed in authorized_keys, one not; the server's host key is
 # made on first start, and the clients check it.
@@ -73,23 +57,23 @@ client() { # key → an ssh command line that checks the host key and uses only 
 # 2. Two clients in two windows.
 tmux new-session -d -s "$session" -n a -x 120 -y 40 "$(client viewer); sleep 600"
 tmux new-window -d -t "$session" -n b "$(client viewer); sleep 600"
-wait_for a "Pick an environment" 20
-wait_for b "Pick an environment" 20
+wait_for "Pick an environment" 20 a
+wait_for "Pick an environment" 20 b
 
 # 3. The first starts a run.
 keys a s
-wait_for a "● running" 30
+wait_for "● running" 30 a
 run=$(screen a | sed -n 's/^run \(.*\)$/\1/p' | head -1 | awk '{print $1}')
 [ -n "$run" ] || fail "window a does not show its run directory"
 name=$(basename "$run")
 
 # 4. The second finds it in the runs browser, marked live, and attaches.
 keys b R
-wait_for b "training now" 15
+wait_for "training now" 15 b
 screen b | grep -F "$name" | grep -qF "◆" || fail "the runs browser does not mark $name as training"
 keys b a
-wait_for b "● running" 15
-wait_for b "$name" 10
+wait_for "● running" 15 b
+wait_for "$name" 10 b
 
 # 5. Both screens show the run; the second's counter moves.
 for w in a b; do

@@ -15,19 +15,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${1:-6000000}
 repeats=${2:-3}
-for tool in tmux go ssh ssh-keygen python3; do
-  command -v "$tool" >/dev/null || { echo "ssh-sps: needs $tool" >&2; exit 1; }
-done
+script=ssh-sps session="at-sps-ssh-$$"
+. scripts/lib.sh
+need tmux go ssh ssh-keygen python3
 work=$(mktemp -d)
-session="at-sps-ssh-$$"
 at="$work/agenttrainer"
 serve_pid=""
 cleanup() {
   tmux kill-session -t "$session" 2>/dev/null || true
   if [ -n "$serve_pid" ]; then kill "$serve_pid" 2>/dev/null || true; wait "$serve_pid" 2>/dev/null || true; fi
-  if [ -x "$at" ]; then
-    "$at" ps --runs-dir "$work/runs" 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+$/ { print $1 }' | while read -r pid; do kill "$pid" 2>/dev/null || true; done
-  fi
+  stop_trainings "$at" "$work/runs"
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -45,18 +42,7 @@ port=$(sed -n 's/.*over SSH on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/serve.out"
 echo "[127.0.0.1]:$port $(cat "$work/host/key.pub")" >"$work/known_hosts"
 client="ssh -F /dev/null -p $port -i $work/viewer -o IdentitiesOnly=yes -o IdentityAgent=none -o UserKnownHostsFile=$work/known_hosts -o StrictHostKeyChecking=yes viewer@127.0.0.1"
 
-screen() { tmux capture-pane -p -t "$session:$1"; }
-wait_for() { # window, text, seconds
-  local deadline=$((SECONDS + $3))
-  until screen "$1" | grep -qF -- "$2"; do
-    if ((SECONDS > deadline)); then echo "ssh-sps: window $1 never showed \"$2\":" >&2; screen "$1" >&2; exit 1; fi
-    sleep 0.2
-  done
-}
-step_now() {
-  screen "$1" | sed -n 's/.*│step  *\([0-9.]*\)\([kM]\{0,1\}\) of.*/\1 \2/p' | head -1 |
-    awk 'NF { m = ($2 == "k") ? 1e3 : ($2 == "M") ? 1e6 : 1; printf "%d\n", $1 * m; exit } END { if (!NR) print -1 }'
-}
+fail() { echo "ssh-sps: $*" >&2; for w in a b; do screen "$w" >&2 2>/dev/null || true; done; exit 1; }
 
 # second_half RUN_DIR: steps per second over the run's second half.
 second_half() {
@@ -77,12 +63,12 @@ measure() { # $1: none | two; prints the second-half steps/s
     tmux new-session -d -s "$session" -n a -x 120 -y 40 "$client; sleep 600"
     tmux new-window -d -t "$session" -n b "$client; sleep 600"
     for w in a b; do
-      wait_for "$w" "Pick an environment" 20
+      wait_for "Pick an environment" 20 "$w"
       tmux send-keys -t "$session:$w" R
-      wait_for "$w" "training now" 15
+      wait_for "training now" 15 "$w"
       tmux send-keys -t "$session:$w" a
     done
-    for w in a b; do wait_for "$w" "● running" 15; done
+    for w in a b; do wait_for "● running" 15 "$w"; done
     sleep 1
     local at_step
     at_step=$(step_now b)

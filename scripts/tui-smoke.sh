@@ -14,19 +14,16 @@
 # directory), named by step; the last lines printed say where.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for tool in tmux go python3; do
-  command -v "$tool" >/dev/null || { echo "tui-smoke: needs $tool" >&2; exit 1; }
-done
+script=tui-smoke session="at-smoke-$$"
+. scripts/lib.sh
+need tmux go python3
 
 work=$(mktemp -d)
 shots=${1:-$(mktemp -d)}
 mkdir -p "$shots" "$work/home"
-session="at-smoke-$$"
 trap 'tmux kill-session -t "$session" 2>/dev/null || true; rm -rf "$work"' EXIT
 
 go build -o "$work/agenttrainer" .
-
-screen() { tmux capture-pane -p -t "$session"; }
 
 fail() {
   echo "tui-smoke: FAIL: $*" >&2
@@ -35,15 +32,6 @@ fail() {
   screen >"$shots/failed.txt" 2>/dev/null || true
   echo "---- screens so far are in $shots" >&2
   exit 1
-}
-
-# wait_for TEXT [SECONDS]: until the screen shows TEXT.
-wait_for() {
-  local deadline=$((SECONDS + ${2:-10}))
-  until screen | grep -qF -- "$1"; do
-    ((SECONDS <= deadline)) || fail "the screen never showed \"$1\""
-    sleep 0.1
-  done
 }
 
 # expect TEXT: the screen shows TEXT now; refuse TEXT: it does not.

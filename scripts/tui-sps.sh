@@ -15,12 +15,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${1:-200000}
 repeats=${2:-3}
-for tool in tmux go python3; do
-  command -v "$tool" >/dev/null || { echo "tui-sps: needs $tool" >&2; exit 1; }
-done
+script=tui-sps session="at-sps-$$"
+. scripts/lib.sh
+need tmux go python3
 
 work=$(mktemp -d)
-session="at-sps-$$"
 trap 'tmux kill-session -t "$session" 2>/dev/null || true' EXIT
 go build -o "$work/agenttrainer" .
 
@@ -35,17 +34,7 @@ headless() { # $1: runs dir; prints sps and CPU seconds
   echo "$(last_sps "$(ls -d "$1"/runs/*/ | tail -n 1)") $(cpu_of "$1/time")"
 }
 
-screen() { tmux capture-pane -p -t "$session"; }
-
-wait_for() { # $1: text, $2: seconds
-  local deadline=$((SECONDS + $2))
-  until screen | grep -qF -- "$1"; do
-    if ((SECONDS > deadline)); then
-      echo "tui-sps: timed out waiting for \"$1\"; the screen was:" >&2; screen >&2; exit 1
-    fi
-    sleep 0.2
-  done
-}
+fail() { echo "tui-sps: $*; the screen was:" >&2; screen >&2; exit 1; }
 
 app() { # $1: working directory (runs go to ./runs)
   mkdir -p "$1"

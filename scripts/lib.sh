@@ -1,0 +1,37 @@
+# Helpers shared by the scripts that drive the real binary in tmux. Source
+# it after setting `script` (its name, for messages) and `session` (the tmux
+# session); wait_for calls the script's own `fail MESSAGE`.
+
+# need TOOL...: stop with a message when a tool is missing.
+need() {
+  local t
+  for t in "$@"; do
+    command -v "$t" >/dev/null || { echo "$script: needs $t" >&2; exit 1; }
+  done
+}
+
+# screen [WINDOW]: the text of the session's pane (or of one window's).
+screen() { tmux capture-pane -p -t "$session${1:+:$1}"; }
+
+# wait_for TEXT [SECONDS] [WINDOW]: until the pane shows TEXT, else fail.
+wait_for() {
+  local deadline=$((SECONDS + ${2:-15}))
+  until screen "${3:-}" 2>/dev/null | grep -qF -- "$1"; do
+    ((SECONDS <= deadline)) || fail "${3:+window $3: }the screen never showed \"$1\""
+    sleep 0.1
+  done
+}
+
+# step_now [WINDOW]: the dashboard's step counter in steps (-1 if not shown).
+step_now() {
+  screen "${1:-}" | sed -n 's/.*│step  *\([0-9.]*\)\([kM]\{0,1\}\) of.*/\1 \2/p' | head -1 |
+    awk 'NF { m = ($2 == "k") ? 1e3 : ($2 == "M") ? 1e6 : 1; printf "%d\n", $1 * m; exit } END { if (!NR) print -1 }'
+}
+
+# stop_trainings AGENTTRAINER RUNS_DIR: kill the background trainings that
+# `ps` lists under RUNS_DIR.
+stop_trainings() {
+  [ -x "$1" ] || return 0
+  "$1" ps --runs-dir "$2" 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+$/ { print $1 }' |
+    while read -r pid; do kill "$pid" 2>/dev/null || true; done
+}
