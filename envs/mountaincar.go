@@ -18,10 +18,16 @@ func init() {
 // MountainCar is Gymnasium 0.29.1's MountainCar-v0, reproduced step for
 // step: float64 state, Python's math.cos (glibc's, replayed by libmCos),
 // float32 observations.
-type MountainCar struct {
+type MountainCar struct{ valleyCar }
+
+// valleyCar is what both mountain cars share: the car's state, how an
+// episode starts, and saving and restoring it.
+type valleyCar struct {
 	position, velocity float64
 	rng                pcgRand
 }
+
+func newValleyCar() valleyCar { return valleyCar{rng: newPCGRand(0)} }
 
 const (
 	mcMinPosition  = -1.2
@@ -33,12 +39,10 @@ const (
 )
 
 // NewMountainCar returns a MountainCar seeded with 0 until its first Reset.
-func NewMountainCar() *MountainCar { return &MountainCar{rng: newPCGRand(0)} }
+func NewMountainCar() *MountainCar { return &MountainCar{newValleyCar()} }
 
 // ObservationSpace implements Env: (position, velocity).
-func (m *MountainCar) ObservationSpace() Space { return mountainCarObsSpace() }
-
-func mountainCarObsSpace() Space {
+func (m *valleyCar) ObservationSpace() Space {
 	return Space{Kind: Box, Dim: 2,
 		Low:  []float32{mcMinPosition, -mcMaxSpeed},
 		High: []float32{mcMaxPosition, mcMaxSpeed}}
@@ -48,7 +52,7 @@ func mountainCarObsSpace() Space {
 func (m *MountainCar) ActionSpace() Space { return Space{Kind: Discrete, N: 3} }
 
 // Reset implements Env: the car starts at rest, uniform in [−0.6, −0.4].
-func (m *MountainCar) Reset(seed int64, obs []float32) {
+func (m *valleyCar) Reset(seed int64, obs []float32) {
 	if seed != NoSeed {
 		m.rng = newPCGRand(seed)
 	}
@@ -72,10 +76,10 @@ func (m *MountainCar) Step(action, obs []float32) (float64, bool, bool) {
 }
 
 // State implements Stateful: (position, velocity).
-func (m *MountainCar) State() []float64 { return []float64{m.position, m.velocity} }
+func (m *valleyCar) State() []float64 { return []float64{m.position, m.velocity} }
 
 // SetState implements Stateful.
-func (m *MountainCar) SetState(s []float64) { m.position, m.velocity = s[0], s[1] }
+func (m *valleyCar) SetState(s []float64) { m.position, m.velocity = s[0], s[1] }
 
 // Render implements Renderer.
 func (m *MountainCar) Render() string {
@@ -118,7 +122,7 @@ func renderValley(position, velocity, goal float64) string {
 }
 
 // Snapshot implements Snapshotter.
-func (m *MountainCar) Snapshot() ([]byte, error) { return snapshotPhysics(m.State(), m.rng) }
+func (m *valleyCar) Snapshot() ([]byte, error) { return snapshotPhysics(m.State(), m.rng) }
 
 // Restore implements Snapshotter.
-func (m *MountainCar) Restore(b []byte) error { return restoreStateful(b, m, m.rng) }
+func (m *valleyCar) Restore(b []byte) error { return restoreStateful(b, m, m.rng) }

@@ -15,10 +15,7 @@ func init() {
 // float64: NumPy 1.24 promotes float32 scalars mixed with Python numbers.
 // The state is kept as float64 here and rounded to float32 where Gymnasium
 // rounds it.
-type MountainCarContinuous struct {
-	position, velocity float64
-	rng                pcgRand
-}
+type MountainCarContinuous struct{ valleyCar }
 
 const (
 	mccPower        = 0.0015
@@ -27,24 +24,12 @@ const (
 
 // NewMountainCarContinuous returns one seeded with 0 until its first Reset.
 func NewMountainCarContinuous() *MountainCarContinuous {
-	return &MountainCarContinuous{rng: newPCGRand(0)}
+	return &MountainCarContinuous{newValleyCar()}
 }
-
-// ObservationSpace implements Env: (position, velocity).
-func (m *MountainCarContinuous) ObservationSpace() Space { return mountainCarObsSpace() }
 
 // ActionSpace implements Env: one force in [−1, 1].
 func (m *MountainCarContinuous) ActionSpace() Space {
 	return Space{Kind: Box, Dim: 1, Low: []float32{-1}, High: []float32{1}}
-}
-
-// Reset implements Env: the car starts at rest, uniform in [−0.6, −0.4].
-func (m *MountainCarContinuous) Reset(seed int64, obs []float32) {
-	if seed != NoSeed {
-		m.rng = newPCGRand(seed)
-	}
-	m.position, m.velocity = uniform(m.rng, -0.6, -0.4), 0
-	obs[0], obs[1] = float32(m.position), float32(m.velocity)
 }
 
 // Step implements Env. The force is the action clipped to [−1, 1], but the
@@ -75,19 +60,7 @@ func (m *MountainCarContinuous) Step(action, obs []float32) (float64, bool, bool
 	return reward, terminated, false
 }
 
-// State implements Stateful: (position, velocity).
-func (m *MountainCarContinuous) State() []float64 { return []float64{m.position, m.velocity} }
-
-// SetState implements Stateful.
-func (m *MountainCarContinuous) SetState(s []float64) { m.position, m.velocity = s[0], s[1] }
-
 // Render implements Renderer.
 func (m *MountainCarContinuous) Render() string {
 	return renderValley(m.position, m.velocity, mccGoalPosition)
 }
-
-// Snapshot implements Snapshotter.
-func (m *MountainCarContinuous) Snapshot() ([]byte, error) { return snapshotPhysics(m.State(), m.rng) }
-
-// Restore implements Snapshotter.
-func (m *MountainCarContinuous) Restore(b []byte) error { return restoreStateful(b, m, m.rng) }
