@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agenttrainer/agenttrainer/internal/numtest"
+
 	"gorgonia.org/cu/nvrtc"
 )
 
@@ -78,31 +80,10 @@ func (p *parity) download(b both) (c, g []float32) {
 	return c, g
 }
 
-// relErr is max|got−want| / max|want| (the absolute error when want is 0)
-// and where the largest difference is.
-func relErr(got, want []float32) (float64, int) {
-	var maxDiff, maxRef float64
-	at := 0
-	for i := range want {
-		d := math.Abs(float64(got[i]) - float64(want[i]))
-		if math.IsNaN(float64(got[i])) != math.IsNaN(float64(want[i])) {
-			d = math.Inf(1)
-		}
-		if d > maxDiff {
-			maxDiff, at = d, i
-		}
-		maxRef = math.Max(maxRef, math.Abs(float64(want[i])))
-	}
-	if maxRef == 0 {
-		return maxDiff, at
-	}
-	return maxDiff / maxRef, at
-}
-
 func (p *parity) check(what string, b both) {
 	p.t.Helper()
 	c, g := p.download(b)
-	if e, i := relErr(g, c); e > parityTol || math.IsNaN(e) {
+	if e, i := numtest.RelErr(g, c); e > parityTol || math.IsNaN(e) {
 		p.t.Fatalf("%s: relative error %.3g at element %d (gpu %v, cpu %v)", what, e, i, g[i], c[i])
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/agenttrainer/agenttrainer/internal/numtest"
+
 	"github.com/agenttrainer/agenttrainer/agents"
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/gpu"
@@ -108,25 +110,6 @@ func makeMinibatch(r *rand.Rand, a *agents.ActorCritic, obsDim, actSize, B int) 
 	return mb
 }
 
-func maxRelErr(got, want []float32) (float64, int) {
-	var maxDiff, maxRef float64
-	at := 0
-	for i := range want {
-		d := math.Abs(float64(got[i]) - float64(want[i]))
-		if math.IsNaN(d) {
-			d = math.Inf(1)
-		}
-		if d > maxDiff {
-			maxDiff, at = d, i
-		}
-		maxRef = math.Max(maxRef, math.Abs(float64(want[i])))
-	}
-	if maxRef == 0 {
-		return maxDiff, at
-	}
-	return maxDiff / maxRef, at
-}
-
 func TestCUDAPPOUpdateParity(t *testing.T) {
 	g := openTestGPU(t)
 	c := gpu.NewCPU(0)
@@ -155,7 +138,7 @@ func TestCUDAPPOUpdateParity(t *testing.T) {
 			gs := newLearnerState(t, g, tc.obs, tc.act, tc.hidden, tc.B)
 			compare := func(what string, got, want []float32) {
 				t.Helper()
-				if e, i := maxRelErr(got, want); e > updateTol {
+				if e, i := numtest.RelErr(got, want); e > updateTol {
 					t.Fatalf("%s: relative error %.3g at %d (gpu %v, cpu %v)", what, e, i, got[i], want[i])
 				}
 			}
