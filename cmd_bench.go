@@ -30,10 +30,15 @@ const benchSolved = 475
 // benchRun is one measured training process.
 type benchRun struct {
 	wall     time.Duration
-	rssBytes int64 // 0 where the OS does not say
-	steps    int64
-	metrics  []trainer.Metrics
+	rssBytes int64             // 0 where the OS does not say
+	metrics  []trainer.Metrics // at least one
 }
+
+// last is the run's final metrics record.
+func (r benchRun) last() trainer.Metrics { return r.metrics[len(r.metrics)-1] }
+
+// sps is the run's env steps per second of process wall time.
+func (r benchRun) sps() float64 { return float64(r.last().Step) / r.wall.Seconds() }
 
 // solvedAfter returns the training time (time_s) and step of the first
 // iteration whose ep_return_mean reached benchSolved, or ok=false.
@@ -135,7 +140,7 @@ func (b *bench) train(overrides ...string) (benchRun, error) {
 	}
 	fmt.Fprint(b.progress, ".")
 	os.RemoveAll(dir) // checkpoints of large networks add up
-	return benchRun{wall: wall, rssBytes: maxRSS(cmd.ProcessState), steps: ms[len(ms)-1].Step, metrics: ms}, nil
+	return benchRun{wall: wall, rssBytes: maxRSS(cmd.ProcessState), metrics: ms}, nil
 }
 
 func (b *bench) report(w io.Writer, runs int, quick bool) error {
@@ -189,7 +194,7 @@ func (b *bench) report(w io.Writer, runs int, quick bool) error {
 			if err != nil {
 				return err
 			}
-			sps = append(sps, float64(r.steps)/r.wall.Seconds())
+			sps = append(sps, r.sps())
 			gflops = append(gflops, r.updateRate(cfg, 4, 2))
 		}
 		grid = append(grid, scaled{g.envs, g.hidden, summarize(sps), summarize(gflops)})
@@ -213,7 +218,7 @@ func (b *bench) report(w io.Writer, runs int, quick bool) error {
 	var walls, sps, rss []float64
 	for _, r := range cleanRuns {
 		walls = append(walls, r.wall.Seconds())
-		sps = append(sps, float64(r.steps)/r.wall.Seconds())
+		sps = append(sps, r.sps())
 		rss = append(rss, float64(r.rssBytes)/(1<<20))
 	}
 	col("wall seconds", walls, fixed(2))
@@ -226,7 +231,7 @@ func (b *bench) report(w io.Writer, runs int, quick bool) error {
 		if s, step, ok := r.solvedAfter(); ok {
 			fmt.Fprintf(w, "  seed %d  %.2f s (step %s)\n", i+1, s, thousands(float64(step)))
 		} else {
-			fmt.Fprintf(w, "  seed %d  not reached in %d steps (last ep_return_mean %.1f)\n", i+1, r.steps, float64(r.metrics[len(r.metrics)-1].EpReturnMean))
+			fmt.Fprintf(w, "  seed %d  not reached in %d steps (last ep_return_mean %.1f)\n", i+1, r.last().Step, float64(r.last().EpReturnMean))
 		}
 	}
 
