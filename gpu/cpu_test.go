@@ -15,6 +15,19 @@ func randSlice(r *rand.Rand, n int, scale float64) []float32 {
 	return s
 }
 
+// operandShapes are the stored shapes of A and B for C (m×n) = op(A)·op(B)
+// with inner dimension k.
+func operandShapes(m, n, k int, transA, transB bool) (ar, ac, br, bc int) {
+	ar, ac, br, bc = m, k, k, n
+	if transA {
+		ar, ac = k, m
+	}
+	if transB {
+		br, bc = n, k
+	}
+	return ar, ac, br, bc
+}
+
 func tensorFrom(d *CPU, rows, cols int, v []float32) Tensor {
 	t := d.Alloc(rows, cols)
 	d.Upload(t, v)
@@ -38,14 +51,7 @@ func TestMatMulMatchesReference(t *testing.T) {
 					av := randSlice(r, s.m*s.k, 1)
 					bv := randSlice(r, s.k*s.n, 1)
 					cv := randSlice(r, s.m*s.n, 1)
-					ar, ac := s.m, s.k
-					if ta {
-						ar, ac = ac, ar
-					}
-					br, bc := s.k, s.n
-					if tb {
-						br, bc = bc, br
-					}
+					ar, ac, br, bc := operandShapes(s.m, s.n, s.k, ta, tb)
 					a, b, c := tensorFrom(d, ar, ac, av), tensorFrom(d, br, bc, bv), tensorFrom(d, s.m, s.n, cv)
 					d.MatMul(c, a, ta, b, tb, beta)
 					got := d.Data(c)

@@ -143,14 +143,7 @@ func TestCUDAMatMul(t *testing.T) {
 		for _, ta := range []bool{false, true} {
 			for _, tb := range []bool{false, true} {
 				for _, beta := range []float32{0, 1, 0.5} {
-					ar, ac := s.m, s.k
-					if ta {
-						ar, ac = ac, ar
-					}
-					br, bc := s.k, s.n
-					if tb {
-						br, bc = bc, br
-					}
+					ar, ac, br, bc := operandShapes(s.m, s.n, s.k, ta, tb)
 					a, b, c := p.rand(ar, ac, 1), p.rand(br, bc, 1), p.rand(s.m, s.n, 1)
 					p.cpu.MatMul(c.c, a.c, ta, b.c, tb, beta)
 					p.gpu.MatMul(c.g, a.g, ta, b.g, tb, beta)

@@ -31,14 +31,7 @@ func BenchmarkMatMulShapes(b *testing.B) {
 	} {
 		b.Run(s.name, func(b *testing.B) {
 			d := NewCPU(1)
-			ar, ac := s.m, s.k
-			if s.transA {
-				ar, ac = ac, ar
-			}
-			br, bc := s.k, s.n
-			if s.transB {
-				br, bc = bc, br
-			}
+			ar, ac, br, bc := operandShapes(s.m, s.n, s.k, s.transA, s.transB)
 			a, bm, c := d.Alloc(ar, ac), d.Alloc(br, bc), d.Alloc(s.m, s.n)
 			for i, x := range [][]float32{d.Data(a), d.Data(bm)} {
 				for j := range x {
