@@ -76,8 +76,15 @@ func (b *broker) subscribe(buffer int) (<-chan Event, func()) {
 	}
 }
 
+// Lifecycle reports whether events of this kind (the start, state changes,
+// the end) must reach every viewer: queues drop older events to make room
+// for them instead of dropping them.
+func (k EventKind) Lifecycle() bool {
+	return k == EventDone || k == EventState || k == EventStarted
+}
+
 func (b *broker) publish(e Event) {
-	mustDeliver := e.Kind == EventDone || e.Kind == EventState || e.Kind == EventStarted
+	mustDeliver := e.Kind.Lifecycle()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for ch := range b.subs {
