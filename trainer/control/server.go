@@ -159,12 +159,17 @@ func send(c net.Conn, r response) error {
 
 // serve answers one connection's requests until it closes or subscribes.
 func (s *Server) serve(c net.Conn) {
+	sc := bufio.NewScanner(c)
+	sc.Buffer(make([]byte, 4096), 1<<16)
 	if err := s.sameUser(c); err != nil {
+		// Take the client's first request before answering: closing with
+		// it unread would break the client's write, and it would never
+		// read why it was refused.
+		c.SetReadDeadline(time.Now().Add(writeTimeout))
+		sc.Scan()
 		send(c, response{Error: "refused: " + err.Error()})
 		return
 	}
-	sc := bufio.NewScanner(c)
-	sc.Buffer(make([]byte, 4096), 1<<16)
 	for sc.Scan() {
 		var req request
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
