@@ -17,6 +17,7 @@ import (
 	"github.com/agenttrainer/agenttrainer/gpu"
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 // The bench command measures what the CPU-speed targets are about, the way
@@ -134,7 +135,7 @@ func (b *bench) train(overrides ...string) (benchRun, error) {
 	if err != nil {
 		return benchRun{}, fmt.Errorf("train %s: %v\n%s", strings.Join(overrides, " "), err, out.String())
 	}
-	ms, err := trainer.ReadMetrics(dir)
+	ms, err := runstore.ReadMetrics(dir)
 	if err != nil || len(ms) == 0 {
 		return benchRun{}, fmt.Errorf("train %s wrote no metrics: %v", strings.Join(overrides, " "), err)
 	}

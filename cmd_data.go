@@ -5,11 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
 )
 
 func runData(_ context.Context, args []string, stdout, stderr io.Writer) int {
@@ -61,28 +61,10 @@ func runData(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agenttrainer: %v\n", err)
 		return exitFail
 	}
-	if err := writeAtomic(*out, buf.Bytes()); err != nil {
+	if err := atomicfile.Write(*out, buf.Bytes(), 0o644); err != nil {
 		fmt.Fprintf(stderr, "agenttrainer: %v\n", err)
 		return exitFail
 	}
 	fmt.Fprintf(stdout, "wrote %d FrozenLake tasks (%d×%d, p %.2f, slippery %v) to %s\n", len(rows), *size, *size, *p, *slippery, *out)
 	return exitOK
-}
-
-// writeAtomic writes a file through a temporary file and a rename, so a
-// crash never leaves half of it.
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -12,9 +12,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/control"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 	"github.com/agenttrainer/agenttrainer/tui"
 )
 
@@ -35,7 +37,7 @@ func spawnTraining(dir string, cfg *config.Config, resume bool, overrides []stri
 		args = append(args, overrides...)
 	} else {
 		cfgFile := filepath.Join(dir, detachConfigFile)
-		if err := writeAtomic(cfgFile, []byte(cfg.TOML())); err != nil {
+		if err := atomicfile.Write(cfgFile, []byte(cfg.TOML()), 0o644); err != nil {
 			return 0, err
 		}
 		defer os.Remove(cfgFile)
@@ -93,7 +95,7 @@ func processLauncher() tui.Launcher {
 			return nil, err
 		}
 		t.Close()
-		dir, err := trainer.CreateRunDir(cfg, time.Now())
+		dir, err := runstore.Create(cfg, "", time.Now())
 		if err != nil {
 			return nil, err
 		}
@@ -175,12 +177,12 @@ type liveRun struct {
 	ep      control.Endpoint
 	info    trainer.Info
 	paused  bool
-	metrics trainer.RunInfo
+	metrics runstore.RunInfo
 }
 
 // liveRuns lists the runs under runsDir whose training answers, newest first.
 func liveRuns(runsDir string) []liveRun {
-	runs, _ := trainer.ListRuns(runsDir)
+	runs, _ := runstore.ListRuns(runsDir)
 	var out []liveRun
 	for _, r := range runs {
 		ep, err := control.ReadEndpoint(r.Dir)

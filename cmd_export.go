@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/agenttrainer/agenttrainer/trainer"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 func runExport(_ context.Context, args []string, stdout, stderr io.Writer) int {
@@ -27,7 +28,7 @@ func runExport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agenttrainer: usage: agenttrainer export RUN_DIR --csv [--out FILE]")
 		return exitConfig
 	}
-	src, err := os.Open(filepath.Join(rest[0], trainer.MetricsFile))
+	src, err := os.Open(filepath.Join(rest[0], runstore.MetricsFile))
 	if err != nil {
 		fmt.Fprintf(stderr, "agenttrainer: %s is not a run directory with metrics: %v\n", rest[0], err)
 		return exitConfig

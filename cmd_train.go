@@ -14,6 +14,7 @@ import (
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/control"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -51,12 +52,12 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if dir == "" {
 		dir = *runDir
 		if dir != "" {
-			if _, err := os.Stat(filepath.Join(dir, trainer.MetricsFile)); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, runstore.MetricsFile)); err == nil {
 				t.Close()
 				fmt.Fprintf(stderr, "agenttrainer: %s already holds a run; choose another directory, or continue it with --resume %s\n", dir, dir)
 				return exitConfig
 			}
-		} else if dir, err = trainer.CreateRunDir(cfg, time.Now()); err != nil {
+		} else if dir, err = runstore.Create(cfg, "", time.Now()); err != nil {
 			t.Close()
 			fmt.Fprintf(stderr, "agenttrainer: %v\n", err)
 			return exitFail

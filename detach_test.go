@@ -13,6 +13,7 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/control"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 // TestDetachAttachEditStop detaches a training, lists it, watches it from
@@ -91,7 +92,7 @@ func TestDetachAttachEditStop(t *testing.T) {
 		}
 	}
 
-	recs, err := trainer.ReadMetrics(dir)
+	recs, err := runstore.ReadMetrics(dir)
 	if err != nil || len(recs) == 0 {
 		t.Fatalf("metrics: %v", err)
 	}
@@ -100,7 +101,7 @@ func TestDetachAttachEditStop(t *testing.T) {
 			t.Fatalf("metrics record %d has iter %d: a gap or a repeat", i, r.Iter)
 		}
 	}
-	b, _ := os.ReadFile(filepath.Join(dir, trainer.EditsFile))
+	b, _ := os.ReadFile(filepath.Join(dir, runstore.EditsFile))
 	var edit trainer.Edit
 	if err := json.Unmarshal(bytes.TrimSpace(b), &edit); err != nil || edit.Key != "ppo.ent_coef" || edit.Value != "0.02" {
 		t.Fatalf("edits.jsonl: %q (%v)", b, err)

@@ -23,9 +23,9 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	gossh "golang.org/x/crypto/ssh"
 
-	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/control"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 // syncBuffer is a bytes.Buffer that several goroutines may use.
@@ -359,7 +359,7 @@ func detachedTraining(t *testing.T, runsDir string) string {
 	cfg.PPO.TotalTimesteps = 200_000_000
 	cfg.Trainer.RunsDir = runsDir
 	cfg.Trainer.Device = "cpu"
-	dir, err := trainer.CreateRunDir(cfg, time.Now())
+	dir, err := runstore.Create(cfg, "", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 // EvalOptions say how to evaluate a run's latest checkpoint.
@@ -55,7 +56,7 @@ func Evaluate(ctx context.Context, dir string, o EvalOptions) (EvalResult, error
 	if o.Episodes <= 0 {
 		return EvalResult{}, &config.Error{Source: "eval", Msg: fmt.Sprintf("--episodes must be at least 1, got %d", o.Episodes)}
 	}
-	fc, err := findCheckpoint(filepath.Join(dir, CheckpointsDir), false)
+	fc, err := findCheckpoint(filepath.Join(dir, runstore.CheckpointsDir), false)
 	if err != nil {
 		return EvalResult{}, &config.Error{Source: "eval", Msg: fmt.Sprintf("%s: %v", dir, err)}
 	}

@@ -3,18 +3,21 @@ package trainer
 import (
 	"sync"
 	"time"
+
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 // EventKind says what an Event carries.
 type EventKind uint8
 
 const (
-	EventStarted EventKind = iota // the run directory exists and training begins
-	EventMetrics                  // one iteration's metrics
-	EventLog                      // a line for the log pane
-	EventEdit                     // a live config edit was applied
-	EventState                    // paused, resumed, checkpoint saved
-	EventDone                     // the run ended (Err set if it failed)
+	EventStarted    EventKind = iota // the run directory exists and training begins
+	EventMetrics                     // one iteration's metrics
+	EventLog                         // a line for the log pane
+	EventEdit                        // a live config edit was applied
+	EventState                       // paused or resumed
+	EventDone                        // the run ended (Err set if it failed)
+	EventCheckpoint                  // a checkpoint was written (Checkpoint is its path)
 )
 
 // State is the lifecycle state of a run.
@@ -37,17 +40,18 @@ type Event struct {
 	Edit    Edit    // EventEdit
 	State   State   // EventState, EventDone
 	Err     error   // EventDone
+	// Checkpoint is the path of the checkpoint an EventCheckpoint
+	// announces.
+	Checkpoint string
 }
 
-// Edit is one applied live config change, as appended to edits.jsonl.
-type Edit struct {
-	Iter  int     `json:"iter"`
-	Step  int64   `json:"step"`
-	TimeS float64 `json:"time_s"`
-	Key   string  `json:"key"`
-	Value string  `json:"value"`
-	Old   string  `json:"old"`
-}
+// Metrics, Float and Edit are the records of a run directory's
+// metrics.jsonl and edits.jsonl, which the trainer publishes as events.
+type (
+	Metrics = runstore.Metrics
+	Float   = runstore.Float
+	Edit    = runstore.Edit
+)
 
 // broker fans events out to subscribers. Publishing never blocks: a
 // subscriber that does not keep up loses events rather than slowing the
@@ -77,10 +81,10 @@ func (b *broker) subscribe(buffer int) (<-chan Event, func()) {
 }
 
 // Lifecycle reports whether events of this kind (the start, state changes,
-// the end) must reach every viewer: queues drop older events to make room
+// checkpoints, the end) must reach every viewer: queues drop older events to make room
 // for them instead of dropping them.
 func (k EventKind) Lifecycle() bool {
-	return k == EventDone || k == EventState || k == EventStarted
+	return k == EventDone || k == EventState || k == EventStarted || k == EventCheckpoint
 }
 
 func (b *broker) publish(e Event) {

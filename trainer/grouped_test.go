@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 func TestGroupAdvantages(t *testing.T) {
@@ -71,7 +72,7 @@ func TestGroupedFrozenLakeWithValidation(t *testing.T) {
 	if validated < len(recs)/2 {
 		t.Fatalf("%d of %d records validated with test_freq 2", validated, len(recs))
 	}
-	tensors, _, err := readSafetensors(sum.Checkpoint)
+	tensors, _, err := runstore.ReadSafetensors(sum.Checkpoint)
 	if err != nil {
 		t.Fatal(err)
 	}

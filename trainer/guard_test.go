@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 // brokenEnv behaves like a one-dimensional walk until step `after`, then
@@ -61,8 +62,8 @@ func TestNonFiniteStopsTheRunAndKeepsTheLastGoodCheckpoint(t *testing.T) {
 			if sum.State != StateFailed {
 				t.Fatalf("state %s", sum.State)
 			}
-			latest, _ := os.ReadFile(filepath.Join(dir, CheckpointsDir, LatestFile))
-			tensors, _, err := readSafetensors(filepath.Join(dir, CheckpointsDir, strings.TrimSpace(string(latest))))
+			latest, _ := os.ReadFile(filepath.Join(dir, runstore.CheckpointsDir, runstore.LatestFile))
+			tensors, _, err := runstore.ReadSafetensors(filepath.Join(dir, runstore.CheckpointsDir, strings.TrimSpace(string(latest))))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,6 +3,8 @@ package trainer
 import (
 	"fmt"
 	"math"
+
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 // runningStat is a running mean and variance per dimension, merged batch by
@@ -54,7 +56,7 @@ func (s *runningStat) update(x []float32, n int) {
 	s.count = total
 }
 
-func (s *runningStat) tensors(prefix string) []tensorData {
+func (s *runningStat) tensors(prefix string) []runstore.Tensor {
 	f := func(xs []float64) []float32 {
 		out := make([]float32, len(xs))
 		for i, x := range xs {
@@ -62,7 +64,7 @@ func (s *runningStat) tensors(prefix string) []tensorData {
 		}
 		return out
 	}
-	return []tensorData{
+	return []runstore.Tensor{
 		{Name: prefix + ".mean", Shape: []int{len(s.mean)}, Data: f(s.mean)},
 		{Name: prefix + ".var", Shape: []int{len(s.variance)}, Data: f(s.variance)},
 	}
@@ -70,7 +72,7 @@ func (s *runningStat) tensors(prefix string) []tensorData {
 
 // load restores the statistics from a checkpoint; the count travels in the
 // loop state because float32 cannot hold it exactly.
-func (s *runningStat) load(tensors map[string]tensorData, prefix string, count float64) error {
+func (s *runningStat) load(tensors map[string]runstore.Tensor, prefix string, count float64) error {
 	m, okm := tensors[prefix+".mean"]
 	v, okv := tensors[prefix+".var"]
 	if !okm || !okv || len(m.Data) != len(s.mean) || len(v.Data) != len(s.variance) {

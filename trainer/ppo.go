@@ -2,8 +2,6 @@ package trainer
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -76,127 +74,6 @@ func newBatch(dev gpu.Device, n, obsDim, actDim int) *batch {
 type adam struct {
 	m, v gpu.Tensor
 	step int
-}
-
-// Run trains until ppo.total_timesteps, Stop, or the end of ctx. It creates
-// the run directory first; a run that is stopped keeps what it did (metrics
-// and a final checkpoint).
-func (t *Trainer) Run(ctx context.Context) (Summary, error) {
-	if !t.started.CompareAndSwap(false, true) {
-		return Summary{}, errors.New("a Trainer runs once; build a new one with New")
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	t.mu.Lock()
-	t.cancel = cancel
-	t.mu.Unlock()
-
-	f, err := t.openRun()
-	if err != nil {
-		if t.venv != nil {
-			t.venv.Close()
-		}
-		t.finish(StateFailed, err)
-		return Summary{}, err
-	}
-	sum, err := t.train(ctx, f)
-	f.close()
-	if t.venv != nil {
-		t.venv.Close()
-	}
-	sum.RunDir = f.dir
-	switch {
-	case err != nil:
-		sum.State = StateFailed
-	case ctx.Err() != nil:
-		sum.State = StateStopped
-	default:
-		sum.State = StateDone
-	}
-	t.finish(sum.State, err)
-	return sum, err
-}
-
-func (t *Trainer) finish(s State, err error) {
-	msg := "run " + string(s)
-	if err != nil {
-		msg += ": " + err.Error()
-	}
-	t.broker.publish(Event{Kind: EventDone, Time: t.opts.Now(), State: s, Err: err, Message: msg})
-	t.broker.closeAll()
-}
-
-// runFiles are the open files of a run directory.
-type runFiles struct {
-	dir            string
-	metrics, edits *jsonlWriter
-	tb             *tbWriter // nil unless trainer.tensorboard
-}
-
-func (f *runFiles) close() {
-	f.metrics.close()
-	f.edits.close()
-	f.tb.close()
-}
-
-// writeMetrics appends a record to metrics.jsonl (and TensorBoard).
-func (f *runFiles) writeMetrics(m *Metrics, now time.Time) error {
-	if err := f.metrics.write(m); err != nil {
-		return fmt.Errorf("writing metrics: %w", err)
-	}
-	if f.tb != nil {
-		if err := f.tb.write(m, now); err != nil {
-			return fmt.Errorf("writing TensorBoard events: %w", err)
-		}
-	}
-	return nil
-}
-
-func (t *Trainer) openRun() (*runFiles, error) {
-	c := &t.cfg
-	var dir string
-	if t.resume != nil {
-		// Records written after the checkpoint are redone by this run, and
-		// temporary files of writes a kill interrupted are swept away.
-		dir = t.opts.RunDir
-		removeStaleTemps(dir)
-		removeStaleTemps(filepath.Join(dir, CheckpointsDir))
-		for _, name := range []string{MetricsFile, EditsFile} {
-			if err := repairJSONL(filepath.Join(dir, name), t.resume.state.Iter); err != nil {
-				return nil, fmt.Errorf("repairing %s: %w", name, err)
-			}
-		}
-	} else {
-		var err error
-		dir, err = createRunDir(t.opts.RunDir, c.Trainer.RunsDir,
-			newRunDirName(t.opts.Now(), c.Env.ID, c.Agent.Name, c.Trainer.Name))
-		if err != nil {
-			return nil, fmt.Errorf("cannot create the run directory: %w", err)
-		}
-	}
-	var err error
-	if err = writeFileAtomic(filepath.Join(dir, ConfigFile), []byte(c.TOML())); err != nil {
-		return nil, err
-	}
-	f := &runFiles{dir: dir}
-	if f.metrics, err = openJSONL(filepath.Join(dir, MetricsFile)); err != nil {
-		return nil, err
-	}
-	if f.edits, err = openJSONL(filepath.Join(dir, EditsFile)); err != nil {
-		f.metrics.close()
-		return nil, err
-	}
-	if c.Trainer.TensorBoard {
-		if f.tb, err = openTensorBoard(dir, t.opts.Now()); err != nil {
-			f.close()
-			return nil, fmt.Errorf("opening TensorBoard events: %w", err)
-		}
-	}
-	t.mu.Lock()
-	t.runDir = dir
-	t.mu.Unlock()
-	t.broker.publish(Event{Kind: EventStarted, Time: t.opts.Now(), Message: dir})
-	return f, nil
 }
 
 // progress is where the loop stands: what checkpoints save.
@@ -530,6 +407,18 @@ func (t *Trainer) update(buf *rollout, b *batch, samples []int32, opt *adam, lr 
 					ClipCoef: float32(c.ClipCoef), Clip: c.ClipVLoss, VFCoef: float32(c.VFCoef), Stats: b.stats}
 				valueLoss = &b.valueLoss
 			}
+			// The PPO objective (CleanRL ppo.py), minimised. Its forward and
+			// backward passes run fused on the device (gpu.Device's
+			// CategoricalPPO / GaussianPPO and ValueLoss); this is the whole
+			// of it, per minibatch:
+			//   A        = (A − mean A) / (std A + 1e-8)           if ppo.norm_adv
+			//   ratio    = exp(log π(a|s) − log π_old(a|s))
+			//   L_pg     = mean(max(−A·ratio, −A·clip(ratio, 1−ε, 1+ε)))   ε = clip_coef
+			//   L_v      = ½·mean(max((V−R)², (V_old + clip(V−V_old, −ε, ε) − R)²))
+			//              (½·mean((V−R)²) without ppo.clip_vloss)
+			//   L        = L_pg − ent_coef·mean(H[π(·|s)]) + vf_coef·L_v
+			// and for the record: approx_kl = mean((ratio−1) − log ratio),
+			// clipfrac = mean(|ratio−1| > ε).
 			agent.Gradients(obs, policyLoss, valueLoss)
 			dev.ClipGradNorm(agent.Grads(), float32(c.MaxGradNorm), b.stats)
 			opt.step++
@@ -589,146 +478,4 @@ func checkFinite(m Metrics, noCritic bool) error {
 		}
 	}
 	return nil
-}
-
-// applyEdits applies queued live edits before an iteration and records them.
-func (t *Trainer) applyEdits(f *runFiles, iter int, p *progress) error {
-	edits, cfg := t.takeEdits()
-	if len(edits) == 0 {
-		return nil
-	}
-	t.cfg = cfg
-	step := p.step
-	for _, e := range edits {
-		e.Iter, e.Step, e.TimeS = iter, step, p.elapsed(t.opts.Now()).Seconds()
-		if err := f.edits.write(e); err != nil {
-			return fmt.Errorf("writing %s: %w", EditsFile, err)
-		}
-		t.broker.publish(Event{Kind: EventEdit, Time: t.opts.Now(), Edit: e,
-			Message: fmt.Sprintf("step %d: %s = %s (was %s)", step, e.Key, e.Value, e.Old)})
-	}
-	return writeFileAtomic(filepath.Join(f.dir, ConfigFile), []byte(t.cfg.TOML()))
-}
-
-// waitWhilePaused blocks while the run is paused. A checkpoint is written
-// when the pause begins, so a paused run can be abandoned safely.
-func (t *Trainer) waitWhilePaused(ctx context.Context, f *runFiles, sum *Summary, p *progress) error {
-	if !t.Paused() {
-		return nil
-	}
-	began := t.opts.Now()
-	defer func() { p.paused += t.opts.Now().Sub(began) }()
-	t.broker.publish(Event{Kind: EventState, Time: began, State: StatePaused, Message: fmt.Sprintf("paused at step %d", p.step)})
-	if p.iter > 0 {
-		if err := t.checkpoint(f, sum, p); err != nil {
-			t.logf("checkpoint failed: %v", err)
-		}
-	}
-	for t.Paused() {
-		if t.saveReq.Swap(false) && p.iter > 0 {
-			if err := t.checkpoint(f, sum, p); err != nil {
-				t.logf("checkpoint failed: %v", err)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.wake:
-		}
-	}
-	t.broker.publish(Event{Kind: EventState, Time: t.opts.Now(), State: StateRunning, Message: "resumed"})
-	return nil
-}
-
-// checkpoint writes checkpoints/step-<N>.safetensors atomically, points
-// checkpoints/latest at it, and prunes old ones.
-func (t *Trainer) checkpoint(f *runFiles, sum *Summary, p *progress) error {
-	name := fmt.Sprintf("step-%d.safetensors", p.step)
-	path := filepath.Join(f.dir, CheckpointsDir, name)
-	if sum.Checkpoint == path {
-		return nil // nothing new since the last one
-	}
-	if err := f.metrics.sync(); err != nil { // the records a checkpoint vouches for are on disk first
-		return err
-	}
-	st, err := t.saveState(p.iter, p.step, p.opt.step, p.elapsed(t.opts.Now()), p.episodes)
-	if err != nil {
-		return err
-	}
-	stateJSON, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	tensors, meta := t.checkpointTensors(&p.opt)
-	for _, td := range tensors {
-		for _, x := range td.Data {
-			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-				return fmt.Errorf("refusing to checkpoint non-finite values in %s; the previous checkpoint stays the latest", td.Name)
-			}
-		}
-	}
-	meta["iter"], meta["step"], meta["state"] = fmt.Sprint(p.iter), fmt.Sprint(p.step), string(stateJSON)
-	data, err := encodeSafetensors(tensors, meta)
-	if err != nil {
-		return err
-	}
-	if err := writeFileAtomic(path, data); err != nil {
-		return fmt.Errorf("writing checkpoint: %w", err)
-	}
-	if err := writeFileAtomic(filepath.Join(f.dir, CheckpointsDir, LatestFile), []byte(name+"\n")); err != nil {
-		return fmt.Errorf("writing checkpoint pointer: %w", err)
-	}
-	sum.Checkpoint = path
-	pruneCheckpoints(filepath.Join(f.dir, CheckpointsDir), t.cfg.Trainer.Keep)
-	state := StateRunning
-	if t.Paused() {
-		state = StatePaused
-	}
-	t.broker.publish(Event{Kind: EventState, Time: t.opts.Now(), State: state, Message: "checkpoint saved: " + name})
-	return nil
-}
-
-// checkpointTensors gathers the parameters in PyTorch layout (weights
-// out×in) and the Adam moments under "optimizer.exp_avg.<name>" and
-// "optimizer.exp_avg_sq.<name>".
-func (t *Trainer) checkpointTensors(opt *adam) ([]tensorData, map[string]string) {
-	meta := map[string]string{
-		"format": checkpointFormat, "version": Version, "env": t.cfg.Env.ID, "agent": t.cfg.Agent.Name,
-		"config": t.cfg.TOML(),
-	}
-	var out []tensorData
-	if t.obsNorm != nil {
-		out = append(out, t.obsNorm.stat.tensors("obs_norm")...)
-	}
-	if t.rewScale != nil {
-		out = append(out, t.rewScale.stat.tensors("reward_norm")...)
-	}
-	if t.learner == nil {
-		return out, meta
-	}
-	meta["adam_step"] = fmt.Sprint(opt.step)
-	n := t.learner.Params().Len()
-	host := map[string][]float32{"": make([]float32, n), "optimizer.exp_avg.": make([]float32, n), "optimizer.exp_avg_sq.": make([]float32, n)}
-	t.dev.Download(host[""], t.learner.Params())
-	t.dev.Download(host["optimizer.exp_avg."], opt.m)
-	t.dev.Download(host["optimizer.exp_avg_sq."], opt.v)
-	for prefix, flat := range host {
-		for _, nt := range t.learner.Tensors() {
-			src := flat[nt.T.Offset() : nt.T.Offset()+nt.T.Len()]
-			td := tensorData{Name: prefix + nt.Name, Shape: []int{nt.T.Rows, nt.T.Cols}, Data: append([]float32(nil), src...)}
-			if nt.T.Rows == 1 && !nt.Transposed {
-				td.Shape = []int{nt.T.Cols} // biases and log-stds are vectors
-			}
-			if nt.Transposed {
-				td.Shape = []int{nt.T.Cols, nt.T.Rows}
-				for r := 0; r < nt.T.Rows; r++ {
-					for c := 0; c < nt.T.Cols; c++ {
-						td.Data[c*nt.T.Rows+r] = src[r*nt.T.Cols+c]
-					}
-				}
-			}
-			out = append(out, td)
-		}
-	}
-	return out, meta
 }

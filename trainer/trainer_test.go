@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/gpu"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 func testConfig(t testing.TB, overrides ...string) config.Config {
@@ -34,7 +36,7 @@ func train(t testing.TB, cfg config.Config, dir string) (Summary, []map[string]a
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sum, readRecords(t, filepath.Join(dir, MetricsFile))
+	return sum, readRecords(t, filepath.Join(dir, runstore.MetricsFile))
 }
 
 func readRecords(t testing.TB, path string) []map[string]any {
@@ -108,7 +110,7 @@ func TestRunDirectoryContract(t *testing.T) {
 		t.Errorf("last lr %v, want 2.5e-5", got)
 	}
 	// The resolved config reads back as the same config.
-	back, err := config.Resolve(filepath.Join(dir, ConfigFile), nil)
+	back, err := config.Resolve(filepath.Join(dir, runstore.ConfigFile), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +118,7 @@ func TestRunDirectoryContract(t *testing.T) {
 		t.Fatalf("config.toml does not hold the resolved config:\n%s", back.TOML())
 	}
 	// Checkpoints at iterations 4, 8 and the end; the two newest kept.
-	entries, _ := os.ReadDir(filepath.Join(dir, CheckpointsDir))
+	entries, _ := os.ReadDir(filepath.Join(dir, runstore.CheckpointsDir))
 	var names []string
 	for _, e := range entries {
 		names = append(names, e.Name())
@@ -124,11 +126,11 @@ func TestRunDirectoryContract(t *testing.T) {
 	if strings.Join(names, " ") != "latest step-4096.safetensors step-5120.safetensors" {
 		t.Fatalf("checkpoints dir holds %v", names)
 	}
-	latest, _ := os.ReadFile(filepath.Join(dir, CheckpointsDir, LatestFile))
+	latest, _ := os.ReadFile(filepath.Join(dir, runstore.CheckpointsDir, runstore.LatestFile))
 	if strings.TrimSpace(string(latest)) != "step-5120.safetensors" {
 		t.Fatalf("latest points at %q", latest)
 	}
-	tensors, meta, err := readSafetensors(filepath.Join(dir, CheckpointsDir, "step-5120.safetensors"))
+	tensors, meta, err := runstore.ReadSafetensors(filepath.Join(dir, runstore.CheckpointsDir, "step-5120.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +153,7 @@ func TestRunDirRefusesExistingRun(t *testing.T) {
 	if _, err := tr.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "already holds a run") {
 		t.Fatalf("second run in the same directory: %v", err)
 	}
-	if recs := readRecords(t, filepath.Join(dir, MetricsFile)); len(recs) != 1 {
+	if recs := readRecords(t, filepath.Join(dir, runstore.MetricsFile)); len(recs) != 1 {
 		t.Fatalf("the first run's metrics were touched: %d records", len(recs))
 	}
 }
@@ -204,7 +206,7 @@ func TestStopKeepsWhatWasDone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := readRecords(t, filepath.Join(dir, MetricsFile))
+	recs := readRecords(t, filepath.Join(dir, runstore.MetricsFile))
 	if sum.State != StateStopped || len(recs) != sum.Iterations || sum.Iterations < 3 {
 		t.Fatalf("state %s, %d iterations, %d records", sum.State, sum.Iterations, len(recs))
 	}
@@ -253,7 +255,7 @@ func TestLiveEdits(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-watched
-	recs := readRecords(t, filepath.Join(dir, EditsFile))
+	recs := readRecords(t, filepath.Join(dir, runstore.EditsFile))
 	if !sawEdit || len(recs) != 1 || recs[0]["key"] != "ppo.ent_coef" || recs[0]["value"] != "0.05" || recs[0]["old"] != "0.01" {
 		t.Fatalf("edits.jsonl = %v (event seen: %v)", recs, sawEdit)
 	}
@@ -263,7 +265,7 @@ func TestLiveEdits(t *testing.T) {
 	if tr.Config().PPO.EntCoef != 0.05 {
 		t.Fatal("edit not visible in Config()")
 	}
-	cfg, err := config.Resolve(filepath.Join(dir, ConfigFile), nil)
+	cfg, err := config.Resolve(filepath.Join(dir, runstore.ConfigFile), nil)
 	if err != nil || cfg.PPO.EntCoef != 0.05 {
 		t.Fatalf("config.toml after the edit: ent_coef %v, %v", cfg.PPO.EntCoef, err)
 	}
@@ -338,5 +340,24 @@ func TestCUDAWithoutTheTag(t *testing.T) {
 	_, err := New(testConfig(t, "trainer.device=cuda"), Options{})
 	if err == nil || !strings.Contains(err.Error(), "built without CUDA support") || !config.IsConfigError(err) {
 		t.Fatalf("trainer.device=cuda in a build without CUDA: %v", err)
+	}
+}
+
+// TensorBoard events come only when asked for, one file per process, and
+// hold a record per iteration (their encoding is runstore's test).
+func TestTensorBoardOnlyWhenAsked(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		dir := t.TempDir()
+		_, recs := train(t, testConfig(t, fmt.Sprintf("trainer.tensorboard=%v", on)), dir)
+		files, _ := filepath.Glob(filepath.Join(dir, "events.out.tfevents.*"))
+		if want := map[bool]int{false: 0, true: 1}[on]; len(files) != want {
+			t.Fatalf("tensorboard=%v: event files %v, want %d", on, files, want)
+		}
+		if on {
+			st, err := os.Stat(files[0])
+			if err != nil || st.Size() < int64(len(recs))*100 {
+				t.Fatalf("event file of %v bytes for %d records (%v)", st.Size(), len(recs), err)
+			}
+		}
 	}
 }

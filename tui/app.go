@@ -14,6 +14,7 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 // Options configure the app.
@@ -501,8 +502,8 @@ func (m *Model) launched(msg launchedMsg) tea.Cmd {
 	m.dash.awaitBackfill()
 	dir, id := msg.info.RunDir, m.runID
 	return tea.Batch(m.poll(0), func() tea.Msg {
-		ms, _ := trainer.ReadMetrics(dir) // what cannot be read is simply not drawn
-		edits, _ := trainer.ReadEdits(dir)
+		ms, _ := runstore.ReadMetrics(dir) // what cannot be read is simply not drawn
+		edits, _ := runstore.ReadEdits(dir)
 		return backfillMsg{run: id, metrics: ms, edits: edits}
 	})
 }

@@ -131,14 +131,10 @@ func (d *dashboard) handle(events []trainer.Event) {
 			}
 			d.chartOK = false
 			d.logf(e.Time, "%s", e.Message)
+		case trainer.EventCheckpoint:
+			d.checkpoints++
+			d.logCheckpoint(e)
 		case trainer.EventState:
-			if strings.HasPrefix(e.Message, "checkpoint saved") {
-				d.checkpoints++
-				d.logCheckpoint(e)
-				continue
-			}
-			// Only pause and resume change the state shown (a checkpoint saved
-			// while paused is announced with the running state, see above).
 			if d.state != stStopping {
 				switch e.State {
 				case trainer.StatePaused:

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -352,7 +353,7 @@ func golden(t *testing.T, name, got string) {
 func writeRun(t *testing.T, root, name string, mutate func(*config.Config), iters int, scale float64, edits []trainer.Edit) string {
 	t.Helper()
 	dir := filepath.Join(root, name)
-	if err := os.MkdirAll(filepath.Join(dir, trainer.CheckpointsDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, runstore.CheckpointsDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cfg := config.Default()
@@ -378,7 +379,7 @@ func writeRun(t *testing.T, root, name string, mutate func(*config.Config), iter
 		}
 		e.WriteString(line + "\n")
 	}
-	for f, data := range map[string]string{trainer.ConfigFile: cfg.TOML(), trainer.MetricsFile: b.String(), trainer.EditsFile: e.String()} {
+	for f, data := range map[string]string{runstore.ConfigFile: cfg.TOML(), runstore.MetricsFile: b.String(), runstore.EditsFile: e.String()} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -1,13 +1,8 @@
 package tui
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -17,6 +12,7 @@ import (
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/control"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 // runsListedMsg carries the runs found under the runs directory, and which
@@ -24,7 +20,7 @@ import (
 type runsListedMsg struct {
 	dir  string
 	gen  int
-	runs []trainer.RunInfo
+	runs []runstore.RunInfo
 	live map[string]bool // run directory → a training answers there
 	err  error
 }
@@ -52,7 +48,7 @@ type closeRunsMsg struct{}
 
 // loadedRun is one run read back from its directory.
 type loadedRun struct {
-	info  trainer.RunInfo
+	info  runstore.RunInfo
 	hist  *history
 	edits []trainer.Edit
 	cfg   config.Config
@@ -73,7 +69,7 @@ func LiveControl(runDir string) bool {
 	return true
 }
 
-func probeLive(runs []trainer.RunInfo, live func(string) bool) map[string]bool {
+func probeLive(runs []runstore.RunInfo, live func(string) bool) map[string]bool {
 	out := map[string]bool{}
 	for _, r := range runs {
 		if live(r.Dir) {
@@ -85,69 +81,45 @@ func probeLive(runs []trainer.RunInfo, live func(string) bool) map[string]bool {
 
 func listRunsCmd(dir string, gen int, live func(string) bool) tea.Cmd {
 	return func() tea.Msg {
-		runs, err := trainer.ListRuns(dir)
+		runs, err := runstore.ListRuns(dir)
 		return runsListedMsg{dir: dir, gen: gen, runs: runs, live: probeLive(runs, live), err: err}
 	}
 }
 
 // refreshRunsCmd lists dir again, reading in full only the runs that are
 // new, or training now or at the last look; the others cannot have changed.
-func refreshRunsCmd(dir string, gen int, known []trainer.RunInfo, wasLive map[string]bool, live func(string) bool) tea.Cmd {
-	byDir := make(map[string]trainer.RunInfo, len(known))
+func refreshRunsCmd(dir string, gen int, known []runstore.RunInfo, wasLive map[string]bool, live func(string) bool) tea.Cmd {
+	byDir := make(map[string]runstore.RunInfo, len(known))
 	for _, r := range known {
 		byDir[r.Dir] = r
 	}
 	return func() tea.Msg {
-		entries, err := os.ReadDir(dir)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		now := map[string]bool{}
+		runs, err := runstore.List(dir, func(d string) (runstore.RunInfo, bool) {
+			if live(d) {
+				now[d] = true // a live run changes: read it again
+				return runstore.RunInfo{}, false
+			}
+			r, ok := byDir[d]
+			return r, ok && !wasLive[d]
+		})
+		if err != nil {
 			return runsListedMsg{dir: dir, gen: gen, err: err}
 		}
-		var runs []trainer.RunInfo
-		now := map[string]bool{}
-		for _, e := range entries {
-			d := filepath.Join(dir, e.Name())
-			if !e.IsDir() || !isRunDir(d) {
-				continue
-			}
-			if live(d) {
-				now[d] = true
-			}
-			if r, ok := byDir[d]; ok && !now[d] && !wasLive[d] {
-				runs = append(runs, r)
-				continue
-			}
-			runs = append(runs, trainer.ReadRunInfo(d))
-		}
-		sort.SliceStable(runs, func(i, j int) bool { // trainer.ListRuns' order
-			if !runs[i].Started.Equal(runs[j].Started) {
-				return runs[i].Started.After(runs[j].Started)
-			}
-			return runs[i].Name > runs[j].Name
-		})
 		return runsListedMsg{dir: dir, gen: gen, runs: runs, live: now}
 	}
 }
 
-// isRunDir is trainer.ListRuns' test for a run directory.
-func isRunDir(dir string) bool {
-	for _, f := range []string{trainer.ConfigFile, trainer.MetricsFile} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
-			return true
-		}
-	}
-	return false
-}
-
-func loadRunsCmd(infos []trainer.RunInfo) tea.Cmd {
+func loadRunsCmd(infos []runstore.RunInfo) tea.Cmd {
 	return func() tea.Msg {
 		var out []loadedRun
 		for _, info := range infos {
-			r := loadedRun{info: trainer.ReadRunInfo(info.Dir)}
-			ms, err := trainer.ReadMetrics(info.Dir)
+			r := loadedRun{info: runstore.ReadRunInfo(info.Dir)}
+			ms, err := runstore.ReadMetrics(info.Dir)
 			r.hist = historyOf(ms)
-			edits, err2 := trainer.ReadEdits(info.Dir)
+			edits, err2 := runstore.ReadEdits(info.Dir)
 			r.edits = edits
-			cfg, err3 := trainer.ReadConfig(info.Dir)
+			cfg, err3 := runstore.ReadConfig(info.Dir)
 			r.cfg = cfg
 			for _, e := range []error{err, err2, err3} {
 				if e != nil && r.err == nil {
@@ -177,7 +149,7 @@ type runsBrowser struct {
 	th      *theme
 	keys    *keyMap
 	dir     string
-	runs    []trainer.RunInfo
+	runs    []runstore.RunInfo
 	live    map[string]bool
 	err     error
 	problem string // the last attach that failed, until the next key
@@ -317,9 +289,9 @@ func (r *runsBrowser) updateList(msg tea.KeyMsg) tea.Cmd {
 		return func() tea.Msg { return attachRunMsg{dir: d} }
 	case key.Matches(msg, k.Choose):
 		r.mode, r.loading, r.loaded = runsOne, true, nil
-		return loadRunsCmd([]trainer.RunInfo{r.runs[r.cursor]})
+		return loadRunsCmd([]runstore.RunInfo{r.runs[r.cursor]})
 	case key.Matches(msg, k.Compare):
-		var infos []trainer.RunInfo
+		var infos []runstore.RunInfo
 		for _, d := range r.marked {
 			for _, run := range r.runs {
 				if run.Dir == d {

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 // Run directories written by writeTwoRuns, newest first as the browser
@@ -246,7 +246,7 @@ func TestRunsLookAgain(t *testing.T) {
 	fl.set(newerRun, false)
 	third := writeRun(t, "runs", "20240104-090000-Acrobot-v1-mlp", func(c *config.Config) { c.Env.ID = "Acrobot-v1" }, 10, 1, nil)
 	fl.set(third, true)
-	if err := os.WriteFile(filepath.Join(olderRun, trainer.MetricsFile), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(olderRun, runstore.MetricsFile), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	probes := fl.probeCount()

@@ -220,7 +220,7 @@ func TestLiveEditor(t *testing.T) {
 func TestDashboardKeys(t *testing.T) {
 	paused := trainer.Event{Kind: trainer.EventState, Time: epoch, State: trainer.StatePaused, Message: "paused at step 5120"}
 	resumed := trainer.Event{Kind: trainer.EventState, Time: epoch, State: trainer.StateRunning, Message: "resumed"}
-	saved := trainer.Event{Kind: trainer.EventState, Time: epoch, State: trainer.StateRunning, Message: "checkpoint saved: step-5120.safetensors"}
+	saved := trainer.Event{Kind: trainer.EventCheckpoint, Time: epoch, Checkpoint: "run/checkpoints/step-5120.safetensors", Message: "checkpoint saved: step-5120.safetensors"}
 	tests := []struct {
 		name   string
 		keys   []string

@@ -66,10 +66,12 @@ type wireEvent struct {
 	Edit    *trainer.Edit     `json:"edit,omitempty"`
 	State   trainer.State     `json:"state,omitempty"`
 	Err     string            `json:"err,omitempty"`
+	// Checkpoint is the path an EventCheckpoint announces.
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
 func toWire(e trainer.Event) *wireEvent {
-	w := &wireEvent{Kind: e.Kind, Time: e.Time, Message: e.Message, State: e.State}
+	w := &wireEvent{Kind: e.Kind, Time: e.Time, Message: e.Message, State: e.State, Checkpoint: e.Checkpoint}
 	if e.Kind == trainer.EventMetrics {
 		m := e.Metrics
 		w.Metrics = &m
@@ -85,7 +87,7 @@ func toWire(e trainer.Event) *wireEvent {
 }
 
 func (w *wireEvent) event() trainer.Event {
-	e := trainer.Event{Kind: w.Kind, Time: w.Time, Message: w.Message, State: w.State}
+	e := trainer.Event{Kind: w.Kind, Time: w.Time, Message: w.Message, State: w.State, Checkpoint: w.Checkpoint}
 	if w.Metrics != nil {
 		e.Metrics = *w.Metrics
 	}

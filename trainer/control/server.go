@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
 	"github.com/agenttrainer/agenttrainer/trainer"
 )
 
@@ -68,7 +69,7 @@ func Serve(t *trainer.Trainer, runDir string) (*Server, error) {
 	s.ln = ln
 	abs, _ := filepath.Abs(s.sock)
 	ep, _ := json.Marshal(Endpoint{Version: Version, Socket: abs, PID: os.Getpid(), Started: time.Now()})
-	if err := writeAtomic(filepath.Join(runDir, InfoFile), ep); err != nil {
+	if err := atomicfile.Write(filepath.Join(runDir, InfoFile), ep, 0o644); err != nil {
 		ln.Close()
 		return nil, err
 	}
@@ -245,15 +246,6 @@ func (s *Server) stream(c net.Conn, sc *bufio.Scanner, buffer int) {
 			return
 		}
 	}
-}
-
-// writeAtomic writes a small file through a rename.
-func writeAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 var errOtherUser = errors.New("the training belongs to another user")

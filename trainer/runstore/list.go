@@ -1,4 +1,4 @@
-package trainer
+package runstore
 
 import (
 	"bytes"
@@ -15,8 +15,8 @@ import (
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
-// This file reads run directories back: the runs browser, `agenttrainer
-// runs` and tooling use it. Readers must cope with a run that is still being
+// This file reads run directories back: the runs browser, the command line
+// and tooling use it. Readers must cope with a run that is still being
 // written (or whose writer crashed): the last line of a JSONL file may be
 // cut short, and a run may not have any metrics yet.
 
@@ -39,7 +39,12 @@ type RunInfo struct {
 // ListRuns returns the runs under runsDir, newest first. A missing runsDir
 // holds no runs. Directories that hold neither config.toml nor metrics.jsonl
 // are not runs and are skipped.
-func ListRuns(runsDir string) ([]RunInfo, error) {
+func ListRuns(runsDir string) ([]RunInfo, error) { return List(runsDir, nil) }
+
+// List is ListRuns for a caller that keeps summaries from an earlier
+// listing: cached, when not nil, is asked for each run directory first and
+// may return its summary (ok) instead of having it read again.
+func List(runsDir string, cached func(dir string) (info RunInfo, ok bool)) ([]RunInfo, error) {
 	entries, err := os.ReadDir(runsDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -53,8 +58,14 @@ func ListRuns(runsDir string) ([]RunInfo, error) {
 			continue
 		}
 		dir := filepath.Join(runsDir, e.Name())
-		if !isRunDir(dir) {
+		if !IsRunDir(dir) {
 			continue
+		}
+		if cached != nil {
+			if r, ok := cached(dir); ok {
+				runs = append(runs, r)
+				continue
+			}
 		}
 		runs = append(runs, ReadRunInfo(dir))
 	}
@@ -67,7 +78,9 @@ func ListRuns(runsDir string) ([]RunInfo, error) {
 	return runs, nil
 }
 
-func isRunDir(dir string) bool {
+// IsRunDir reports whether dir holds a run: a config.toml or a
+// metrics.jsonl.
+func IsRunDir(dir string) bool {
 	for _, f := range []string{ConfigFile, MetricsFile} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			return true

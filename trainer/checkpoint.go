@@ -1,8 +1,6 @@
 package trainer
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,11 +8,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/agenttrainer/agenttrainer/trainer/config"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 // Version is the program version recorded in checkpoints.
@@ -68,7 +66,7 @@ func (w *episodeWindow) restore(s windowState) error {
 type resumePoint struct {
 	path    string
 	state   loopState
-	tensors map[string]tensorData
+	tensors map[string]runstore.Tensor
 }
 
 // Resume rebuilds the run in dir from its newest valid checkpoint.
@@ -78,10 +76,10 @@ func Resume(dir string, overrides []string, opts Options) (*Trainer, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, &config.Error{Source: "--resume", Msg: fmt.Sprintf("no run directory at %s", dir)}
 	}
-	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err != nil {
-		return nil, &config.Error{Source: "--resume", Msg: fmt.Sprintf("%s is not an agenttrainer run directory (it has no %s)", dir, ConfigFile)}
+	if _, err := os.Stat(filepath.Join(dir, runstore.ConfigFile)); err != nil {
+		return nil, &config.Error{Source: "--resume", Msg: fmt.Sprintf("%s is not an agenttrainer run directory (it has no %s)", dir, runstore.ConfigFile)}
 	}
-	rp, err := findCheckpoint(filepath.Join(dir, CheckpointsDir), true)
+	rp, err := findCheckpoint(filepath.Join(dir, runstore.CheckpointsDir), true)
 	if err != nil {
 		return nil, &config.Error{Source: "--resume", Msg: fmt.Sprintf("%s: %v", dir, err)}
 	}
@@ -90,7 +88,7 @@ func Resume(dir string, overrides []string, opts Options) (*Trainer, error) {
 		return nil, err
 	}
 	runCfg := config.Default()
-	if err := runCfg.LoadFile(filepath.Join(dir, ConfigFile)); err != nil {
+	if err := runCfg.LoadFile(filepath.Join(dir, runstore.ConfigFile)); err != nil {
 		return nil, err
 	}
 	if runCfg.Env.ID != saved.Env.ID || runCfg.Agent.Name != saved.Agent.Name {
@@ -131,26 +129,9 @@ type foundCheckpoint struct {
 // one `latest` names; it says why others were skipped if none is usable.
 // Resuming needs the loop state in the header; evaluating does not.
 func findCheckpoint(dir string, needState bool) (*foundCheckpoint, error) {
-	entries, err := os.ReadDir(dir)
+	names, err := runstore.Checkpoints(dir)
 	if err != nil {
-		return nil, fmt.Errorf("no %s directory: this is not a run directory, or the run never saved", CheckpointsDir)
-	}
-	var names []string
-	for _, e := range entries {
-		if _, ok := checkpointStep(e.Name()); ok {
-			names = append(names, e.Name())
-		}
-	}
-	slices.SortFunc(names, func(a, b string) int {
-		sa, _ := checkpointStep(a)
-		sb, _ := checkpointStep(b)
-		return int(sb - sa)
-	})
-	if latest, err := os.ReadFile(filepath.Join(dir, LatestFile)); err == nil {
-		name := strings.TrimSpace(string(latest))
-		if i := slices.Index(names, name); i > 0 {
-			names = append([]string{name}, slices.Delete(names, i, i+1)...)
-		}
+		return nil, fmt.Errorf("no %s directory: this is not a run directory, or the run never saved", runstore.CheckpointsDir)
 	}
 	if len(names) == 0 {
 		return nil, errors.New("no checkpoint yet (the run stopped before its first save)")
@@ -158,7 +139,7 @@ func findCheckpoint(dir string, needState bool) (*foundCheckpoint, error) {
 	var problems []string
 	for _, name := range names {
 		path := filepath.Join(dir, name)
-		tensors, meta, err := readSafetensors(path)
+		tensors, meta, err := runstore.ReadSafetensors(path)
 		if err == nil && meta["format"] != checkpointFormat {
 			err = fmt.Errorf("not an agenttrainer checkpoint (format %q)", meta["format"])
 		}
@@ -215,7 +196,7 @@ func (t *Trainer) loadCheckpoint(rp resumePoint) error {
 }
 
 // loadNormalizers restores the observation and reward statistics.
-func (t *Trainer) loadNormalizers(tensors map[string]tensorData, st loopState) error {
+func (t *Trainer) loadNormalizers(tensors map[string]runstore.Tensor, st loopState) error {
 	if t.obsNorm != nil {
 		if err := t.obsNorm.stat.load(tensors, "obs_norm", st.ObsNormCount); err != nil {
 			return err
@@ -231,7 +212,7 @@ func (t *Trainer) loadNormalizers(tensors map[string]tensorData, st loopState) e
 
 // loadWeights loads parameters and Adam moments, checking that every tensor
 // the agent has is present with the right size.
-func (t *Trainer) loadWeights(tensors map[string]tensorData) error {
+func (t *Trainer) loadWeights(tensors map[string]runstore.Tensor) error {
 	if t.learner != nil {
 		n := t.learner.Params().Len()
 		flat := map[string][]float32{"": make([]float32, n), "optimizer.exp_avg.": make([]float32, n), "optimizer.exp_avg_sq.": make([]float32, n)}
@@ -298,37 +279,93 @@ func (t *Trainer) saveState(iter int, step int64, adamStep int, elapsed time.Dur
 	return st, nil
 }
 
-// repairJSONL keeps the records of a JSON-lines file whose iteration is at
-// most iter, dropping later ones and a torn last line, so that a resumed run
-// neither repeats nor skips a record.
-func repairJSONL(path string, iter int) error {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var kept bytes.Buffer
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<16), 1<<26)
-	for sc.Scan() {
-		var rec struct {
-			Iter *int `json:"iter"`
-		}
-		if json.Unmarshal(sc.Bytes(), &rec) != nil || rec.Iter == nil || *rec.Iter > iter {
-			continue
-		}
-		kept.Write(sc.Bytes())
-		kept.WriteByte('\n')
-	}
-	if kept.Len() == len(data) {
-		return nil
-	}
-	return writeFileAtomic(path, kept.Bytes())
-}
-
 // newStreams makes the trainer's two random streams from the seed.
 func newStreams(seed uint64) (act, shuffle *rand.PCG) {
 	return rand.NewPCG(seed, 2), rand.NewPCG(seed, 3)
+}
+
+// checkpoint writes checkpoints/step-<N>.safetensors atomically, points
+// checkpoints/latest at it, and prunes old ones.
+func (t *Trainer) checkpoint(f *runFiles, sum *Summary, p *progress) error {
+	dir := filepath.Join(f.dir, runstore.CheckpointsDir)
+	if sum.Checkpoint == filepath.Join(dir, runstore.CheckpointName(p.step)) {
+		return nil // nothing new since the last one
+	}
+	if err := f.metrics.Sync(); err != nil { // the records a checkpoint vouches for are on disk first
+		return err
+	}
+	st, err := t.saveState(p.iter, p.step, p.opt.step, p.elapsed(t.opts.Now()), p.episodes)
+	if err != nil {
+		return err
+	}
+	stateJSON, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	tensors, meta := t.checkpointTensors(&p.opt)
+	for _, td := range tensors {
+		for _, x := range td.Data {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return fmt.Errorf("refusing to checkpoint non-finite values in %s; the previous checkpoint stays the latest", td.Name)
+			}
+		}
+	}
+	meta["iter"], meta["step"], meta["state"] = fmt.Sprint(p.iter), fmt.Sprint(p.step), string(stateJSON)
+	data, err := runstore.EncodeSafetensors(tensors, meta)
+	if err != nil {
+		return err
+	}
+	path, err := runstore.WriteCheckpoint(dir, p.step, data)
+	if err != nil {
+		return err
+	}
+	sum.Checkpoint = path
+	runstore.PruneCheckpoints(dir, t.cfg.Trainer.Keep)
+	t.broker.publish(Event{Kind: EventCheckpoint, Time: t.opts.Now(), Checkpoint: path, Message: "checkpoint saved: " + filepath.Base(path)})
+	return nil
+}
+
+// checkpointTensors gathers the parameters in PyTorch layout (weights
+// out×in) and the Adam moments under "optimizer.exp_avg.<name>" and
+// "optimizer.exp_avg_sq.<name>".
+func (t *Trainer) checkpointTensors(opt *adam) ([]runstore.Tensor, map[string]string) {
+	meta := map[string]string{
+		"format": checkpointFormat, "version": Version, "env": t.cfg.Env.ID, "agent": t.cfg.Agent.Name,
+		"config": t.cfg.TOML(),
+	}
+	var out []runstore.Tensor
+	if t.obsNorm != nil {
+		out = append(out, t.obsNorm.stat.tensors("obs_norm")...)
+	}
+	if t.rewScale != nil {
+		out = append(out, t.rewScale.stat.tensors("reward_norm")...)
+	}
+	if t.learner == nil {
+		return out, meta
+	}
+	meta["adam_step"] = fmt.Sprint(opt.step)
+	n := t.learner.Params().Len()
+	host := map[string][]float32{"": make([]float32, n), "optimizer.exp_avg.": make([]float32, n), "optimizer.exp_avg_sq.": make([]float32, n)}
+	t.dev.Download(host[""], t.learner.Params())
+	t.dev.Download(host["optimizer.exp_avg."], opt.m)
+	t.dev.Download(host["optimizer.exp_avg_sq."], opt.v)
+	for prefix, flat := range host {
+		for _, nt := range t.learner.Tensors() {
+			src := flat[nt.T.Offset() : nt.T.Offset()+nt.T.Len()]
+			td := runstore.Tensor{Name: prefix + nt.Name, Shape: []int{nt.T.Rows, nt.T.Cols}, Data: append([]float32(nil), src...)}
+			if nt.T.Rows == 1 && !nt.Transposed {
+				td.Shape = []int{nt.T.Cols} // biases and log-stds are vectors
+			}
+			if nt.Transposed {
+				td.Shape = []int{nt.T.Cols, nt.T.Rows}
+				for r := 0; r < nt.T.Rows; r++ {
+					for c := 0; c < nt.T.Cols; c++ {
+						td.Data[c*nt.T.Rows+r] = src[r*nt.T.Cols+c]
+					}
+				}
+			}
+			out = append(out, td)
+		}
+	}
+	return out, meta
 }

@@ -1,4 +1,4 @@
-package trainer
+package runstore
 
 import (
 	"encoding/binary"
@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // readEvents is an independent TFRecord/Event reader: it verifies both
@@ -82,7 +83,24 @@ func protoFields(t *testing.T, b []byte) map[int][][]byte {
 
 func TestTensorBoardEvents(t *testing.T) {
 	dir := t.TempDir()
-	_, recs := train(t, testConfig(t, "trainer.tensorboard=true"), dir)
+	start := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	w, err := OpenTensorBoard(dir, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := Float(0.75)
+	recs := []Metrics{
+		{Iter: 1, Step: 512, EpReturnMean: Float(math.NaN()), PolicyLoss: -0.02, LR: 2.5e-4},
+		{Iter: 2, Step: 1024, EpReturnMean: 21.5, PolicyLoss: -0.01, LR: 2.4e-4, ValSuccessRate: &val},
+	}
+	for i := range recs {
+		if err := w.Write(&recs[i], start.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	files, _ := filepath.Glob(filepath.Join(dir, "events.out.tfevents.*"))
 	if len(files) != 1 {
 		t.Fatalf("event files: %v", files)
@@ -92,14 +110,23 @@ func TestTensorBoardEvents(t *testing.T) {
 		t.Fatalf("version %q, %d events for %d records", version, len(scalars), len(recs))
 	}
 	for i, r := range recs {
-		if steps[i] != int64(r["step"].(float64)) {
-			t.Fatalf("event %d at step %d, record at %v", i, steps[i], r["step"])
+		if steps[i] != r.Step {
+			t.Errorf("event %d at step %d, record at %d", i, steps[i], r.Step)
 		}
-		if got, want := scalars[i]["losses/policy_loss"], float32(r["policy_loss"].(float64)); got != want {
-			t.Fatalf("event %d policy_loss %v, record %v", i, got, want)
+		if got, want := scalars[i]["losses/policy_loss"], float32(r.PolicyLoss); got != want {
+			t.Errorf("event %d policy_loss %v, record %v", i, got, want)
 		}
-		if ret, ok := r["ep_return_mean"].(float64); ok && scalars[i]["charts/ep_return_mean"] != float32(ret) {
-			t.Fatalf("event %d return %v, record %v", i, scalars[i]["charts/ep_return_mean"], ret)
-		}
+	}
+	if _, ok := scalars[0]["charts/ep_return_mean"]; ok {
+		t.Error("an undefined (NaN) return was written")
+	}
+	if got := scalars[1]["charts/ep_return_mean"]; got != 21.5 {
+		t.Errorf("return %v, want 21.5", got)
+	}
+	if got, ok := scalars[1]["charts/val_success_rate"]; !ok || got != 0.75 {
+		t.Errorf("val_success_rate %v (present %v), want 0.75", got, ok)
+	}
+	if _, ok := scalars[0]["charts/val_success_rate"]; ok {
+		t.Error("a validation scalar was written for a record without validation")
 	}
 }

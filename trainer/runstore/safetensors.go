@@ -1,4 +1,4 @@
-package trainer
+package runstore
 
 import (
 	"bytes"
@@ -10,8 +10,8 @@ import (
 	"sort"
 )
 
-// tensorData is one float32 tensor bound for or read from a safetensors file.
-type tensorData struct {
+// Tensor is one float32 tensor bound for or read from a safetensors file.
+type Tensor struct {
 	Name  string
 	Shape []int
 	Data  []float32
@@ -23,12 +23,12 @@ type safetensorsEntry struct {
 	Offsets [2]int64 `json:"data_offsets"`
 }
 
-// encodeSafetensors lays tensors out in the safetensors format: an 8-byte
+// EncodeSafetensors lays tensors out in the safetensors format: an 8-byte
 // little-endian header length, a JSON header naming each tensor's dtype,
 // shape and byte range (plus string metadata), then the raw little-endian
 // data. Tensors are stored in name order, as the reference writer does.
-func encodeSafetensors(tensors []tensorData, meta map[string]string) ([]byte, error) {
-	sorted := append([]tensorData(nil), tensors...)
+func EncodeSafetensors(tensors []Tensor, meta map[string]string) ([]byte, error) {
+	sorted := append([]Tensor(nil), tensors...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	header := map[string]any{}
 	if len(meta) > 0 {
@@ -61,9 +61,10 @@ func encodeSafetensors(tensors []tensorData, meta map[string]string) ([]byte, er
 	return buf.Bytes(), nil
 }
 
-// readSafetensors parses a safetensors file of F32 tensors, checking that
-// every byte range lies inside the file and that the ranges tile the data.
-func readSafetensors(path string) (map[string]tensorData, map[string]string, error) {
+// ReadSafetensors parses a safetensors file of F32 tensors, checking that
+// every shape is sound, that every byte range lies inside the file and that
+// the ranges tile the data, before it allocates anything for a tensor.
+func ReadSafetensors(path string) (map[string]Tensor, map[string]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, err
@@ -81,7 +82,7 @@ func readSafetensors(path string) (map[string]tensorData, map[string]string, err
 	}
 	data := b[8+n:]
 	meta := map[string]string{}
-	out := map[string]tensorData{}
+	out := map[string]Tensor{}
 	var covered int64
 	for name, msg := range raw {
 		if name == "__metadata__" {
@@ -97,9 +98,9 @@ func readSafetensors(path string) (map[string]tensorData, map[string]string, err
 		if e.DType != "F32" {
 			return nil, nil, fmt.Errorf("tensor %s has dtype %s; only F32 is supported", name, e.DType)
 		}
-		count := int64(1)
-		for _, d := range e.Shape {
-			count *= int64(d)
+		count, err := elements(e.Shape, int64(len(data))/4)
+		if err != nil {
+			return nil, nil, fmt.Errorf("tensor %s: %v", name, err)
 		}
 		if e.Offsets[0] < 0 || e.Offsets[1] > int64(len(data)) || e.Offsets[1]-e.Offsets[0] != 4*count {
 			return nil, nil, fmt.Errorf("tensor %s: byte range %v does not fit shape %v in %d data bytes (truncated?)",
@@ -109,11 +110,27 @@ func readSafetensors(path string) (map[string]tensorData, map[string]string, err
 		for i := range vals {
 			vals[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[e.Offsets[0]+4*int64(i):]))
 		}
-		out[name] = tensorData{Name: name, Shape: e.Shape, Data: vals}
+		out[name] = Tensor{Name: name, Shape: e.Shape, Data: vals}
 		covered += 4 * count
 	}
 	if covered != int64(len(data)) {
 		return nil, nil, fmt.Errorf("tensors cover %d of %d data bytes", covered, len(data))
 	}
 	return out, meta, nil
+}
+
+// elements is the number of values a shape holds, refused when a dimension
+// is negative or the count exceeds limit (which also rules out overflow).
+func elements(shape []int, limit int64) (int64, error) {
+	count := int64(1)
+	for _, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("shape %v has a negative dimension", shape)
+		}
+		if d > 0 && count > limit/int64(d) {
+			return 0, fmt.Errorf("shape %v holds more values than the file's %d data bytes", shape, 4*limit)
+		}
+		count *= int64(d)
+	}
+	return count, nil
 }

@@ -1,4 +1,4 @@
-package trainer
+package runstore
 
 import (
 	"encoding/binary"
@@ -10,11 +10,11 @@ import (
 	"time"
 )
 
-// tbWriter writes TensorBoard event files: TFRecord framing (length, masked
+// TensorBoard writes TensorBoard event files: TFRecord framing (length, masked
 // CRC-32C of the length, payload, masked CRC-32C of the payload) around
 // hand-encoded tensorflow.Event protos holding scalar summaries. Each
 // process writes its own file; TensorBoard merges a directory's files by step.
-type tbWriter struct {
+type TensorBoard struct {
 	f   *os.File
 	buf []byte
 }
@@ -26,7 +26,8 @@ func maskedCRC(b []byte) uint32 {
 	return ((c >> 15) | (c << 17)) + 0xa282ead8
 }
 
-func openTensorBoard(dir string, now time.Time) (*tbWriter, error) {
+// OpenTensorBoard starts a new event file in dir.
+func OpenTensorBoard(dir string, now time.Time) (*TensorBoard, error) {
 	host, _ := os.Hostname()
 	if host == "" {
 		host = "localhost"
@@ -36,14 +37,14 @@ func openTensorBoard(dir string, now time.Time) (*tbWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &tbWriter{f: f}
+	w := &TensorBoard{f: f}
 	// The first event names the file format version.
 	ev := appendDouble(nil, 1, float64(now.UnixNano())/1e9)
 	ev = appendBytes(ev, 3, []byte("brain.Event:2"))
 	return w, w.record(ev)
 }
 
-func (w *tbWriter) record(payload []byte) error {
+func (w *TensorBoard) record(payload []byte) error {
 	w.buf = w.buf[:0]
 	w.buf = binary.LittleEndian.AppendUint64(w.buf, uint64(len(payload)))
 	w.buf = binary.LittleEndian.AppendUint32(w.buf, maskedCRC(w.buf[:8]))
@@ -82,8 +83,8 @@ func optional(f *Float) float64 {
 	return float64(*f)
 }
 
-// write appends one event with every defined scalar of m at its env step.
-func (w *tbWriter) write(m *Metrics, wall time.Time) error {
+// Write appends one event with every defined scalar of m at its env step.
+func (w *TensorBoard) Write(m *Metrics, wall time.Time) error {
 	var summary []byte
 	for _, s := range tbScalars {
 		v := s.get(m)
@@ -100,7 +101,8 @@ func (w *tbWriter) write(m *Metrics, wall time.Time) error {
 	return w.record(ev)
 }
 
-func (w *tbWriter) close() error {
+// Close closes the file; a nil TensorBoard is closed already.
+func (w *TensorBoard) Close() error {
 	if w == nil {
 		return nil
 	}

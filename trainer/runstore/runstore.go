@@ -1,0 +1,247 @@
+// Package runstore is the run directory: its layout and names, the files a
+// training writes there (config, metrics and edits as JSON lines,
+// safetensors checkpoints, TensorBoard events) and the readers that list and
+// load runs back. The trainer writes through it; the terminal app, the
+// command line and tooling read through it.
+package runstore
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
+	"github.com/agenttrainer/agenttrainer/trainer/config"
+)
+
+// Files of a run directory.
+const (
+	ConfigFile     = "config.toml"
+	MetricsFile    = "metrics.jsonl"
+	EditsFile      = "edits.jsonl"
+	CheckpointsDir = "checkpoints"
+	LatestFile     = "latest" // inside CheckpointsDir: the name of the newest good checkpoint
+)
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// Create makes the run directory for cfg: exactly dir when given (which must
+// not already hold a run), else a fresh directory under trainer.runs_dir
+// named <YYYYMMDD-HHMMSS>-<env>-<agent>[-<name>] from now.
+func Create(cfg config.Config, dir string, now time.Time) (string, error) {
+	return create(dir, cfg.Trainer.RunsDir, newName(now, cfg.Env.ID, cfg.Agent.Name, cfg.Trainer.Name))
+}
+
+// newName is <YYYYMMDD-HHMMSS>-<env>-<agent>[-<name>].
+func newName(now time.Time, env, agent, name string) string {
+	s := now.Format("20060102-150405") + "-" + unsafeChars.ReplaceAllString(env, "_") + "-" + unsafeChars.ReplaceAllString(agent, "_")
+	if name != "" {
+		s += "-" + name
+	}
+	return s
+}
+
+func create(dir, runsDir, base string) (string, error) {
+	if dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, MetricsFile)); err == nil {
+			return "", fmt.Errorf("%s already holds a run (it has %s); choose another directory", dir, MetricsFile)
+		}
+		if err := os.MkdirAll(filepath.Join(dir, CheckpointsDir), 0o755); err != nil {
+			return "", err
+		}
+		return dir, nil
+	}
+	if err := os.MkdirAll(runsDir, 0o755); err != nil {
+		return "", err
+	}
+	for i := 1; ; i++ {
+		name := base
+		if i > 1 {
+			name = fmt.Sprintf("%s.%d", base, i) // two runs started in the same second
+		}
+		path := filepath.Join(runsDir, name)
+		err := os.Mkdir(path, 0o755)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		return path, os.Mkdir(filepath.Join(path, CheckpointsDir), 0o755)
+	}
+}
+
+// JSONL appends one JSON object per line, each with a single write so a
+// crash never leaves half a record behind a complete one.
+type JSONL struct{ f *os.File }
+
+// OpenJSONL opens path for appending, creating it if need be.
+func OpenJSONL(path string) (*JSONL, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &JSONL{f: f}, nil
+}
+
+// Write appends v as one line.
+func (w *JSONL) Write(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.f.Write(append(b, '\n'))
+	return err
+}
+
+// Sync flushes the records written so far to the disk.
+func (w *JSONL) Sync() error { return w.f.Sync() }
+
+// Close closes the file; a nil JSONL is closed already.
+func (w *JSONL) Close() error {
+	if w == nil {
+		return nil
+	}
+	return w.f.Close()
+}
+
+// CheckpointName is the file name of the checkpoint at env step.
+func CheckpointName(step int64) string { return fmt.Sprintf("step-%d.safetensors", step) }
+
+// CheckpointStep reads N from a checkpoint file name step-N.safetensors.
+func CheckpointStep(name string) (int64, bool) {
+	s, ok := strings.CutPrefix(name, "step-")
+	if !ok {
+		return 0, false
+	}
+	s, ok = strings.CutSuffix(s, ".safetensors")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
+// PruneCheckpoints deletes all but the keep newest checkpoints in dir (keep
+// 0 keeps everything). Called after the newest was written and pointed to.
+func PruneCheckpoints(dir string, keep int) {
+	if keep <= 0 {
+		return
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	var steps []int64
+	for _, e := range entries {
+		if n, ok := CheckpointStep(e.Name()); ok {
+			steps = append(steps, n)
+		}
+	}
+	slices.Sort(steps)
+	for _, n := range steps[:max(0, len(steps)-keep)] {
+		os.Remove(filepath.Join(dir, CheckpointName(n)))
+	}
+}
+
+// Checkpoints lists the checkpoint files of a run's checkpoints directory,
+// the one `latest` names first, then the others newest first.
+func Checkpoints(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if _, ok := CheckpointStep(e.Name()); ok {
+			names = append(names, e.Name())
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		sa, _ := CheckpointStep(a)
+		sb, _ := CheckpointStep(b)
+		return cmp.Compare(sb, sa)
+	})
+	if latest, err := os.ReadFile(filepath.Join(dir, LatestFile)); err == nil {
+		name := strings.TrimSpace(string(latest))
+		if i := slices.Index(names, name); i > 0 {
+			names = append([]string{name}, slices.Delete(names, i, i+1)...)
+		}
+	}
+	return names, nil
+}
+
+// WriteCheckpoint writes a checkpoint's bytes as dir/step-<step>.safetensors
+// and then points dir/latest at it, each atomically, and returns its path.
+func WriteCheckpoint(dir string, step int64, data []byte) (string, error) {
+	name := CheckpointName(step)
+	path := filepath.Join(dir, name)
+	if err := atomicfile.Write(path, data, 0o644); err != nil {
+		return "", fmt.Errorf("writing checkpoint: %w", err)
+	}
+	if err := atomicfile.Write(filepath.Join(dir, LatestFile), []byte(name+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("writing checkpoint pointer: %w", err)
+	}
+	return path, nil
+}
+
+// WriteConfig writes the resolved config as the run's config.toml.
+func WriteConfig(dir string, cfg config.Config) error {
+	return atomicfile.Write(filepath.Join(dir, ConfigFile), []byte(cfg.TOML()), 0o644)
+}
+
+// Reopen prepares a run directory for a resumed training that continues
+// from the checkpoint of iteration iter: the temporary files of writes a
+// kill interrupted are swept away, and the metrics and edits records
+// written after the checkpoint are dropped, since the resumed run redoes
+// them.
+func Reopen(dir string, iter int) error {
+	atomicfile.RemoveStale(dir)
+	atomicfile.RemoveStale(filepath.Join(dir, CheckpointsDir))
+	for _, name := range []string{MetricsFile, EditsFile} {
+		if err := truncateRecords(filepath.Join(dir, name), iter); err != nil {
+			return fmt.Errorf("repairing %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// truncateRecords keeps the records of a JSON-lines file whose iteration
+// is at most iter, dropping later ones and a torn last line, so that a
+// resumed run neither repeats nor skips a record.
+func truncateRecords(path string, iter int) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var kept bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<16), 1<<26)
+	for sc.Scan() {
+		var rec struct {
+			Iter *int `json:"iter"`
+		}
+		if json.Unmarshal(sc.Bytes(), &rec) != nil || rec.Iter == nil || *rec.Iter > iter {
+			continue
+		}
+		kept.Write(sc.Bytes())
+		kept.WriteByte('\n')
+	}
+	if kept.Len() == len(data) {
+		return nil
+	}
+	return atomicfile.Write(path, kept.Bytes(), 0o644)
+}
