@@ -13,6 +13,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/agenttrainer/agenttrainer/internal/anynum"
 	"github.com/agenttrainer/agenttrainer/internal/suggest"
 )
 
@@ -268,40 +269,31 @@ func describe(v any) string {
 func convert(t reflect.Type, v any) (reflect.Value, error) {
 	switch t.Kind() {
 	case reflect.Int, reflect.Int64:
-		var n int64
-		switch x := v.(type) {
-		case int64:
-			n = x
-		case float64:
-			if x != math.Trunc(x) || math.Abs(x) > 1<<53 {
-				return reflect.Value{}, fmt.Errorf("expects an integer, got %s", describe(v))
+		num := v
+		if x, ok := v.(string); ok { // "1e6", "1_000_000"
+			if p, err := strconv.ParseFloat(strings.ReplaceAll(x, "_", ""), 64); err == nil {
+				num = p
 			}
-			n = int64(x)
-		case string:
-			p, err := strconv.ParseFloat(strings.ReplaceAll(x, "_", ""), 64)
-			if err != nil || p != math.Trunc(p) {
-				return reflect.Value{}, fmt.Errorf("expects an integer, got %s", describe(v))
-			}
-			n = int64(p)
-		default:
+		}
+		n, ok := anynum.Int(num)
+		if !ok {
 			return reflect.Value{}, fmt.Errorf("expects an integer, got %s", describe(v))
 		}
 		return reflect.ValueOf(n).Convert(t), nil
 	case reflect.Float64:
-		switch x := v.(type) {
-		case int64:
-			return reflect.ValueOf(float64(x)), nil
-		case float64:
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return reflect.Value{}, fmt.Errorf("expects a finite number, got %s", describe(v))
-			}
-			return reflect.ValueOf(x), nil
-		case string:
+		if x, ok := v.(string); ok {
 			if p, err := strconv.ParseFloat(x, 64); err == nil && !math.IsNaN(p) && !math.IsInf(p, 0) {
 				return reflect.ValueOf(p), nil
 			}
 		}
-		return reflect.Value{}, fmt.Errorf("expects a number, got %s", describe(v))
+		x, ok := anynum.Float(v)
+		if !ok {
+			return reflect.Value{}, fmt.Errorf("expects a number, got %s", describe(v))
+		}
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return reflect.Value{}, fmt.Errorf("expects a finite number, got %s", describe(v))
+		}
+		return reflect.ValueOf(x), nil
 	case reflect.Bool:
 		switch x := v.(type) {
 		case bool:
@@ -370,12 +362,7 @@ var (
 // checkValue enforces a field's `check` tag.
 func checkValue(check string, v any) error {
 	num := func() float64 {
-		switch x := v.(type) {
-		case int:
-			return float64(x)
-		case int64:
-			return float64(x)
-		case float64:
+		if x, ok := anynum.Float(v); ok {
 			return x
 		}
 		return math.NaN()
