@@ -79,6 +79,9 @@ func Resume(dir string, overrides []string, opts Options) (*Trainer, error) {
 	if _, err := os.Stat(filepath.Join(dir, runstore.ConfigFile)); err != nil {
 		return nil, &config.Error{Source: "--resume", Msg: fmt.Sprintf("%s is not an agenttrainer run directory (it has no %s)", dir, runstore.ConfigFile)}
 	}
+	if err := runstore.CheckFree(dir); err != nil {
+		return nil, err // resuming a live run would interleave two trainers' records
+	}
 	rp, err := findCheckpoint(filepath.Join(dir, runstore.CheckpointsDir), true)
 	if err != nil {
 		return nil, &config.Error{Source: "--resume", Msg: fmt.Sprintf("%s: %v", dir, err)}

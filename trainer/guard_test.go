@@ -3,6 +3,8 @@ package trainer
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
+	"fmt"
 	"io/fs"
 	"math"
 	"os"
@@ -155,4 +157,38 @@ func TestResumeRejectsBadRunDirectories(t *testing.T) {
 			}
 		})
 	}
+}
+
+// One trainer per run directory: resuming a run that still trains is
+// refused with the process that holds it, and allowed once it stopped.
+func TestResumeOfALiveRunIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	tr, err := New(testConfig(t, "ppo.total_timesteps=100000000", "trainer.save_freq=1"), Options{RunDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, _ := tr.Subscribe(64)
+	done := make(chan error, 1)
+	go func() {
+		_, err := tr.Run(context.Background())
+		done <- err
+	}()
+	for e := range events {
+		if e.Kind == EventCheckpoint {
+			break
+		}
+	}
+	_, err = Resume(dir, nil, Options{})
+	if !errors.Is(err, runstore.ErrInUse) || !strings.Contains(err.Error(), fmt.Sprintf("process %d", os.Getpid())) {
+		t.Errorf("resuming a live run: %v", err)
+	}
+	tr.Stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	again, err := Resume(dir, nil, Options{})
+	if err != nil {
+		t.Fatalf("resuming the stopped run: %v", err)
+	}
+	again.Close()
 }

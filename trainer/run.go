@@ -64,6 +64,7 @@ func (t *Trainer) finish(s State, err error) {
 // runFiles are the open files of a run directory.
 type runFiles struct {
 	dir            string
+	lock           *runstore.Lock // one trainer per run directory
 	metrics, edits *runstore.JSONL
 	tb             *runstore.TensorBoard // nil unless trainer.tensorboard
 }
@@ -72,6 +73,7 @@ func (f *runFiles) close() {
 	f.metrics.Close()
 	f.edits.Close()
 	f.tb.Close()
+	f.lock.Release()
 }
 
 // writeMetrics appends a record to metrics.jsonl (and TensorBoard).
@@ -90,26 +92,33 @@ func (f *runFiles) writeMetrics(m *Metrics, now time.Time) error {
 func (t *Trainer) openRun() (*runFiles, error) {
 	c := &t.cfg
 	dir := t.opts.RunDir
-	if t.resume != nil {
-		if err := runstore.Reopen(dir, t.resume.state.Iter); err != nil {
-			return nil, err
-		}
-	} else {
+	if t.resume == nil {
 		var err error
 		if dir, err = runstore.Create(*c, dir, t.opts.Now()); err != nil {
 			return nil, fmt.Errorf("cannot create the run directory: %w", err)
 		}
 	}
-	var err error
-	if err = runstore.WriteConfig(dir, *c); err != nil {
+	lock, err := runstore.Acquire(dir)
+	if err != nil {
 		return nil, err
 	}
-	f := &runFiles{dir: dir}
+	f := &runFiles{dir: dir, lock: lock}
+	if t.resume != nil {
+		if err := runstore.Reopen(dir, t.resume.state.Iter); err != nil {
+			f.close()
+			return nil, err
+		}
+	}
+	if err = runstore.WriteConfig(dir, *c); err != nil {
+		f.close()
+		return nil, err
+	}
 	if f.metrics, err = runstore.OpenJSONL(filepath.Join(dir, runstore.MetricsFile)); err != nil {
+		f.close()
 		return nil, err
 	}
 	if f.edits, err = runstore.OpenJSONL(filepath.Join(dir, runstore.EditsFile)); err != nil {
-		f.metrics.Close()
+		f.close()
 		return nil, err
 	}
 	if c.Trainer.TensorBoard {
