@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"net"
@@ -200,5 +201,52 @@ func TestVanishedTrainingEndsTheStream(t *testing.T) {
 	end := next(t, events, trainer.EventDone, nil)
 	if end.State != trainer.StateFailed || !strings.Contains(end.Message, "--resume") {
 		t.Fatalf("end %+v", end)
+	}
+}
+
+// Viewers cannot make a training hold unbounded memory: connections are
+// limited, and a refused viewer is told why; the limit frees up as viewers
+// leave.
+func TestViewersAreBounded(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	_, srv, _ := startRun(t, dir)
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for len(held) < MaxConnections {
+		c, err := net.Dial("unix", srv.Socket())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A subscriber that never reads its events.
+		if _, err := c.Write([]byte(`{"op":"subscribe","buffer":1000000}` + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	// The server has counted every held connection once the last one's
+	// subscription is acknowledged.
+	if _, err := bufio.NewReader(held[len(held)-1]).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Dial(dir); err == nil || !strings.Contains(err.Error(), "too many connections") {
+		t.Fatalf("dial past the limit: %v", err)
+	}
+	held[0].Close()
+	held = held[1:]
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := Dial(dir)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no room after a viewer left: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -22,6 +23,14 @@ const writeTimeout = 5 * time.Second
 
 // maxSocketPath keeps within sockaddr_un's 108 bytes on Linux.
 const maxSocketPath = 100
+
+// Bounds on what viewers can make a training hold: connections at once,
+// and events queued for each subscriber (about 200 bytes each), so that
+// viewers that never read cost at most a few megabytes.
+const (
+	MaxConnections     = 32
+	MaxSubscriberQueue = 1024
+)
 
 // Server serves one training run's control socket.
 type Server struct {
@@ -134,6 +143,16 @@ func (s *Server) accept() {
 			c.Close()
 			return
 		}
+		if len(s.conns) >= MaxConnections {
+			s.mu.Unlock()
+			s.wg.Add(1)
+			go func() { // answered aside, so a slow refusal holds up no one
+				defer s.wg.Done()
+				refuse(c, fmt.Sprintf("too many connections to this training (%d, the limit); close a viewer and try again", MaxConnections))
+				c.Close()
+			}()
+			continue
+		}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
@@ -163,12 +182,7 @@ func (s *Server) serve(c net.Conn) {
 	sc := bufio.NewScanner(c)
 	sc.Buffer(make([]byte, 4096), 1<<16)
 	if err := s.sameUser(c); err != nil {
-		// Take the client's first request before answering: closing with
-		// it unread would break the client's write, and it would never
-		// read why it was refused.
-		c.SetReadDeadline(time.Now().Add(writeTimeout))
-		sc.Scan()
-		send(c, response{Error: "refused: " + err.Error()})
+		refuse(c, "refused: "+err.Error())
 		return
 	}
 	for sc.Scan() {
@@ -222,7 +236,7 @@ func (s *Server) handle(req request) response {
 // stream forwards the run's events to a subscriber until the run ends, the
 // subscriber goes away, or a write times out.
 func (s *Server) stream(c net.Conn, sc *bufio.Scanner, buffer int) {
-	events, unsubscribe := s.t.Subscribe(min(max(buffer, 16), 1<<14))
+	events, unsubscribe := s.t.Subscribe(min(max(buffer, 16), MaxSubscriberQueue))
 	defer unsubscribe()
 	gone := make(chan struct{})
 	go func() { // a subscriber sends nothing more; EOF means it left
@@ -246,6 +260,15 @@ func (s *Server) stream(c net.Conn, sc *bufio.Scanner, buffer int) {
 			return
 		}
 	}
+}
+
+// refuse answers a connection's first request with why it is refused.
+// The request is read first: closing with it unread would break the
+// client's write, and it would never read the reason.
+func refuse(c net.Conn, why string) {
+	c.SetReadDeadline(time.Now().Add(writeTimeout))
+	bufio.NewReader(io.LimitReader(c, 1<<16)).ReadString('\n')
+	send(c, response{Error: why})
 }
 
 var errOtherUser = errors.New("the training belongs to another user")
