@@ -8,7 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/envs/frozenlake"
+	"github.com/agenttrainer/agenttrainer/envs/tasks"
 	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
 )
 
@@ -44,20 +45,20 @@ func runData(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agenttrainer: %s: name the file .jsonl or .csv to choose its format\n", *out)
 		return exitConfig
 	}
-	opts := envs.FrozenLakeTaskOptions{N: *n, Size: *size, P: *p, Slippery: *slippery, MaxSteps: *maxSteps, Seed: *seed}
+	opts := frozenlake.FrozenLakeTaskOptions{N: *n, Size: *size, P: *p, Slippery: *slippery, MaxSteps: *maxSteps, Seed: *seed}
 	if *exclude != "" {
-		if opts.Exclude, err = envs.LoadTasks(*exclude); err != nil {
+		if opts.Exclude, err = tasks.LoadTasks(*exclude); err != nil {
 			fmt.Fprintf(stderr, "agenttrainer: --exclude: %v\n", err)
 			return exitConfig
 		}
 	}
-	rows, err := envs.GenerateFrozenLakeTasks(opts)
+	rows, err := frozenlake.GenerateFrozenLakeTasks(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "agenttrainer: %v\n", err)
 		return exitConfig
 	}
 	var buf bytes.Buffer
-	if err := envs.WriteTasks(&buf, format, envs.FrozenLakeColumns, rows); err != nil {
+	if err := tasks.WriteTasks(&buf, format, frozenlake.FrozenLakeColumns, rows); err != nil {
 		fmt.Fprintf(stderr, "agenttrainer: %v\n", err)
 		return exitFail
 	}

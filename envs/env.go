@@ -1,7 +1,8 @@
-// Package envs holds the environments agents train on: the Env interface with
-// Gymnasium semantics, observation and action spaces, a registry, the
-// time-limit wrapper, a vectorised runner with auto-reset, and the
-// environments themselves.
+// Package envs is the environment core: the Env interface with Gymnasium
+// semantics, observation and action spaces, the registry, the time-limit
+// wrapper, snapshots and a vectorised runner with auto-reset. The worlds
+// themselves live in subpackages (classic, frozenlake, remote) that register
+// in init.
 package envs
 
 import (
@@ -99,6 +100,11 @@ type Spec struct {
 	MaxEpisodeSteps int    // 0: no time limit
 	// New builds one instance from its arguments.
 	New func(args Params) (Env, error)
+	// NewBatch, when set, builds all n sub-environments together as one
+	// vector (a remote server steps them with one message); users of the
+	// registry call it instead of New n times. New then says why the
+	// environment cannot be built one at a time.
+	NewBatch func(n int, args Params) (*Vector, error)
 }
 
 var registry = map[string]Spec{}

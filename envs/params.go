@@ -1,5 +1,12 @@
 package envs
 
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+)
+
 // Int reads an integer argument (any Go integer, or a float without a
 // fractional part, as JSON and CSV files give them), or def when absent.
 func (p Params) Int(key string, def int64) (int64, error) { return intArg(p, key, def) }
@@ -12,3 +19,127 @@ func (p Params) Bool(key string, def bool) (bool, error) { return boolArg(p, key
 
 // String reads a string argument, or def when absent.
 func (p Params) String(key, def string) (string, error) { return stringArg(p, key, def) }
+
+// DescribeArg writes a bad argument value for an error message.
+func DescribeArg(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return strconv.Quote(v)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case float32:
+		return strconv.FormatFloat(float64(v), 'g', -1, 32)
+	case json.Number:
+		return v.String()
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprint(v)
+}
+
+// intArg reads an integer argument: any Go integer, or a float with no
+// fractional part (JSON and pandas write 4.0 for 4).
+func intArg(args Params, key string, def int64) (int64, error) {
+	v, ok := args[key]
+	if !ok {
+		return def, nil
+	}
+	if n, ok := asInt(v); ok {
+		return n, nil
+	}
+	return 0, fmt.Errorf("%s must be an integer, got %s", key, DescribeArg(v))
+}
+
+func asInt(v any) (int64, bool) {
+	switch v := v.(type) {
+	case int:
+		return int64(v), true
+	case int8:
+		return int64(v), true
+	case int16:
+		return int64(v), true
+	case int32:
+		return int64(v), true
+	case int64:
+		return v, true
+	case uint8:
+		return int64(v), true
+	case uint16:
+		return int64(v), true
+	case uint32:
+		return int64(v), true
+	case uint:
+		return int64(v), v <= math.MaxInt64
+	case uint64:
+		return int64(v), v <= math.MaxInt64
+	case float32:
+		return asInt(float64(v))
+	case float64:
+		if v == math.Trunc(v) && math.Abs(v) < 1<<63 {
+			return int64(v), true
+		}
+	case json.Number:
+		if n, err := v.Int64(); err == nil {
+			return n, true
+		}
+		if f, err := v.Float64(); err == nil {
+			return asInt(f)
+		}
+	}
+	return 0, false
+}
+
+// floatArg reads a number argument.
+func floatArg(args Params, key string, def float64) (float64, error) {
+	v, ok := args[key]
+	if !ok {
+		return def, nil
+	}
+	switch x := v.(type) {
+	case float64:
+		return x, nil
+	case float32:
+		return float64(x), nil
+	case json.Number:
+		if f, err := x.Float64(); err == nil {
+			return f, nil
+		}
+	default:
+		if n, ok := asInt(v); ok {
+			return float64(n), nil
+		}
+	}
+	return 0, fmt.Errorf("%s must be a number, got %s", key, DescribeArg(v))
+}
+
+// boolArg reads a true/false argument; 1 and 0 are accepted too (CSV files
+// written by pandas and others).
+func boolArg(args Params, key string, def bool) (bool, error) {
+	v, ok := args[key]
+	if !ok {
+		return def, nil
+	}
+	if b, ok := v.(bool); ok {
+		return b, nil
+	}
+	if n, ok := asInt(v); ok && (n == 0 || n == 1) {
+		return n == 1, nil
+	}
+	return false, fmt.Errorf("%s must be true or false (or 1 or 0), got %s", key, DescribeArg(v))
+}
+
+// stringArg reads a string argument.
+func stringArg(args Params, key, def string) (string, error) {
+	v, ok := args[key]
+	if !ok {
+		return def, nil
+	}
+	if s, ok := v.(string); ok {
+		return s, nil
+	}
+	return "", fmt.Errorf("%s must be a string, got %s", key, DescribeArg(v))
+}

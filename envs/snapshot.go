@@ -14,58 +14,25 @@ type Snapshotter interface {
 	Restore([]byte) error
 }
 
-// pcgRand is a random stream that can be saved: math/rand/v2's Rand does
-// not expose its source, so the source is kept beside it.
-type pcgRand struct {
+// PCGRand is a random stream that can be saved: math/rand/v2's Rand does
+// not expose its source, so the source is kept beside it. The worlds draw
+// from it so that their snapshots hold their random streams.
+type PCGRand struct {
 	*rand.Rand
 	src *rand.PCG
 }
 
-func newPCGRand(seed int64) pcgRand {
+// NewPCGRand returns a stream seeded with seed.
+func NewPCGRand(seed int64) PCGRand {
 	src := rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15)
-	return pcgRand{rand.New(src), src}
+	return PCGRand{rand.New(src), src}
 }
 
-// physicsSnapshot is the saved form of an environment described by a state
-// vector and a random stream.
-type physicsSnapshot struct {
-	State []float64 `json:"state"`
-	RNG   []byte    `json:"rng"`
-	Extra []int64   `json:"extra,omitempty"`
-}
+// MarshalBinary saves the stream's state.
+func (r PCGRand) MarshalBinary() ([]byte, error) { return r.src.MarshalBinary() }
 
-func snapshotPhysics(state []float64, r pcgRand, extra ...int64) ([]byte, error) {
-	rb, err := r.src.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(physicsSnapshot{State: state, RNG: rb, Extra: extra})
-}
-
-func restorePhysics(b []byte, dim, extra int, r pcgRand) (physicsSnapshot, error) {
-	var s physicsSnapshot
-	if err := json.Unmarshal(b, &s); err != nil {
-		return s, fmt.Errorf("bad environment snapshot: %v", err)
-	}
-	if len(s.State) != dim || len(s.Extra) != extra {
-		return s, fmt.Errorf("environment snapshot has %d state values and %d counters, want %d and %d", len(s.State), len(s.Extra), dim, extra)
-	}
-	if err := r.src.UnmarshalBinary(s.RNG); err != nil {
-		return s, fmt.Errorf("bad random-stream snapshot: %v", err)
-	}
-	return s, nil
-}
-
-// restoreStateful restores an environment that is a state vector plus a
-// random stream (every classic-control environment).
-func restoreStateful(b []byte, s Stateful, r pcgRand) error {
-	snap, err := restorePhysics(b, len(s.State()), 0, r)
-	if err != nil {
-		return err
-	}
-	s.SetState(snap.State)
-	return nil
-}
+// UnmarshalBinary restores a state saved by MarshalBinary.
+func (r PCGRand) UnmarshalBinary(b []byte) error { return r.src.UnmarshalBinary(b) }
 
 type timeLimitSnapshot struct {
 	Elapsed int    `json:"elapsed"`

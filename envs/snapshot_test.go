@@ -1,13 +1,17 @@
-package envs
+package envs_test
 
 import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/envs/classic"
+	_ "github.com/agenttrainer/agenttrainer/envs/frozenlake" // TestSnapshotRestoreContinuesExactly covers every world that registers here
 )
 
-func randomAction(sp Space, r *rand.Rand, out []float32) {
-	if sp.Kind == Discrete {
+func randomAction(sp envs.Space, r *rand.Rand, out []float32) {
+	if sp.Kind == envs.Discrete {
 		out[0] = float32(r.IntN(sp.N))
 		return
 	}
@@ -21,18 +25,18 @@ func randomAction(sp Space, r *rand.Rand, out []float32) {
 // vector restored from the snapshot produces the same future, resets and
 // random draws included.
 func TestSnapshotRestoreContinuesExactly(t *testing.T) {
-	for _, id := range IDs() {
+	for _, id := range envs.IDs() {
 		t.Run(id, func(t *testing.T) {
-			mk := func() *Vector {
-				list := make([]Env, 3)
+			mk := func() *envs.Vector {
+				list := make([]envs.Env, 3)
 				for i := range list {
-					e, err := Make(id, nil)
+					e, err := envs.Make(id, nil)
 					if err != nil {
 						t.Fatal(err)
 					}
 					list[i] = e
 				}
-				v, err := NewVector(list)
+				v, err := envs.NewVector(list)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -70,7 +74,7 @@ func TestSnapshotRestoreContinuesExactly(t *testing.T) {
 }
 
 func TestRestoreRejectsBadSnapshots(t *testing.T) {
-	v, _ := NewVector([]Env{NewCartPole()})
+	v, _ := envs.NewVector([]envs.Env{classic.NewCartPole()})
 	for _, bad := range []string{"", "{", `{"envs":[]}`, `{"envs":["e30="],"obs":[0,0,0,0],"returns":[0],"lengths":[0]}`} {
 		if err := v.Restore([]byte(bad)); err == nil {
 			t.Errorf("snapshot %q accepted", bad)

@@ -1,8 +1,11 @@
-package envs
+package envs_test
 
 import (
 	"slices"
 	"testing"
+
+	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/envs/classic"
 )
 
 // fixedEnv ends its episodes after a fixed number of steps, terminating or
@@ -12,8 +15,8 @@ type fixedEnv struct {
 	truncate bool
 }
 
-func (f *fixedEnv) ObservationSpace() Space { return Space{Kind: Box, Dim: 1} }
-func (f *fixedEnv) ActionSpace() Space      { return Space{Kind: Discrete, N: 2} }
+func (f *fixedEnv) ObservationSpace() envs.Space { return envs.Space{Kind: envs.Box, Dim: 1} }
+func (f *fixedEnv) ActionSpace() envs.Space      { return envs.Space{Kind: envs.Discrete, N: 2} }
 func (f *fixedEnv) Reset(_ int64, obs []float32) {
 	f.t = 0
 	obs[0] = 0
@@ -26,21 +29,21 @@ func (f *fixedEnv) Step(_, obs []float32) (float64, bool, bool) {
 }
 
 func TestVectorAutoResetAndEpisodes(t *testing.T) {
-	v, err := NewVector([]Env{&fixedEnv{steps: 2}, &fixedEnv{steps: 3, truncate: true}})
+	v, err := envs.NewVector([]envs.Env{&fixedEnv{steps: 2}, &fixedEnv{steps: 3, truncate: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	v.Reset(7)
 	act := []float32{0, 0}
 	type want struct {
-		finished  []Episode
+		finished  []envs.Episode
 		obs       []float32
 		finalObs0 float32
 	}
 	steps := []want{
 		{nil, []float32{1, 1}, 0},
-		{[]Episode{{Env: 0, Return: 3, Length: 2}}, []float32{0, 2}, 2},
-		{[]Episode{{Env: 1, Return: 6, Length: 3, Truncated: true}}, []float32{1, 0}, 2},
+		{[]envs.Episode{{Env: 0, Return: 3, Length: 2}}, []float32{0, 2}, 2},
+		{[]envs.Episode{{Env: 1, Return: 6, Length: 3, Truncated: true}}, []float32{1, 0}, 2},
 	}
 	for i, w := range steps {
 		v.Step(act)
@@ -63,18 +66,18 @@ func TestVectorAutoResetAndEpisodes(t *testing.T) {
 }
 
 func TestVectorRejectsMismatchedSpaces(t *testing.T) {
-	if _, err := NewVector(nil); err == nil {
+	if _, err := envs.NewVector(nil); err == nil {
 		t.Fatal("empty vector accepted")
 	}
-	if _, err := NewVector([]Env{NewCartPole(), &fixedEnv{steps: 1}}); err == nil {
+	if _, err := envs.NewVector([]envs.Env{classic.NewCartPole(), &fixedEnv{steps: 1}}); err == nil {
 		t.Fatal("mismatched spaces accepted")
 	}
 }
 
 func TestCartPoleSeeding(t *testing.T) {
 	a, b := make([]float32, 4), make([]float32, 4)
-	e1, _ := Make("CartPole-v1", nil)
-	e2, _ := Make("CartPole-v1", nil)
+	e1, _ := envs.Make("CartPole-v1", nil)
+	e2, _ := envs.Make("CartPole-v1", nil)
 	e1.Reset(42, a)
 	e2.Reset(42, b)
 	if !slices.Equal(a, b) {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/envs/frozenlake"
+	"github.com/agenttrainer/agenttrainer/envs/tasks"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
@@ -38,13 +40,13 @@ func TestGroupAdvantages(t *testing.T) {
 func TestGroupedFrozenLakeWithValidation(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, seed int64, exclude []envs.Params) ([]envs.Params, string) {
-		rows, err := envs.GenerateFrozenLakeTasks(envs.FrozenLakeTaskOptions{N: 20, Size: 4, P: 0.8, MaxSteps: 30, Seed: seed, Exclude: exclude})
+		rows, err := frozenlake.GenerateFrozenLakeTasks(frozenlake.FrozenLakeTaskOptions{N: 20, Size: 4, P: 0.8, MaxSteps: 30, Seed: seed, Exclude: exclude})
 		if err != nil {
 			t.Fatal(err)
 		}
 		f, _ := os.Create(filepath.Join(dir, name))
 		defer f.Close()
-		if err := envs.WriteTasks(f, "jsonl", []string{"seed", "size", "p", "is_slippery", "max_steps"}, rows); err != nil {
+		if err := tasks.WriteTasks(f, "jsonl", []string{"seed", "size", "p", "is_slippery", "max_steps"}, rows); err != nil {
 			t.Fatal(err)
 		}
 		return rows, f.Name()

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/envs/tasks"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
@@ -107,7 +108,7 @@ func loadTasks(files []string, mem []envs.Params, args map[string]any, check fun
 	}
 	var rows []envs.Params
 	for _, f := range files {
-		r, err := envs.LoadTasks(f)
+		r, err := tasks.LoadTasks(f)
 		if err != nil {
 			return nil, &config.Error{Key: key, Msg: err.Error()}
 		}

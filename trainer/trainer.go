@@ -16,6 +16,7 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/agents"
 	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/envs/tasks"
 	"github.com/agenttrainer/agenttrainer/gpu"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
@@ -117,7 +118,7 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	makeEnv, validateRows, err := envBuilder(&cfg, &opts)
+	makeEnv, validateRows, newBatch, err := envBuilder(&cfg, &opts)
 	if err != nil {
 		return nil, err
 	}
@@ -137,12 +138,12 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	switch {
 	case t.workflow != nil:
 		t.obsSpace, t.actSpace = t.workflow.Spaces()
-	case cfg.Env.ID == envs.RemoteID && opts.EnvFactory == nil:
-		// One server steps every sub-environment with one message.
+	case newBatch != nil:
+		// One backend (a remote server) steps every sub-environment with one message.
 		if len(trainRows) > 0 {
 			return nil, &config.Error{Key: "data.train_files", Msg: "a remote environment takes its tasks from its server, not from task files"}
 		}
-		if t.venv, err = envs.NewRemoteVector(cfg.Env.NumEnvs, envs.Params(cfg.Env.Args)); err != nil {
+		if t.venv, err = newBatch(cfg.Env.NumEnvs, envs.Params(cfg.Env.Args)); err != nil {
 			return nil, &config.Error{Key: "env.args", Msg: err.Error()}
 		}
 		t.obsSpace, t.actSpace = t.venv.ObservationSpace(), t.venv.ActionSpace()
@@ -208,8 +209,6 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	return t, nil
 }
 
-func init() { envs.RegisterRemote() }
-
 // SetRunDir puts the run in dir (as Options.RunDir does); call it before
 // Run, once the config is known to be good.
 func (t *Trainer) SetRunDir(dir string) { t.opts.RunDir = dir }
@@ -230,8 +229,11 @@ func (t *Trainer) Close() {
 }
 
 // envBuilder says how environments are made: by the caller's factory, or
-// by the registry entry env.id names; and how task rows are checked.
-func envBuilder(cfg *config.Config, opts *Options) (func(envs.Params) (envs.Env, error), func([]envs.Params) error, error) {
+// by the registry entry env.id names; and how task rows are checked. When
+// the entry builds its sub-environments as one batch (a remote server),
+// newBatch is its NewBatch, used instead of building them one by one.
+func envBuilder(cfg *config.Config, opts *Options) (func(envs.Params) (envs.Env, error), func([]envs.Params) error,
+	func(int, envs.Params) (*envs.Vector, error), error) {
 	if opts.EnvFactory != nil || opts.Workflow != nil {
 		build := opts.EnvFactory
 		if build == nil { // a workflow's tasks are its own business
@@ -243,14 +245,14 @@ func envBuilder(cfg *config.Config, opts *Options) (func(envs.Params) (envs.Env,
 			}
 			return checkRows(rows, build)
 		}
-		return build, check, nil
+		return build, check, nil, nil
 	}
 	spec, ok := envs.Lookup(cfg.Env.ID)
 	if !ok {
-		return nil, nil, &config.Error{Key: "env.id", Msg: unknownName("environment", cfg.Env.ID, envs.IDs())}
+		return nil, nil, nil, &config.Error{Key: "env.id", Msg: unknownName("environment", cfg.Env.ID, envs.IDs())}
 	}
 	build := func(args envs.Params) (envs.Env, error) { return envs.Make(spec.ID, args) }
-	return build, func(rows []envs.Params) error { return envs.ValidateTasks(spec.ID, rows) }, nil
+	return build, func(rows []envs.Params) error { return tasks.ValidateTasks(spec.ID, rows) }, spec.NewBatch, nil
 }
 
 // checkRows builds an environment from every row, reporting the first few

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""An environment server that misbehaves on purpose, for envs/remote_test.go.
+"""An environment server that misbehaves on purpose, for envs/remote/remote_test.go.
 
 Its sub-environments count steps: observation [i, t], reward 1, episodes of
 5 steps. --mode picks what goes wrong at step --at (1-based):

@@ -1,5 +1,5 @@
 """A tiny stand-in for gymnasium, for testing remote/gym_server.py where the
-real package is not installed (envs/remote_test.go puts it on PYTHONPATH).
+real package is not installed (envs/remote/remote_test.go puts it on PYTHONPATH).
 
 It knows one environment, FakeWalk-v0: a walk on 0..size-1 starting at 0
 with a Discrete(size) observation (one-hot once flattened) and actions

@@ -1,0 +1,381 @@
+package remote
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/agenttrainer/agenttrainer/envs"
+)
+
+// The frame layer of the remote environment protocol (remote/PROTOCOL.md):
+// a 12-byte prefix (magic, header length, payload length), a JSON header
+// and a raw little-endian payload.
+
+// RemoteProtocolVersion is the protocol version this client speaks.
+const RemoteProtocolVersion = 1
+
+const (
+	frameMagic     = "AGTP"
+	framePrefixLen = 12
+	// maxHeaderBytes bounds a frame's JSON header.
+	maxHeaderBytes = 1 << 20
+	// DefaultMaxFrameBytes bounds a frame's payload unless
+	// env.args.max_frame_bytes says otherwise.
+	DefaultMaxFrameBytes = 64 << 20
+)
+
+// frameHeader holds the header fields of every message type; a message uses
+// the ones its type defines and the rest stay zero.
+type frameHeader struct {
+	Type string `json:"type"`
+
+	// hello
+	Protocol         int             `json:"protocol,omitempty"`
+	NumEnvs          int             `json:"num_envs,omitempty"`
+	Env              string          `json:"env,omitempty"`
+	ObservationSpace json.RawMessage `json:"observation_space,omitempty"`
+	ActionSpace      json.RawMessage `json:"action_space,omitempty"`
+	MaxEpisodeSteps  int             `json:"max_episode_steps,omitempty"`
+	ReportsSuccess   bool            `json:"reports_success,omitempty"`
+
+	// step
+	Success []bool `json:"success,omitempty"`
+
+	// error
+	Message   string `json:"message,omitempty"`
+	Traceback string `json:"traceback,omitempty"`
+
+	// state (test extension of cartpole_server.py)
+	States [][]float64 `json:"states,omitempty"`
+}
+
+// frame is one decoded frame. Payload aliases the reader's buffer and is
+// valid until the next read.
+type frame struct {
+	Header  frameHeader
+	Payload []byte
+}
+
+// frameError is a frame that breaks the protocol; the stream cannot be
+// trusted after one.
+type frameError struct{ msg string }
+
+func (e *frameError) Error() string { return e.msg }
+
+func frameErrorf(format string, args ...any) error {
+	return &frameError{fmt.Sprintf(format, args...)}
+}
+
+// errStreamClosed is a clean end of stream between frames.
+var errStreamClosed = errors.New("the connection was closed")
+
+// peeker is a buffered reader (bufio.Reader) whose already-read bytes help
+// describe a bad frame.
+type peeker interface {
+	Buffered() int
+	Peek(n int) ([]byte, error)
+}
+
+// readFrame reads one frame from r into buf (grown as needed and returned
+// for reuse). It never reads a payload longer than maxPayload.
+func readFrame(r io.Reader, buf []byte, maxPayload int) (frame, []byte, error) {
+	if cap(buf) < framePrefixLen {
+		buf = make([]byte, 4096)
+	}
+	prefix := buf[:framePrefixLen]
+	if n, err := io.ReadFull(r, prefix); err != nil {
+		if err == io.EOF {
+			return frame{}, buf, errStreamClosed
+		}
+		if err == io.ErrUnexpectedEOF {
+			return frame{}, buf, frameErrorf("the stream ended in the middle of a frame prefix (%d of %d bytes)", n, framePrefixLen)
+		}
+		return frame{}, buf, err
+	}
+	if string(prefix[:4]) != frameMagic {
+		got := slices.Clone(prefix)
+		if p, ok := r.(peeker); ok { // show what else already arrived
+			more, _ := p.Peek(min(p.Buffered(), 52))
+			got = append(got, more...)
+		}
+		return frame{}, buf, frameErrorf("received bytes that are not a protocol frame (want magic %q, got %s)", frameMagic, quoteBytes(got))
+	}
+	h := binary.LittleEndian.Uint32(prefix[4:8])
+	p := binary.LittleEndian.Uint32(prefix[8:12])
+	if h < 2 || h > maxHeaderBytes {
+		return frame{}, buf, frameErrorf("frame header length %d is outside 2…%d bytes", h, maxHeaderBytes)
+	}
+	if uint64(p) > uint64(maxPayload) {
+		return frame{}, buf, frameErrorf("frame announces a %d-byte payload, over the limit of %d bytes (env.args.max_frame_bytes)", p, maxPayload)
+	}
+	total := int(h) + int(p)
+	if cap(buf) < total {
+		buf = make([]byte, total)
+	}
+	buf = buf[:total]
+	if n, err := io.ReadFull(r, buf); err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return frame{}, buf, frameErrorf("the stream ended in the middle of a frame (%d of %d header and payload bytes)", n, total)
+		}
+		return frame{}, buf, err
+	}
+	f := frame{Payload: buf[h:total]}
+	if err := decodeHeader(buf[:h], &f.Header); err != nil {
+		return frame{}, buf, err
+	}
+	return f, buf, nil
+}
+
+// decodeHeader parses a JSON header, which must be an object with a
+// non-empty string "type".
+func decodeHeader(b []byte, h *frameHeader) error {
+	// The common replies, as protocol.py writes them, skip the JSON decoder.
+	switch string(b) {
+	case `{"type":"step"}`:
+		*h = frameHeader{Type: "step"}
+		return nil
+	case `{"type":"reset"}`:
+		*h = frameHeader{Type: "reset"}
+		return nil
+	}
+	if !utf8.Valid(b) {
+		return frameErrorf("frame header is not UTF-8 text: %s", quoteBytes(b))
+	}
+	var d frameHeader // not h, which would then escape on the fast path too
+	if err := json.Unmarshal(b, &d); err != nil {
+		return frameErrorf("frame header is not a valid JSON object (%v): %s", err, quoteBytes(b))
+	}
+	if d.Type == "" {
+		return frameErrorf("frame header has no \"type\": %s", quoteBytes(b))
+	}
+	*h = d
+	return nil
+}
+
+// appendFrame appends one frame to dst. A header given as []byte is taken
+// as encoded JSON.
+func appendFrame(dst []byte, header any, payload []byte) ([]byte, error) {
+	hb, ok := header.([]byte)
+	if !ok {
+		var err error
+		if hb, err = json.Marshal(header); err != nil {
+			return dst, err
+		}
+	}
+	if len(hb) > maxHeaderBytes {
+		return dst, fmt.Errorf("frame header of %d bytes is over the limit of %d", len(hb), maxHeaderBytes)
+	}
+	if uint64(len(payload)) > math.MaxUint32 {
+		return dst, fmt.Errorf("frame payload of %d bytes does not fit the protocol", len(payload))
+	}
+	dst = append(dst, frameMagic...)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(hb)))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(payload)))
+	dst = append(dst, hb...)
+	return append(dst, payload...), nil
+}
+
+// quoteBytes shows up to 64 bytes of b for an error message, as text when
+// they look like text.
+func quoteBytes(b []byte) string {
+	const max = 64
+	more := ""
+	if len(b) > max {
+		b, more = b[:max], "…"
+	}
+	return strconv.QuoteToASCII(string(b)) + more
+}
+
+// wireSpace is a space as the handshake describes it; a nil bound is
+// unbounded.
+type wireSpace struct {
+	Kind string     `json:"kind"`
+	N    int        `json:"n,omitempty"`
+	Dim  int        `json:"dim,omitempty"`
+	Low  []*float64 `json:"low,omitempty"`
+	High []*float64 `json:"high,omitempty"`
+}
+
+// maxSpaceSize bounds a declared dimension so that sizes computed from it
+// cannot overflow.
+const maxSpaceSize = 1 << 24
+
+// decodeSpace parses a space from a hello header; a box may have at most
+// maxDim elements (what fits in a frame), checked before allocating.
+func decodeSpace(raw json.RawMessage, what string, maxDim int) (envs.Space, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return envs.Space{}, frameErrorf("the hello reply has no %s", what)
+	}
+	var w wireSpace
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return envs.Space{}, frameErrorf("the %s in the hello reply is not a space description (%v): %s", what, err, quoteBytes(raw))
+	}
+	switch w.Kind {
+	case "discrete":
+		if w.N < 1 || w.N > maxSpaceSize {
+			return envs.Space{}, frameErrorf("the %s is discrete with n = %d, want 1…%d", what, w.N, maxSpaceSize)
+		}
+		return envs.Space{Kind: envs.Discrete, N: w.N}, nil
+	case "box":
+		if w.Dim < 1 || w.Dim > maxSpaceSize {
+			return envs.Space{}, frameErrorf("the %s is a box with dim = %d, want 1…%d", what, w.Dim, maxSpaceSize)
+		}
+		if w.Dim > maxDim {
+			return envs.Space{}, &frameError{fmt.Sprintf("the %s is a box with dim = %d; more than %d do not fit in a frame (raise env.args.max_frame_bytes or use fewer env.num_envs)", what, w.Dim, maxDim)}
+		}
+		s := envs.Space{Kind: envs.Box, Dim: w.Dim, Low: make([]float32, w.Dim), High: make([]float32, w.Dim)}
+		for _, b := range []struct {
+			vals []*float64
+			dst  []float32
+			inf  float64
+			name string
+		}{{w.Low, s.Low, math.Inf(-1), "low"}, {w.High, s.High, math.Inf(1), "high"}} {
+			if b.vals != nil && len(b.vals) != w.Dim {
+				return envs.Space{}, frameErrorf("the %s has dim %d but %d %s bounds", what, w.Dim, len(b.vals), b.name)
+			}
+			for j := range b.dst {
+				v := b.inf
+				if b.vals != nil && b.vals[j] != nil {
+					v = *b.vals[j]
+				}
+				b.dst[j] = float32(v)
+			}
+		}
+		for j := range s.Low {
+			if !(s.Low[j] <= s.High[j]) {
+				return envs.Space{}, frameErrorf("the %s has low[%d] = %v above high[%d] = %v", what, j, s.Low[j], j, s.High[j])
+			}
+		}
+		return s, nil
+	default:
+		return envs.Space{}, frameErrorf("the %s has kind %q, want \"discrete\" or \"box\"", what, w.Kind)
+	}
+}
+
+// encodeSpace is decodeSpace's inverse (used by the fake servers in tests).
+func encodeSpace(s envs.Space) wireSpace {
+	if s.Kind == envs.Discrete {
+		return wireSpace{Kind: "discrete", N: s.N}
+	}
+	w := wireSpace{Kind: "box", Dim: s.Dim}
+	bound := func(vals []float32) []*float64 {
+		if vals == nil {
+			return nil
+		}
+		out := make([]*float64, len(vals))
+		for i, v := range vals {
+			if !math.IsInf(float64(v), 0) {
+				f := float64(v)
+				out[i] = &f
+			}
+		}
+		return out
+	}
+	w.Low, w.High = bound(s.Low), bound(s.High)
+	return w
+}
+
+// stepLayout describes the payload of a step reply for N sub-environments
+// with observations of D floats.
+type stepLayout struct{ n, d int }
+
+// size is the payload size of a step reply in which k episodes ended.
+func (l stepLayout) size(k int) int { return 4*l.n*l.d + 8*l.n + l.n + 4*k*l.d }
+
+// decode checks a step reply's payload and writes its parts; it
+// returns the number of episodes that ended. finalObs gets rows only where
+// an episode ended.
+func (l stepLayout) decode(p []byte, obs, finalObs []float32, rewards []float64, term, trunc []bool) (int, error) {
+	n, d := l.n, l.d
+	if len(p) < l.size(0) {
+		return 0, frameErrorf("the step reply's payload is %d bytes, less than the %d that %d sub-environments with %d-float observations need before any final observations (%s): do the server's observations match the observation_space it declared?",
+			len(p), l.size(0), n, d, l.sizeHelp())
+	}
+	flags := p[4*n*d+8*n : 4*n*d+8*n+n]
+	k := 0
+	for i, f := range flags {
+		if f&^3 != 0 {
+			return 0, frameErrorf("the step reply's flags byte for sub-environment %d is 0x%02x; only bit 0 (terminated) and bit 1 (truncated) may be set", i, f)
+		}
+		if f != 0 {
+			k++
+		}
+	}
+	if len(p) != l.size(k) {
+		return 0, frameErrorf("the step reply's payload is %d bytes, want %d for %d sub-environments with %d-float observations of which %d ended (%s): do the server's observations match the observation_space it declared?",
+			len(p), l.size(k), n, d, k, l.sizeHelp())
+	}
+	decodeF32(obs[:n*d], p)
+	p = p[4*n*d:]
+	for i := range n {
+		rewards[i] = math.Float64frombits(binary.LittleEndian.Uint64(p[8*i:]))
+	}
+	p = p[8*n+n:]
+	for i, f := range flags {
+		term[i], trunc[i] = f&1 != 0, f&2 != 0
+		if f != 0 {
+			decodeF32(finalObs[i*d:(i+1)*d], p[:4*d])
+			p = p[4*d:]
+		}
+	}
+	return k, nil
+}
+
+func (l stepLayout) sizeHelp() string {
+	return fmt.Sprintf("f32 obs[%d×%d] + f64 rewards[%d] + u8 flags[%d] + f32 final_obs[ended×%d]", l.n, l.d, l.n, l.n, l.d)
+}
+
+func decodeF32(dst []float32, p []byte) {
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(p[4*i:]))
+	}
+}
+
+func appendF32(dst []byte, vals []float32) []byte {
+	for _, v := range vals {
+		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v))
+	}
+	return dst
+}
+
+// encodeStepReply builds a step reply's payload (the fake servers in tests
+// and the fuzz round trip use it).
+func (l stepLayout) encode(dst []byte, obs, finalObs []float32, rewards []float64, term, trunc []bool) []byte {
+	dst = appendF32(dst, obs[:l.n*l.d])
+	for _, r := range rewards[:l.n] {
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(r))
+	}
+	for i := range l.n {
+		var f byte
+		if term[i] {
+			f |= 1
+		}
+		if trunc[i] {
+			f |= 2
+		}
+		dst = append(dst, f)
+	}
+	for i := range l.n {
+		if term[i] || trunc[i] {
+			dst = appendF32(dst, finalObs[i*l.d:(i+1)*l.d])
+		}
+	}
+	return dst
+}
+
+// firstNonFinite returns the index of the first NaN or ±Inf in vals, or −1.
+func firstNonFinite(vals []float32) int {
+	for i, v := range vals {
+		if v != v || math.IsInf(float64(v), 0) {
+			return i
+		}
+	}
+	return -1
+}

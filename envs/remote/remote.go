@@ -1,0 +1,628 @@
+// Package remote is the environment served by another process: the remote protocol, its transports and the batch backend registered as "remote".
+package remote
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/internal/suggest"
+)
+
+// RemoteID is the env.id of environments served by another process over
+// the remote protocol (remote/PROTOCOL.md).
+const RemoteID = "remote"
+
+// Defaults of the remote environment's env.args.
+const (
+	DefaultRemoteTimeout          = 30 * time.Second
+	DefaultRemoteHandshakeTimeout = 15 * time.Second
+)
+
+// ErrRemoteIsBatch is what the registry's constructor for "remote" answers:
+// a remote server steps all sub-environments with one message, so they are
+// built together by NewRemoteVector (the registry entry's NewBatch).
+var ErrRemoteIsBatch = errors.New("remote environments are built as one batch of env.num_envs sub-environments by remote.NewRemoteVector, not one at a time; " +
+	"set env.args.command (a server to start, e.g. [\"python3\", \"remote/gym_server.py\", \"--env\", \"CartPole-v1\"]) or env.args.address (one already listening, e.g. \"127.0.0.1:5555\"); see remote/PROTOCOL.md")
+
+// init adds "remote" to the registry as a batch environment: NewBatch
+// builds all sub-environments at once, and New answers ErrRemoteIsBatch.
+func init() {
+	envs.Register(envs.Spec{
+		ID:          RemoteID,
+		Description: "an environment served by another process (Gymnasium via remote/gym_server.py, any language): env.args.command or env.args.address",
+		New:         func(envs.Params) (envs.Env, error) { return nil, ErrRemoteIsBatch },
+		NewBatch:    NewRemoteVector,
+	})
+}
+
+// RemoteOptions configure a connection to an environment server; they are
+// parsed from env.args by ParseRemoteArgs.
+type RemoteOptions struct {
+	Command     []string          // a server to start, speaking over its stdin/stdout
+	Dir         string            // the command's working directory ("" = ours)
+	Env         map[string]string // variables added to the command's environment
+	Address     string            // or a server listening on TCP at HOST:PORT
+	AllowRemote bool              // accept an Address that is not loopback
+
+	Timeout          time.Duration // bound on every request after the handshake
+	HandshakeTimeout time.Duration // bound on start-up, connecting and hello
+	MaxFrameBytes    int           // bound on a frame's payload
+
+	// Stderr, when set, receives a copy of the server's stderr; the last
+	// lines are kept for error messages either way.
+	Stderr io.Writer
+	// Options are sent to the server in hello (env.args.options).
+	Options map[string]any
+}
+
+var remoteArgKeys = []string{"command", "dir", "env", "address", "allow_remote", "timeout_s", "handshake_timeout_s", "max_frame_bytes", "stderr", "options"}
+
+// ParseRemoteArgs reads the remote environment's env.args:
+//
+//	command             ["python3", "server.py", …] (or one string, split on spaces)
+//	dir                 working directory for command
+//	env                 a table of environment variables for command, e.g. {PYTHONPATH = "…"}
+//	address             "127.0.0.1:PORT" (instead of command)
+//	allow_remote        accept a non-loopback address (default false)
+//	timeout_s           seconds a request may take (default 30)
+//	handshake_timeout_s seconds start-up and hello may take (default 15)
+//	max_frame_bytes     largest payload accepted (default 64 MiB)
+//	stderr              "capture" (default: keep the last lines for errors) or "inherit" (also copy to ours)
+//	options             a table passed to the server in hello
+func ParseRemoteArgs(args envs.Params) (RemoteOptions, error) {
+	o := RemoteOptions{Timeout: DefaultRemoteTimeout, HandshakeTimeout: DefaultRemoteHandshakeTimeout, MaxFrameBytes: DefaultMaxFrameBytes}
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v := args[k]
+		bad := func(want string) error {
+			return fmt.Errorf("env.args.%s must be %s, got %v (%T)", k, want, v, v)
+		}
+		switch k {
+		case "command":
+			switch c := v.(type) {
+			case string:
+				o.Command = strings.Fields(c)
+			case []string:
+				o.Command = slices.Clone(c)
+			case []any:
+				for _, x := range c {
+					s, ok := x.(string)
+					if !ok {
+						return o, bad(`a list of strings such as ["python3", "server.py"]`)
+					}
+					o.Command = append(o.Command, s)
+				}
+			default:
+				return o, bad(`a list of strings such as ["python3", "server.py"]`)
+			}
+			if len(o.Command) == 0 || o.Command[0] == "" {
+				return o, fmt.Errorf("env.args.command is empty; give the server to start, e.g. [\"python3\", \"remote/cartpole_server.py\"]")
+			}
+		case "dir", "address", "stderr":
+			s, ok := v.(string)
+			if !ok {
+				return o, bad("a string")
+			}
+			switch k {
+			case "dir":
+				o.Dir = s
+			case "address":
+				o.Address = s
+			case "stderr":
+				switch s {
+				case "capture":
+					o.Stderr = nil
+				case "inherit":
+					o.Stderr = os.Stderr
+				default:
+					return o, fmt.Errorf("env.args.stderr must be \"capture\" or \"inherit\", got %q", s)
+				}
+			}
+		case "allow_remote":
+			b, ok := v.(bool)
+			if !ok {
+				return o, bad("true or false")
+			}
+			o.AllowRemote = b
+		case "timeout_s", "handshake_timeout_s":
+			f, ok := paramNumber(v)
+			if !ok || !(f > 0) || f > 86400 {
+				return o, bad("a number of seconds above 0")
+			}
+			d := time.Duration(f * float64(time.Second))
+			if k == "timeout_s" {
+				o.Timeout = d
+			} else {
+				o.HandshakeTimeout = d
+			}
+		case "max_frame_bytes":
+			f, ok := paramNumber(v)
+			if !ok || f != math.Trunc(f) || f < 1024 || f > math.MaxInt32 {
+				return o, bad(fmt.Sprintf("a whole number of bytes from 1024 to %d", math.MaxInt32))
+			}
+			o.MaxFrameBytes = int(f)
+		case "env":
+			m, ok := v.(map[string]any)
+			if !ok {
+				if ms, isMS := v.(map[string]string); isMS {
+					m, ok = map[string]any{}, true
+					for k, x := range ms {
+						m[k] = x
+					}
+				}
+			}
+			if !ok {
+				return o, bad(`a table of strings such as {PYTHONPATH = "lib"}`)
+			}
+			o.Env = map[string]string{}
+			for name, x := range m {
+				s, isS := x.(string)
+				if !isS || name == "" || strings.ContainsAny(name, "=\x00") {
+					return o, bad(`a table of strings such as {PYTHONPATH = "lib"}`)
+				}
+				o.Env[name] = s
+			}
+		case "options":
+			m, ok := v.(map[string]any)
+			if !ok {
+				if p, isP := v.(envs.Params); isP {
+					m, ok = p, true
+				}
+			}
+			if !ok {
+				return o, bad("a table")
+			}
+			o.Options = m
+		default:
+			msg := fmt.Sprintf("env.args.%s is not an argument of the remote environment (it takes %s)", k, strings.Join(remoteArgKeys, ", "))
+			if near := nearestWord(k, remoteArgKeys); near != "" {
+				msg += "; did you mean " + near + "?"
+			}
+			return o, errors.New(msg)
+		}
+	}
+	switch {
+	case len(o.Command) > 0 && o.Address != "":
+		return o, errors.New("env.args has both command and address; give command to start a server, or address to connect to one that is running")
+	case o.Address != "" && (o.Dir != "" || o.Env != nil):
+		return o, errors.New("env.args.dir and env.args.env apply to a server started with env.args.command, not to one at env.args.address")
+	case len(o.Command) == 0 && o.Address == "":
+		return o, errors.New("the remote environment needs env.args.command (a server to start over stdin/stdout, e.g. [\"python3\", \"remote/cartpole_server.py\"]) " +
+			"or env.args.address (a server listening on loopback TCP, e.g. \"127.0.0.1:5555\"); see remote/PROTOCOL.md")
+	}
+	return o, nil
+}
+
+func paramNumber(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	}
+	return 0, false
+}
+
+// nearestWord returns the word of words closest to w by edit distance, if
+// it is close enough to be a likely typo.
+func nearestWord(w string, words []string) string {
+	best, bestD := "", 3
+	for _, c := range words {
+		if d := suggest.Distance(w, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// NewRemoteVector connects to the environment server that args describe
+// (see ParseRemoteArgs), asks it for n sub-environments and wraps them in a
+// Vector. Check v.Err() after every Step and Reset, and call v.Close() when
+// done (it stops a server the vector started).
+func NewRemoteVector(n int, args envs.Params) (*envs.Vector, error) {
+	o, err := ParseRemoteArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	r, err := OpenRemote(n, o)
+	if err != nil {
+		return nil, err
+	}
+	v, err := envs.NewBatchVector(r)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return v, nil
+}
+
+// RemoteEnv is a connection to an environment server: a BatchEnv whose N
+// sub-environments step with one message each way.
+type RemoteEnv struct {
+	t        remoteTransport
+	n        int
+	os, as   envs.Space
+	layout   stepLayout
+	timeout  time.Duration
+	maxFrame int
+
+	env             string
+	maxEpisodeSteps int
+	reportsSuccess  bool
+	success         []bool
+
+	rbuf, wbuf, payload []byte
+	steps               int64
+	broken              error // the stream failed: no more requests
+	closed              bool
+}
+
+// OpenRemote starts or connects to the server and performs the handshake,
+// asking for n sub-environments.
+func OpenRemote(n int, o RemoteOptions) (*RemoteEnv, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("the remote environment needs at least one sub-environment (env.num_envs), got %d", n)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultRemoteTimeout
+	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = DefaultRemoteHandshakeTimeout
+	}
+	if o.MaxFrameBytes <= 0 {
+		o.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	var t remoteTransport
+	var err error
+	if len(o.Command) > 0 {
+		t, err = startRemoteProcess(o)
+	} else {
+		t, err = dialRemote(o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return openRemote(t, n, o)
+}
+
+// openRemote performs the handshake over t, closing t when it fails.
+func openRemote(t remoteTransport, n int, o RemoteOptions) (*RemoteEnv, error) {
+	r := &RemoteEnv{t: t, n: n, timeout: o.Timeout, maxFrame: o.MaxFrameBytes}
+	if err := r.handshake(o); err != nil {
+		r.broken = err
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+type helloRequest struct {
+	Type     string         `json:"type"`
+	Protocol int            `json:"protocol"`
+	NumEnvs  int            `json:"num_envs"`
+	Client   string         `json:"client"`
+	Options  map[string]any `json:"options,omitempty"`
+}
+
+func (r *RemoteEnv) handshake(o RemoteOptions) error {
+	f, err := r.call(helloRequest{Type: "hello", Protocol: RemoteProtocolVersion, NumEnvs: r.n, Client: "agenttrainer", Options: o.Options}, nil, "handshake", o.HandshakeTimeout)
+	if err != nil {
+		return err
+	}
+	h := &f.Header
+	fail := func(format string, args ...any) error {
+		return r.errorf("handshake", format, args...)
+	}
+	if h.Type != "hello" {
+		return fail("the server answered hello with a %q message: it does not speak the agenttrainer remote protocol (remote/PROTOCOL.md)", h.Type)
+	}
+	if h.Protocol != RemoteProtocolVersion {
+		return fail("the server speaks protocol version %d, this client speaks %d: use the protocol.py that comes with this agenttrainer (remote/protocol.py)", h.Protocol, RemoteProtocolVersion)
+	}
+	if h.NumEnvs != r.n {
+		return fail("the server serves %d sub-environments, env.num_envs asks for %d: set env.num_envs = %d or start the server without a fixed --num-envs", h.NumEnvs, r.n, h.NumEnvs)
+	}
+	if len(f.Payload) != 0 {
+		return fail("the hello reply has a %d-byte payload, want none", len(f.Payload))
+	}
+	// A step reply holds two observations and 9 bytes per sub-environment,
+	// a step request one action of 4-byte elements.
+	maxObs, maxAct := (r.maxFrame/r.n-9)/8, r.maxFrame/r.n/4
+	if r.os, err = decodeSpace(h.ObservationSpace, "observation_space", maxObs); err != nil {
+		return fail("%v", err)
+	}
+	if r.os.Kind != envs.Box {
+		return fail("the observation_space is %v; observations must be a box (flatten or one-hot encode them on the server)", r.os)
+	}
+	if r.as, err = decodeSpace(h.ActionSpace, "action_space", maxAct); err != nil {
+		return fail("%v", err)
+	}
+	r.layout = stepLayout{n: r.n, d: r.os.Dim}
+	r.env, r.maxEpisodeSteps, r.reportsSuccess = h.Env, h.MaxEpisodeSteps, h.ReportsSuccess
+	r.success = make([]bool, r.n)
+	r.payload = make([]byte, 0, 4*r.n*r.as.Size())
+	return nil
+}
+
+// NumEnvs implements BatchEnv.
+func (r *RemoteEnv) NumEnvs() int { return r.n }
+
+// ObservationSpace implements BatchEnv.
+func (r *RemoteEnv) ObservationSpace() envs.Space { return r.os }
+
+// ActionSpace implements BatchEnv.
+func (r *RemoteEnv) ActionSpace() envs.Space { return r.as }
+
+// Name is the environment's name as the server gave it at handshake.
+func (r *RemoteEnv) Name() string { return r.env }
+
+// MaxEpisodeSteps is the server's time limit (0 when it gave none); the
+// server applies it, this is for display.
+func (r *RemoteEnv) MaxEpisodeSteps() int { return r.maxEpisodeSteps }
+
+// String describes the server.
+func (r *RemoteEnv) String() string { return r.t.String() }
+
+// ReportsSuccess implements BatchSuccessReporter.
+func (r *RemoteEnv) ReportsSuccess() bool { return r.reportsSuccess }
+
+// Succeeded implements BatchSuccessReporter.
+func (r *RemoteEnv) Succeeded(i int) bool { return r.success[i] }
+
+type resetRequest struct {
+	Type string `json:"type"`
+	Seed *int64 `json:"seed"`
+}
+
+// stepRequest is the step request's header, encoded (and boxed) once.
+var stepRequest any = []byte(`{"type":"step"}`)
+
+// Reset implements BatchEnv.
+func (r *RemoteEnv) Reset(seed int64, obs []float32) error {
+	req := resetRequest{Type: "reset"}
+	if seed != envs.NoSeed {
+		req.Seed = &seed
+	}
+	f, err := r.call(req, nil, "reset", r.timeout)
+	if err != nil {
+		return err
+	}
+	if f.Header.Type != "reset" {
+		return r.breakf("reset", "the server answered reset with a %q message, want \"reset\"", f.Header.Type)
+	}
+	if want := 4 * r.n * r.os.Dim; len(f.Payload) != want {
+		return r.breakf("reset", "the reset reply's payload is %d bytes, want %d (f32 obs[%d×%d]): the server's observations do not match the observation_space it declared (%v)",
+			len(f.Payload), want, r.n, r.os.Dim, r.os)
+	}
+	decodeF32(obs[:r.n*r.os.Dim], f.Payload)
+	if err := r.checkObs(obs, nil, nil, "reset", "first observation"); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Step implements BatchEnv.
+func (r *RemoteEnv) Step(actions, obs, finalObs []float32, rewards []float64, terminated, truncated []bool) error {
+	r.steps++
+	const op = "step" // errorf adds the request's number
+	if r.broken != nil {
+		return r.broken
+	}
+	p := r.payload[:0]
+	if r.as.Kind == envs.Discrete {
+		for i, a := range actions[:r.n] {
+			if !(a >= 0 && a < float32(r.as.N)) || a != float32(int32(a)) {
+				return r.breakf(op, "the action %v for sub-environment %d is not in %v", a, i, r.as)
+			}
+			p = binary.LittleEndian.AppendUint32(p, uint32(int32(a)))
+		}
+	} else {
+		p = appendF32(p, actions[:r.n*r.as.Dim])
+	}
+	r.payload = p
+	f, err := r.call(stepRequest, p, op, r.timeout)
+	if err != nil {
+		return err
+	}
+	if f.Header.Type != "step" {
+		return r.breakf(op, "the server answered step with a %q message, want \"step\"", f.Header.Type)
+	}
+	k, err := r.layout.decode(f.Payload, obs, finalObs, rewards, terminated, truncated)
+	if err != nil {
+		return r.breakf(op, "%v", err)
+	}
+	if err := r.checkObs(obs, nil, nil, op, "observation"); err != nil {
+		return err
+	}
+	if err := r.checkObs(finalObs, terminated, truncated, op, "final observation"); err != nil {
+		return err
+	}
+	for i, x := range rewards[:r.n] {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return r.breakf(op, "the server sent a non-finite reward (%v) for sub-environment %d: check the environment's reward", x, i)
+		}
+		if math.Abs(x) > math.MaxFloat32 {
+			return r.breakf(op, "the server sent a reward of %v for sub-environment %d, beyond float32 range: scale the environment's reward", x, i)
+		}
+	}
+	if r.reportsSuccess {
+		if len(f.Header.Success) != k {
+			return r.breakf(op, "the step reply has %d success flags for %d ended episodes", len(f.Header.Success), k)
+		}
+		j := 0
+		for i := range r.n {
+			r.success[i] = false
+			if terminated[i] || truncated[i] {
+				r.success[i] = f.Header.Success[j]
+				j++
+			}
+		}
+	}
+	return nil
+}
+
+// checkObs refuses NaN and ±Inf in the rows of obs: all rows when term is
+// nil, else the rows of sub-environments whose episode ended.
+func (r *RemoteEnv) checkObs(obs []float32, term, trunc []bool, op, what string) error {
+	d := r.os.Dim
+	for i := range r.n {
+		if term != nil && !term[i] && !trunc[i] {
+			continue
+		}
+		if j := firstNonFinite(obs[i*d : (i+1)*d]); j >= 0 {
+			return r.breakf(op, "the server sent a non-finite %s (%v in element %d of sub-environment %d): check the environment's dynamics and observation wrappers",
+				what, obs[i*d+j], j, i)
+		}
+	}
+	return nil
+}
+
+// Close implements BatchEnv: it says goodbye when the connection is sound,
+// and stops a server it started (killing it if it does not exit promptly).
+func (r *RemoteEnv) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	defer func() {
+		if r.broken == nil {
+			r.broken = r.errorf("close", "the remote environment was closed")
+		}
+	}()
+	if r.broken == nil {
+		wait := min(r.timeout, 2*time.Second)
+		if f, err := r.call(struct {
+			Type string `json:"type"`
+		}{"close"}, nil, "close", wait); err == nil && f.Header.Type == "bye" {
+			r.t.finish(wait)
+			return nil
+		}
+	}
+	return r.t.Close()
+}
+
+// call sends one request and reads its reply within timeout. Any failure
+// breaks the connection for good and comes back as an error that names the
+// server, the request and what to check.
+func (r *RemoteEnv) call(header any, payload []byte, op string, timeout time.Duration) (frame, error) {
+	if r.broken != nil {
+		return frame{}, r.broken
+	}
+	var err error
+	r.wbuf, err = appendFrame(r.wbuf[:0], header, payload)
+	if err != nil {
+		return frame{}, r.breakf(op, "cannot encode the request: %v", err)
+	}
+	stop := r.t.arm(timeout)
+	defer stop()
+	if _, err := r.t.Write(r.wbuf); err != nil {
+		return frame{}, r.ioFailure(op, "sending the request", timeout, err)
+	}
+	f, buf, err := readFrame(r.t, r.rbuf, r.maxFrame)
+	r.rbuf = buf
+	if err != nil {
+		return frame{}, r.ioFailure(op, "waiting for the reply", timeout, err)
+	}
+	if f.Header.Type == "error" {
+		msg := strings.TrimSpace(f.Header.Message)
+		if msg == "" {
+			msg = "(no message)"
+		}
+		if tb := strings.TrimSpace(f.Header.Traceback); tb != "" {
+			msg += "\nserver traceback:\n" + indent(tb)
+		}
+		return frame{}, r.breakf(op, "the server reported an error: %s", msg)
+	}
+	return f, nil
+}
+
+func (r *RemoteEnv) errorf(op, format string, args ...any) error {
+	if op == "step" { // the protocol's count, one per vector step
+		op = fmt.Sprintf("step request %d", r.steps)
+	}
+	return fmt.Errorf("remote environment %s, %s: %s", r.t, op, fmt.Sprintf(format, args...))
+}
+
+// breakf records a failure that leaves the stream unusable and returns it.
+func (r *RemoteEnv) breakf(op, format string, args ...any) error {
+	return r.fail(r.errorf(op, format, args...), false)
+}
+
+// fail adds what the transport knows about the server to err, remembers it
+// and drops the connection: a server that broke the conversation, hung or
+// crashed is of no further use, and one that hangs must not outlive us.
+func (r *RemoteEnv) fail(err error, crashed bool) error {
+	if d := r.t.diagnose(crashed); d != "" {
+		err = fmt.Errorf("%w\n%s", err, d)
+	}
+	r.broken = err
+	r.t.Close()
+	return err
+}
+
+// ioFailure turns a transport error into one that says what happened.
+func (r *RemoteEnv) ioFailure(op, doing string, timeout time.Duration, err error) error {
+	var fe *frameError
+	var msg string
+	crashed := false
+	switch {
+	case r.t.timedOut() || errors.Is(err, os.ErrDeadlineExceeded) || isNetTimeout(err):
+		key := "env.args.timeout_s"
+		if op == "handshake" {
+			key = "env.args.handshake_timeout_s"
+		}
+		what := "this request"
+		if op == "handshake" {
+			what = "starting it and building its environments"
+		}
+		msg = fmt.Sprintf("no progress %s within %v (%s): the server is hung, or %s takes longer than that; raise %s if it is only slow", doing, timeout, key, what, key)
+	case errors.As(err, &fe):
+		msg = fe.msg
+		if strings.Contains(fe.msg, "magic") {
+			msg += ": the server does not speak the agenttrainer remote protocol (remote/PROTOCOL.md), or something writes to its stdout (logs belong on stderr)"
+		} else {
+			msg += ": the server breaks remote/PROTOCOL.md version 1"
+		}
+	case isClosedErr(err):
+		crashed = true
+		msg = fmt.Sprintf("the server closed the connection while the client was %s: it crashed or exited", doing)
+	default:
+		msg = fmt.Sprintf("%s failed: %v", doing, err)
+	}
+	return r.fail(r.errorf(op, "%s", msg), crashed)
+}
+
+func isNetTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func isClosedErr(err error) bool {
+	return errors.Is(err, errStreamClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed)
+}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
+}
