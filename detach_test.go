@@ -26,7 +26,7 @@ func TestDetachAttachEditStop(t *testing.T) {
 	t.Setenv("AGENTTRAINER_RUN_MAIN", "1") // the detached child is this binary running main
 	runs := t.TempDir()
 	code, out, stderr := runCLI("train", "--detach", "trainer.runs_dir="+runs, "ppo.total_timesteps=100000000", "trainer.save_freq=20")
-	if code != exitOK {
+	if code != 0 {
 		t.Fatalf("detach: exit %d: %s", code, stderr)
 	}
 	m := regexp.MustCompile(`run directory: (\S+)`).FindStringSubmatch(out)
@@ -44,17 +44,16 @@ func TestDetachAttachEditStop(t *testing.T) {
 		}
 	}()
 
-	if code, out, _ := runCLI("ps", "--runs-dir", runs); code != exitOK || !strings.Contains(out, dir) || !strings.Contains(out, "running") {
+	if code, out, _ := runCLI("ps", "--runs-dir", runs); code != 0 || !strings.Contains(out, dir) || !strings.Contains(out, "running") {
 		t.Fatalf("ps: exit %d\n%s", code, out)
 	}
 
 	// Watch headless for a moment; interrupting leaves the training going.
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-	var watched, errb bytes.Buffer
-	code = run(ctx, []string{"attach", dir}, &watched, &errb)
+	code, watched, errb := runCLIContext(ctx, "attach", dir)
 	cancel()
-	if code != exitOK || !strings.Contains(watched.String(), "steps/s") || !strings.Contains(watched.String(), "detached; the training in") {
-		t.Fatalf("attach: exit %d\n%s%s", code, watched.String(), errb.String())
+	if code != 0 || !strings.Contains(watched, "steps/s") || !strings.Contains(watched, "detached; the training in") {
+		t.Fatalf("attach: exit %d\n%s%s", code, watched, errb)
 	}
 
 	c, err := control.Dial(dir)

@@ -13,16 +13,6 @@ import (
 	"time"
 )
 
-// TestMain lets a test re-run this binary as the real program, so that it
-// can be killed with SIGKILL like any training process.
-func TestMain(m *testing.M) {
-	if os.Getenv("AGENTTRAINER_RUN_MAIN") == "1" {
-		main()
-		return
-	}
-	os.Exit(m.Run())
-}
-
 func metricsWithoutTiming(t *testing.T, dir string) []string {
 	t.Helper()
 	f, err := os.Open(filepath.Join(dir, "metrics.jsonl"))

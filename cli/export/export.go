@@ -1,4 +1,5 @@
-package main
+// Package export is `agenttrainer export`: a run's metrics as CSV.
+package export
 
 import (
 	"bufio"
@@ -12,43 +13,52 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
-func runExport(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("export", "RUN_DIR --csv [--out FILE]", "export a run's metrics for spreadsheets", stderr)
-	asCSV := fs.Bool("csv", false, "write metrics.jsonl as CSV (one row per iteration)")
-	out := fs.String("out", "", "write to `file` instead of standard output")
-	rest, err := parseArgs(fs, args)
+// Options are export's flags and run directory.
+type Options struct {
+	RunDir string
+	CSV    bool
+	Out    string // "": standard output
+}
+
+// Parse reads export's command line.
+func Parse(args []string) (Options, error) {
+	var o Options
+	fs := cmdutil.NewFlags("export", "RUN_DIR --csv [--out FILE]", "export a run's metrics for spreadsheets")
+	fs.BoolVar(&o.CSV, "csv", false, "write metrics.jsonl as CSV (one row per iteration)")
+	fs.StringVar(&o.Out, "out", "", "write to `file` instead of standard output")
+	rest, err := fs.ParseArgs(args)
 	if err != nil {
-		return flagExit(err)
+		return o, err
 	}
-	if len(rest) != 1 || !*asCSV {
-		fmt.Fprintln(stderr, "agenttrainer: usage: agenttrainer export RUN_DIR --csv [--out FILE]")
-		return exitConfig
+	if len(rest) != 1 || !o.CSV {
+		return o, cmdutil.Usagef("usage: agenttrainer export RUN_DIR --csv [--out FILE]")
 	}
-	src, err := os.Open(filepath.Join(rest[0], runstore.MetricsFile))
+	o.RunDir = rest[0]
+	return o, nil
+}
+
+// Run writes the run's metrics as CSV.
+func Run(_ context.Context, o Options, stdout, stderr io.Writer) error {
+	src, err := os.Open(filepath.Join(o.RunDir, runstore.MetricsFile))
 	if err != nil {
-		fmt.Fprintf(stderr, "agenttrainer: %s is not a run directory with metrics: %v\n", rest[0], err)
-		return exitConfig
+		return cmdutil.Configf("%s is not a run directory with metrics: %v", o.RunDir, err)
 	}
 	defer src.Close()
 	w := stdout
-	if *out != "" {
-		f, err := os.Create(*out)
+	if o.Out != "" {
+		f, err := os.Create(o.Out)
 		if err != nil {
-			fmt.Fprintf(stderr, "agenttrainer: %v\n", err)
-			return exitFail
+			return err
 		}
 		defer f.Close()
 		w = f
 	}
-	if err := metricsToCSV(src, w); err != nil {
-		fmt.Fprintf(stderr, "agenttrainer: %v\n", err)
-		return exitFail
-	}
-	return exitOK
+	return metricsToCSV(src, w)
 }
 
 // metricsColumns are the metric names in the order of the record type.

@@ -1,4 +1,5 @@
-package main
+// Package bench is `agenttrainer bench`: measuring training speed, time to solve and peak memory on this machine.
+package bench
 
 import (
 	"context"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
+	"github.com/agenttrainer/agenttrainer/cli/progress"
 	"github.com/agenttrainer/agenttrainer/gpu"
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
@@ -75,43 +78,52 @@ func summarize(xs []float64) summary {
 	return summary{med, s[0], s[n-1]}
 }
 
-func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("bench", "[--runs N] [--quick]",
-		"measure training speed on this machine: the CleanRL CartPole configuration end to end, time to solve, peak memory, and scaling against the measured float32 peak", stderr)
-	runs := fs.Int("runs", 5, "training processes per figure (medians of these)")
-	quick := fs.Bool("quick", false, "a few iterations per run: checks the command, measures nothing")
-	if err := fs.Parse(args); err != nil {
-		return flagExit(err)
+// Options are bench's flags.
+type Options struct {
+	Runs  int  // training processes per figure
+	Quick bool // a few iterations per run: checks the command, measures nothing
+}
+
+// Parse reads bench's command line.
+func Parse(args []string) (Options, error) {
+	var o Options
+	fs := cmdutil.NewFlags("bench", "[--runs N] [--quick]",
+		"measure training speed on this machine: the CleanRL CartPole configuration end to end, time to solve, peak memory, and scaling against the measured float32 peak")
+	fs.IntVar(&o.Runs, "runs", 5, "training processes per figure (medians of these)")
+	fs.BoolVar(&o.Quick, "quick", false, "a few iterations per run: checks the command, measures nothing")
+	rest, err := fs.ParseArgs(args)
+	if err != nil {
+		return o, err
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "agenttrainer bench: unexpected argument %q (bench takes only --runs and --quick)\n", fs.Arg(0))
-		return exitConfig
+	if len(rest) > 0 {
+		return o, cmdutil.Usagef("bench: unexpected argument %q (bench takes only --runs and --quick)", rest[0])
 	}
-	if *runs < 1 {
-		fmt.Fprintf(stderr, "agenttrainer bench: --runs must be at least 1, got %d\n", *runs)
-		return exitConfig
+	if o.Runs < 1 {
+		return o, cmdutil.Usagef("bench: --runs must be at least 1, got %d", o.Runs)
 	}
+	return o, nil
+}
+
+// Run measures: every figure comes from `train` processes of this
+// program's executable. Progress dots go to stderr, the table to stdout.
+func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	exe, err := os.Executable()
 	if err != nil {
-		fmt.Fprintln(stderr, "agenttrainer bench: cannot find this program's executable:", err)
-		return exitFail
+		return fmt.Errorf("bench: cannot find this program's executable: %v", err)
 	}
 	tmp, err := os.MkdirTemp("", "agenttrainer-bench-")
 	if err != nil {
-		fmt.Fprintln(stderr, "agenttrainer bench:", err)
-		return exitFail
+		return fmt.Errorf("bench: %v", err)
 	}
 	defer os.RemoveAll(tmp)
 	b := &bench{ctx: ctx, exe: exe, dir: tmp, progress: stderr}
-	if err := b.report(stdout, *runs, *quick); err != nil {
+	if err := b.report(stdout, o.Runs, o.Quick); err != nil {
 		if ctx.Err() != nil {
-			fmt.Fprintln(stderr, "agenttrainer bench: interrupted")
-			return 130
+			return fmt.Errorf("bench: %w", cmdutil.ErrInterrupted)
 		}
-		fmt.Fprintln(stderr, "agenttrainer bench:", err)
-		return exitFail
+		return fmt.Errorf("bench: %v", err)
 	}
-	return exitOK
+	return nil
 }
 
 type bench struct {
@@ -207,7 +219,7 @@ func (b *bench) report(w io.Writer, runs int, quick bool) error {
 	fmt.Fprintf(w, "float32 peak (register-only multiply-add loops, best rate over %v): 1 core %.1f GFLOP/s, %d cores %.1f GFLOP/s (%s)\n\n",
 		peakTime, peak1.GFLOPS, peakAll.Cores, peakAll.GFLOPS, peakAll.Loop)
 
-	fmt.Fprintf(w, "CleanRL CartPole-v1 (4 envs × 128 steps, 4 epochs × 4 minibatches, 64-64 tanh), %s steps, seed(s) 1–%d, whole process:\n", thousands(float64(steps)), runs)
+	fmt.Fprintf(w, "CleanRL CartPole-v1 (4 envs × 128 steps, 4 epochs × 4 minibatches, 64-64 tanh), %s steps, seed(s) 1–%d, whole process:\n", progress.Thousands(float64(steps)), runs)
 	col := func(name string, xs []float64, format func(float64) string) {
 		s := summarize(xs)
 		fmt.Fprintf(w, "  %-22s %12s %12s %12s\n", name, format(s.median), format(s.lo), format(s.hi))
@@ -223,14 +235,14 @@ func (b *bench) report(w io.Writer, runs int, quick bool) error {
 		rss = append(rss, float64(r.rssBytes)/(1<<20))
 	}
 	col("wall seconds", walls, fixed(2))
-	col("env steps/s", sps, thousands)
+	col("env steps/s", sps, progress.Thousands)
 	if rss[0] > 0 {
 		col("peak RSS (MiB)", rss, fixed(1))
 	}
 	fmt.Fprintln(w, "\nTraining seconds (time_s) until ep_return_mean ≥ 475, same runs:")
 	for i, r := range cleanRuns[:min(3, len(cleanRuns))] {
 		if s, step, ok := r.solvedAfter(); ok {
-			fmt.Fprintf(w, "  seed %d  %.2f s (step %s)\n", i+1, s, thousands(float64(step)))
+			fmt.Fprintf(w, "  seed %d  %.2f s (step %s)\n", i+1, s, progress.Thousands(float64(step)))
 		} else {
 			fmt.Fprintf(w, "  seed %d  not reached in %d steps (last ep_return_mean %.1f)\n", i+1, r.last().Step, float64(r.last().EpReturnMean))
 		}
@@ -240,7 +252,7 @@ func (b *bench) report(w io.Writer, runs int, quick bool) error {
 	fmt.Fprintf(w, "  %-9s %-10s %-30s %-26s %s\n", "num_envs", "hidden", "env steps/s median (min–max)", "update GFLOP/s (min–max)", "% of peak")
 	for _, g := range grid {
 		fmt.Fprintf(w, "  %-9d %-10s %-30s %-26s %.0f %%\n", g.envs, g.hidden,
-			fmt.Sprintf("%s (%s–%s)", thousands(g.sps.median), thousands(g.sps.lo), thousands(g.sps.hi)),
+			fmt.Sprintf("%s (%s–%s)", progress.Thousands(g.sps.median), progress.Thousands(g.sps.lo), progress.Thousands(g.sps.hi)),
 			fmt.Sprintf("%.1f (%.1f–%.1f)", g.gflops.median, g.gflops.lo, g.gflops.hi),
 			100*g.gflops.median/peakAll.GFLOPS)
 	}

@@ -1,4 +1,4 @@
-package main
+package sshserve_test
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"os"
 	"os/exec"
@@ -23,10 +24,30 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/agenttrainer/agenttrainer/cli"
+	"github.com/agenttrainer/agenttrainer/internal/spawn"
+	"github.com/agenttrainer/agenttrainer/internal/sshserve"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/control"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
+
+// TestMain lets a test start this binary as agenttrainer (a training in
+// the background, as `agenttrainer train --detach` does).
+func TestMain(m *testing.M) {
+	if os.Getenv("AGENTTRAINER_RUN_MAIN") == "1" {
+		os.Exit(cli.Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// cut shortens s to n runes.
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
 
 // syncBuffer is a bytes.Buffer that several goroutines may use.
 type syncBuffer struct {
@@ -82,7 +103,7 @@ func testKey(t *testing.T, dir, name string) (path, authorized string, pub gossh
 	return path, strings.TrimSpace(string(gossh.MarshalAuthorizedKey(pub))) + " " + name + "@test", pub
 }
 
-// server is `agenttrainer serve` running in this process.
+// server is an SSH server running in this process.
 type server struct {
 	t          *testing.T
 	dir        string // keys, host key, known_hosts
@@ -93,17 +114,17 @@ type server struct {
 	authKeys   string
 	hostKey    string
 	runsDir    string
-	stdout     *syncBuffer
-	stderr     *syncBuffer
+	stderr     *syncBuffer // the server's log
 	stop       context.CancelFunc
-	exit       chan int
+	exit       chan error
 	knownHosts string
 }
 
-// startServer starts runServe on 127.0.0.1:0 with keys the test makes.
-func startServer(t *testing.T, args ...string) *server {
+// startServer serves on 127.0.0.1:0 with keys the test makes, as
+// `agenttrainer serve` does; opts change the server's config.
+func startServer(t *testing.T, opts ...func(*sshserve.Config)) *server {
 	t.Helper()
-	s := &server{t: t, dir: t.TempDir(), stdout: &syncBuffer{}, stderr: &syncBuffer{}, exit: make(chan int, 1)}
+	s := &server{t: t, dir: t.TempDir(), stderr: &syncBuffer{}, exit: make(chan error, 1)}
 	s.good, s.goodLine, _ = testKey(t, s.dir, "good")
 	s.bad, s.badLine, _ = testKey(t, s.dir, "bad")
 	s.authKeys = filepath.Join(s.dir, "authorized_keys")
@@ -112,22 +133,37 @@ func startServer(t *testing.T, args ...string) *server {
 	}
 	s.hostKey = filepath.Join(s.dir, "host", "ssh_host_ed25519")
 	s.runsDir = filepath.Join(s.dir, "runs")
+	if _, _, err := sshserve.EnsureHostKey(s.hostKey); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Resolve("", []string{"trainer.runs_dir=" + s.runsDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := sshserve.Config{
+		AuthKeys: s.authKeys, HostKey: s.hostKey, Idle: 30 * time.Minute, Config: cfg,
+		Resolve: func(envID, agent string) (config.Config, error) {
+			return config.Resolve("", []string{"trainer.runs_dir=" + s.runsDir, "env.id=" + envID, "agent.name=" + agent})
+		},
+		Launch:   spawn.Launcher(),
+		AttachTo: spawn.AttachTo,
+	}
+	for _, o := range opts {
+		o(&sc)
+	}
+	srv, err := sshserve.New(sc, log.New(s.stderr, "", log.LstdFlags))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.port = ln.Addr().(*net.TCPAddr).Port
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
-	all := append([]string{"--ssh", "127.0.0.1:0", "--authorized-keys", s.authKeys, "--host-key", s.hostKey, "--runs-dir", s.runsDir}, args...)
-	go func() { s.exit <- runServe(ctx, all, s.stdout, s.stderr) }()
-	re := regexp.MustCompile(`over SSH on 127\.0\.0\.1:(\d+)`)
-	waitFor(t, 10*time.Second, "the server to listen", func() bool {
-		select {
-		case code := <-s.exit:
-			s.exit <- code
-			t.Fatalf("serve exited with %d:\n%s%s", code, s.stdout, s.stderr)
-		default:
-		}
-		return re.MatchString(s.stdout.String())
-	}, func() string { return s.stdout.String() + s.stderr.String() })
-	s.port, _ = strconv.Atoi(re.FindStringSubmatch(s.stdout.String())[1])
-	// The client checks the server's key against the one serve made.
+	go func() { s.exit <- srv.Serve(ctx, ln) }()
+	// The client checks the server's key against the one EnsureHostKey made.
 	pubLine, err := os.ReadFile(s.hostKey + ".pub")
 	if err != nil {
 		t.Fatal(err)
@@ -138,16 +174,16 @@ func startServer(t *testing.T, args ...string) *server {
 	return s
 }
 
-// shutdown stops the server as SIGTERM does and returns its exit code.
-func (s *server) shutdown() int {
+// shutdown stops the server as SIGTERM does and returns what Serve returned.
+func (s *server) shutdown() error {
 	s.stop()
 	select {
-	case code := <-s.exit:
-		s.exit <- code
-		return code
+	case err := <-s.exit:
+		s.exit <- err
+		return err
 	case <-time.After(15 * time.Second):
 		s.t.Errorf("serve did not stop within 15 s of its context ending:\n%s", s.stderr)
-		return -1
+		return errors.New("did not stop")
 	}
 }
 
@@ -363,7 +399,7 @@ func detachedTraining(t *testing.T, runsDir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, err := spawnTraining(dir, &cfg, false, nil, false)
+	pid, err := spawn.Start(dir, &cfg, false, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +507,7 @@ func TestServeSessionColours(t *testing.T) {
 // and stops it.
 func TestServeIdleTimeoutAndShutdown(t *testing.T) {
 	needSSH(t)
-	s := startServer(t, "--idle-timeout", "3s")
+	s := startServer(t, func(c *sshserve.Config) { c.Idle = 3 * time.Second })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	idle := s.view(ctx, t)
@@ -490,10 +526,10 @@ func TestServeIdleTimeoutAndShutdown(t *testing.T) {
 	busy.waitText(t, 20*time.Second, "Pick an environment")
 	busy.keys(t, "j")
 	start := time.Now()
-	if code := s.shutdown(); code != 0 {
-		t.Errorf("serve exited with %d", code)
+	if err := s.shutdown(); err != nil {
+		t.Errorf("serve returned %v", err)
 	}
-	if d := time.Since(start); d > shutdownGrace+2*time.Second {
+	if d := time.Since(start); d > sshserve.ShutdownGrace+2*time.Second {
 		t.Errorf("shutting down took %s", d)
 	}
 	select {
@@ -511,10 +547,7 @@ func TestServeIdleTimeoutAndShutdown(t *testing.T) {
 // login grace; a session is cut at --max-timeout, whatever it does.
 func TestServeTimeouts(t *testing.T) {
 	needSSH(t)
-	old := loginGrace
-	t.Cleanup(func() { loginGrace = old }) // after the server's own cleanup: it reads it
-	loginGrace = time.Second
-	s := startServer(t, "--max-timeout", "3s")
+	s := startServer(t, func(c *sshserve.Config) { c.LoginGrace, c.MaxTimeout = time.Second, 3*time.Second })
 	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", s.port), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -556,89 +589,12 @@ func TestServeTimeouts(t *testing.T) {
 	}
 }
 
-// TestServeSetup: refusals before listening, and the host key kept
-// between starts.
-func TestServeSetup(t *testing.T) {
-	dir := t.TempDir()
-	_, good, _ := testKey(t, dir, "k")
-	write := func(name, data string, mode os.FileMode) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(data), mode); err != nil {
-			t.Fatal(err)
-		}
-		os.Chmod(p, mode)
-		return p
-	}
-	keys := write("authorized_keys", good+"\n", 0o600)
-	host := filepath.Join(dir, "conf", "agenttrainer", "host")
-	serve := func(args ...string) (int, string) {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel() // a server that gets as far as listening stops at once
-		var out, errb syncBuffer
-		code := runServe(ctx, append([]string{"--ssh", "127.0.0.1:0"}, args...), &out, &errb)
-		return code, out.String() + errb.String()
-	}
-	for _, tt := range []struct {
-		name string
-		args []string
-		want string
-	}{
-		{"missing authorized_keys", []string{"--authorized-keys", filepath.Join(dir, "nope"), "--host-key", host}, "does not exist: serve lets in only the public keys listed there"},
-		{"no valid key", []string{"--authorized-keys", write("empty", "# nobody\n\nnot a key\n", 0o600), "--host-key", host}, "holds no usable public key"},
-		{"keys with options", []string{"--authorized-keys", write("opts", `from="10.0.0.1" `+good+"\n", 0o600), "--host-key", host}, "which serve does not enforce: skipped"},
-		{"writable by others", []string{"--authorized-keys", write("loose", good+"\n", 0o666), "--host-key", host}, "may be written by other users"},
-		{"readable host key", []string{"--authorized-keys", keys, "--host-key", write("loosekey", "x", 0o644)}, "may be read by other users"},
-		{"bad address", []string{"--ssh", "2222", "--authorized-keys", keys, "--host-key", host}, "want HOST:PORT"},
-		{"bad override", []string{"--authorized-keys", keys, "--host-key", host, "ppo.learning_rat=1"}, "ppo.learning_rate"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			code, out := serve(tt.args...)
-			if code != exitConfig || !strings.Contains(out, tt.want) {
-				t.Errorf("exit %d, want %d and %q in:\n%s", code, exitConfig, tt.want, out)
-			}
-			if strings.Contains(out, "serving") {
-				t.Errorf("it served:\n%s", out)
-			}
-		})
-	}
-	if _, err := os.Stat(host); err == nil {
-		t.Fatal("a host key was made before the authorized keys were checked")
-	}
-
-	code, out := serve("--authorized-keys", keys, "--host-key", host)
-	if code != exitOK || !strings.Contains(out, "made a new host key "+host) {
-		t.Fatalf("first start: exit %d:\n%s", code, out)
-	}
-	for path, want := range map[string]os.FileMode{host: 0o600, filepath.Dir(host): 0o700} {
-		st, err := os.Stat(path)
-		if err != nil || st.Mode().Perm() != want {
-			t.Errorf("%s: %v, mode %v, want %v", path, err, st.Mode().Perm(), want)
-		}
-	}
-	first, _ := os.ReadFile(host)
-	fp := regexp.MustCompile(`host key (SHA256:\S+)`).FindStringSubmatch(out)
-	code, out = serve("--authorized-keys", keys, "--host-key", host)
-	second, _ := os.ReadFile(host)
-	if code != exitOK || strings.Contains(out, "made a new host key") || !bytes.Equal(first, second) || fp == nil || !strings.Contains(out, fp[1]) {
-		t.Errorf("second start did not keep the host key: exit %d:\n%s", code, out)
-	}
-	// An existing directory of the user's is left as it is.
-	shared := filepath.Join(dir, "shared")
-	os.Mkdir(shared, 0o755)
-	if code, out := serve("--authorized-keys", keys, "--host-key", filepath.Join(shared, "key")); code != exitOK {
-		t.Fatalf("exit %d:\n%s", code, out)
-	}
-	if st, _ := os.Stat(shared); st.Mode().Perm() != 0o755 {
-		t.Errorf("the host key's directory became %v", st.Mode().Perm())
-	}
-}
-
 func TestServeWarnsOffLoopback(t *testing.T) {
 	for _, tt := range []struct {
 		ip   string
 		warn bool
 	}{{"127.0.0.1", false}, {"::1", false}, {"0.0.0.0", true}, {"::", true}, {"192.168.1.5", true}} {
-		if got := offLoopback(&net.TCPAddr{IP: net.ParseIP(tt.ip)}); got != tt.warn {
+		if got := sshserve.OffLoopback(&net.TCPAddr{IP: net.ParseIP(tt.ip)}); got != tt.warn {
 			t.Errorf("%s: warn %v, want %v", tt.ip, got, tt.warn)
 		}
 	}

@@ -1,4 +1,5 @@
-package main
+// Package sshserve serves the terminal app over SSH, one app per session, to the keys of an authorized_keys file.
+package sshserve
 
 import (
 	"context"
@@ -6,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/pem"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -31,126 +31,49 @@ import (
 	"github.com/agenttrainer/agenttrainer/tui"
 )
 
-// loginGrace bounds how long a connection may take to authenticate and open
-// its session (OpenSSH's LoginGraceTime), so that connections that never
-// log in do not pile up. A variable for tests.
-var loginGrace = 2 * time.Minute
+// DefaultLoginGrace bounds how long a connection may take to authenticate
+// and open its session (OpenSSH's LoginGraceTime), so that connections that
+// never log in do not pile up.
+const DefaultLoginGrace = 2 * time.Minute
 
-// shutdownGrace is how long a graceful shutdown waits for the sessions to
+// ShutdownGrace is how long a graceful shutdown waits for the sessions to
 // close before it cuts them off.
-const shutdownGrace = 5 * time.Second
+const ShutdownGrace = 5 * time.Second
 
 // queryWait bounds the wait for a terminal's answer to the background
 // colour query that picks a session's light or dark theme.
 const queryWait = 1200 * time.Millisecond
 
-// serveConfig is what `agenttrainer serve` was asked for.
-type serveConfig struct {
-	addr, authKeys, hostKey string
-	idle, maxTimeout        time.Duration
-	cfg                     config.Config
-	resolve                 func(envID, agent string) (config.Config, error)
-	launch                  tui.Launcher
-	attachTo                func(runDir string) (*tui.Link, error)
+// sessionFailed is the exit status of a session refused or broken.
+const sessionFailed = 1
+
+// Config is what the server serves, and to whom.
+type Config struct {
+	AuthKeys   string        // authorized_keys file, read again at every login
+	HostKey    string        // the server's private key file; EnsureHostKey makes it
+	Idle       time.Duration // close a session after this long without a key press (0: never)
+	MaxTimeout time.Duration // close a connection this long after it opened (0: never)
+	LoginGrace time.Duration // 0: DefaultLoginGrace
+
+	Config   config.Config // what every session's app starts from
+	Resolve  func(envID, agent string) (config.Config, error)
+	Launch   tui.Launcher
+	AttachTo func(runDir string) (*tui.Link, error)
 }
 
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	home, _ := os.UserHomeDir()
-	confDir, _ := os.UserConfigDir()
-	defKeys, defHost := "", ""
-	if home != "" {
-		defKeys = filepath.Join(home, ".ssh", "authorized_keys")
+func (c Config) loginGrace() time.Duration {
+	if c.LoginGrace > 0 {
+		return c.LoginGrace
 	}
-	if confDir != "" {
-		defHost = filepath.Join(confDir, "agenttrainer", "ssh_host_ed25519")
-	}
-	flags := newFlagSet("serve", "--ssh ADDR [--authorized-keys FILE] [--host-key FILE] [--runs-dir DIR] [--idle-timeout D] [--max-timeout D] [--config FILE] [key=value ...]",
-		"serve the terminal app over SSH to the public keys in an authorized_keys file", stderr)
-	addr := flags.String("ssh", "127.0.0.1:2222", "`address` to listen on, HOST:PORT; only a loopback address unless you name another")
-	authKeys := flags.String("authorized-keys", defKeys, "`file` of the public keys let in, in OpenSSH's authorized_keys format, read again at every login;\n"+
-		"keys with options (from=, command=, …) are skipped. Whoever holds one of them gets the app with this user's rights")
-	hostKey := flags.String("host-key", defHost, "`file` of the server's private key; an ed25519 key is made there (mode 0600) on first start and kept")
-	runsDir := flags.String("runs-dir", config.Default().Trainer.RunsDir, "`directory` of runs that every session sees (trainer.runs_dir)")
-	idle := flags.Duration("idle-timeout", 30*time.Minute, "close a session after this long without a key press (0: never); its trainings go on")
-	maxTimeout := flags.Duration("max-timeout", 0, "close a connection this long after it opened, whatever it does (0: never)")
-	file := flags.String("config", "", "TOML `file` applied over the defaults, for the runs the sessions start")
-	overrides, err := parseArgs(flags, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	explicit := map[string]bool{}
-	flags.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "agenttrainer: "+format+"\n", a...)
-		return exitConfig
-	}
-	if _, _, err := net.SplitHostPort(*addr); err != nil {
-		return fail("--ssh %q: want HOST:PORT, e.g. 127.0.0.1:2222 (%v)", *addr, err)
-	}
-	if *idle < 0 || *maxTimeout < 0 {
-		return fail("--idle-timeout and --max-timeout must not be negative")
-	}
-	if *authKeys == "" {
-		return fail("no home directory to find ~/.ssh/authorized_keys in; pass --authorized-keys FILE")
-	}
-	if *hostKey == "" {
-		return fail("no config directory to keep the host key in; pass --host-key FILE")
-	}
-	if explicit["runs-dir"] {
-		overrides = append(overrides, "trainer.runs_dir="+*runsDir)
-	}
-	cfg, err := config.Resolve(*file, overrides)
-	if err != nil {
-		printConfigError(stderr, err)
-		return exitConfig
-	}
-	keys, warnings, err := readAuthorizedKeys(*authKeys)
-	for _, w := range warnings {
-		fmt.Fprintf(stderr, "agenttrainer: warning: %s\n", w)
-	}
-	if err != nil {
-		return fail("%v", err)
-	}
-	created, hostFP, err := ensureHostKey(*hostKey)
-	if err != nil {
-		return fail("host key: %v", err)
-	}
-	sc := serveConfig{
-		addr: *addr, authKeys: *authKeys, hostKey: *hostKey, idle: *idle, maxTimeout: *maxTimeout, cfg: cfg,
-		resolve: func(envID, agent string) (config.Config, error) {
-			return config.Resolve(*file, append(overrides[:len(overrides):len(overrides)], "env.id="+envID, "agent.name="+agent))
-		},
-		launch:   processLauncher(),
-		attachTo: attachRun,
-	}
-	s, err := newSSHServer(sc, log.New(stderr, "", log.LstdFlags))
-	if err != nil {
-		return fail("%v", err)
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		fmt.Fprintf(stderr, "agenttrainer: cannot listen on %s: %v\n", *addr, err)
-		return exitFail
-	}
-	where := ln.Addr().(*net.TCPAddr)
-	if offLoopback(where) {
-		fmt.Fprintf(stderr, "agenttrainer: warning: listening on %s, which other machines can reach: whoever holds one of the %d key(s) in %s gets the app with this user's rights\n",
-			where, len(keys), *authKeys)
-	}
-	if created {
-		fmt.Fprintf(stdout, "made a new host key %s\n", *hostKey)
-	}
-	fmt.Fprintf(stdout, "serving the terminal app over SSH on %s\n  host key %s %s\n  %d key(s) let in from %s\n  runs in %s\n  connect: ssh -p %d %s\n",
-		where, hostFP, *hostKey, len(keys), *authKeys, cfg.Trainer.RunsDir, where.Port, connectHost(where))
-	return s.serve(ctx, ln)
+	return DefaultLoginGrace
 }
 
-// offLoopback says whether other machines may reach a listener on a: any
+// OffLoopback says whether other machines may reach a listener on a: any
 // address but loopback (0.0.0.0 and :: reach every interface).
-func offLoopback(a *net.TCPAddr) bool { return !a.IP.IsLoopback() }
+func OffLoopback(a *net.TCPAddr) bool { return !a.IP.IsLoopback() }
 
-// connectHost is the host to put in the connect hint.
-func connectHost(a *net.TCPAddr) string {
+// ConnectHost is the host to put in the connect hint.
+func ConnectHost(a *net.TCPAddr) string {
 	if a.IP.IsUnspecified() {
 		return "HOST"
 	}
@@ -160,10 +83,10 @@ func connectHost(a *net.TCPAddr) string {
 	return a.IP.String()
 }
 
-// readAuthorizedKeys reads an authorized_keys file: the keys it lets in,
+// ReadAuthorizedKeys reads an authorized_keys file: the keys it lets in,
 // and warnings about lines it skips. A missing file, one that others may
 // write, or one without a usable key is an error.
-func readAuthorizedKeys(path string) ([]gossh.PublicKey, []string, error) {
+func ReadAuthorizedKeys(path string) ([]gossh.PublicKey, []string, error) {
 	st, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("%s does not exist: serve lets in only the public keys listed there; add yours (e.g. cat ~/.ssh/id_ed25519.pub >> %s) or pass --authorized-keys FILE", path, path)
@@ -230,11 +153,11 @@ func keyComment(path string, key gossh.PublicKey) string {
 	return ""
 }
 
-// ensureHostKey loads the host key at path, or makes an ed25519 one there
+// EnsureHostKey loads the host key at path, or makes an ed25519 one there
 // (mode 0600, its directory 0700 when it has to be made) on first start. It
 // returns the key's fingerprint. A key that others may read is refused, as
 // sshd refuses it.
-func ensureHostKey(path string) (created bool, fingerprint string, err error) {
+func EnsureHostKey(path string) (created bool, fingerprint string, err error) {
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -284,9 +207,9 @@ func ensureHostKey(path string) (created bool, fingerprint string, err error) {
 	return created, gossh.FingerprintSHA256(signer.PublicKey()), nil
 }
 
-// sshServer serves one app per SSH session.
-type sshServer struct {
-	cfg  serveConfig
+// Server serves one app per SSH session.
+type Server struct {
+	cfg  Config
 	log  *log.Logger
 	srv  *ssh.Server
 	mu   sync.Mutex
@@ -303,10 +226,12 @@ const (
 	ctxConn                  // *graceConn
 )
 
-func newSSHServer(cfg serveConfig, logger *log.Logger) (*sshServer, error) {
-	s := &sshServer{cfg: cfg, log: logger, open: map[*appSession]struct{}{}}
+// New makes a server for cfg that logs to logger. The host key must exist
+// (EnsureHostKey).
+func New(cfg Config, logger *log.Logger) (*Server, error) {
+	s := &Server{cfg: cfg, log: logger, open: map[*appSession]struct{}{}}
 	opts := []ssh.Option{
-		wish.WithHostKeyPath(cfg.hostKey), // exists by now (ensureHostKey): loaded, not made
+		wish.WithHostKeyPath(cfg.HostKey), // exists by now (EnsureHostKey): loaded, not made
 		wish.WithPublicKeyAuth(s.authorize),
 		// No password or keyboard-interactive handler: with a public-key
 		// handler alone, the server offers only "publickey".
@@ -318,13 +243,13 @@ func newSSHServer(cfg serveConfig, logger *log.Logger) (*sshServer, error) {
 		),
 		ssh.WrapConn(s.wrapConn),
 	}
-	if cfg.idle > 0 {
+	if cfg.Idle > 0 {
 		// A backstop for peers that vanished: the app's own idle timeout
 		// counts key presses (redraws would keep this one from firing).
-		opts = append(opts, wish.WithIdleTimeout(cfg.idle+time.Minute))
+		opts = append(opts, wish.WithIdleTimeout(cfg.Idle+time.Minute))
 	}
-	if cfg.maxTimeout > 0 {
-		opts = append(opts, wish.WithMaxTimeout(cfg.maxTimeout))
+	if cfg.MaxTimeout > 0 {
+		opts = append(opts, wish.WithMaxTimeout(cfg.MaxTimeout))
 	}
 	srv, err := wish.NewServer(opts...)
 	if err != nil {
@@ -337,22 +262,23 @@ func newSSHServer(cfg serveConfig, logger *log.Logger) (*sshServer, error) {
 	return s, nil
 }
 
-// serve answers connections on ln until ctx is done, then closes every
-// session (their trainings go on) and stops.
-func (s *sshServer) serve(ctx context.Context, ln net.Listener) int {
+// Serve answers connections on ln until ctx is done, then closes every
+// session (their trainings go on) and stops. An error, logged already,
+// means the server stopped by itself.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	serving := make(chan struct{})
 	go func() { errc <- s.srv.Serve(&acceptListener{Listener: ln, first: serving}) }()
 	select {
 	case err := <-errc:
 		s.log.Printf("ssh: server stopped: %v", err)
-		return exitFail
+		return err
 	case <-serving: // Serve holds the listener: Shutdown will find it
 	}
 	select {
 	case err := <-errc:
 		s.log.Printf("ssh: server stopped: %v", err)
-		return exitFail
+		return err
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
@@ -366,15 +292,15 @@ func (s *sshServer) serve(ctx context.Context, ln net.Listener) int {
 	for _, a := range sessions {
 		a.end("the server is shutting down; the trainings go on")
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
 	defer cancel()
 	if err := s.srv.Shutdown(sctx); err != nil {
-		s.log.Printf("ssh: sessions still open after %s: closing them", shutdownGrace)
+		s.log.Printf("ssh: sessions still open after %s: closing them", ShutdownGrace)
 		s.srv.Close()
 	}
 	<-errc
 	s.log.Printf("ssh: stopped")
-	return exitOK
+	return nil
 }
 
 // acceptListener closes first when Serve first accepts.
@@ -391,24 +317,24 @@ func (l *acceptListener) Accept() (net.Conn, error) {
 
 // authorize lets in the keys of the authorized_keys file, read again at
 // every attempt so that adding or removing a line takes effect at once.
-func (s *sshServer) authorize(ctx ssh.Context, key ssh.PublicKey) bool {
+func (s *Server) authorize(ctx ssh.Context, key ssh.PublicKey) bool {
 	who := ctx.User() + "@" + ctx.RemoteAddr().String()
-	keys, _, err := readAuthorizedKeys(s.cfg.authKeys)
+	keys, _, err := ReadAuthorizedKeys(s.cfg.AuthKeys)
 	if err != nil {
 		s.log.Printf("ssh: refused %s: %v", who, err)
 		return false
 	}
 	for _, k := range keys {
 		if ssh.KeysEqual(k, key) {
-			ctx.SetValue(ctxComment, keyComment(s.cfg.authKeys, key))
+			ctx.SetValue(ctxComment, keyComment(s.cfg.AuthKeys, key))
 			return true
 		}
 	}
-	s.log.Printf("ssh: refused %s: %s key %s is not in %s", who, key.Type(), gossh.FingerprintSHA256(key), s.cfg.authKeys)
+	s.log.Printf("ssh: refused %s: %s key %s is not in %s", who, key.Type(), gossh.FingerprintSHA256(key), s.cfg.AuthKeys)
 	return false
 }
 
-// graceConn holds a connection to loginGrace until its session opens.
+// graceConn holds a connection to its login grace until its session opens.
 type graceConn struct {
 	net.Conn
 	until atomic.Int64 // Unix nanoseconds; 0 once logged in
@@ -431,9 +357,9 @@ func (c *graceConn) loggedIn(next time.Duration) {
 	}
 }
 
-func (s *sshServer) wrapConn(ctx ssh.Context, c net.Conn) net.Conn {
+func (s *Server) wrapConn(ctx ssh.Context, c net.Conn) net.Conn {
 	g := &graceConn{Conn: c}
-	until := time.Now().Add(loginGrace)
+	until := time.Now().Add(s.cfg.loginGrace())
 	g.until.Store(until.UnixNano())
 	c.SetDeadline(until)
 	ctx.SetValue(ctxConn, g)
@@ -441,12 +367,12 @@ func (s *sshServer) wrapConn(ctx ssh.Context, c net.Conn) net.Conn {
 }
 
 // logSessions logs who connected with which key, and when they left.
-func (s *sshServer) logSessions(next ssh.Handler) ssh.Handler {
+func (s *Server) logSessions(next ssh.Handler) ssh.Handler {
 	return func(sess ssh.Session) {
 		if g, ok := sess.Context().Value(ctxConn).(*graceConn); ok {
 			next := time.Duration(0)
-			if s.cfg.idle > 0 {
-				next = s.cfg.idle + time.Minute
+			if s.cfg.Idle > 0 {
+				next = s.cfg.Idle + time.Minute
 			}
 			g.loggedIn(next)
 		}
@@ -468,7 +394,7 @@ func (s *sshServer) logSessions(next ssh.Handler) ssh.Handler {
 			if r := recover(); r != nil {
 				s.log.Printf("ssh: %s: the session failed: %v", who, r)
 				fmt.Fprintf(sess.Stderr(), "agenttrainer: the session failed: %v\n", r)
-				sess.Exit(exitFail)
+				sess.Exit(sessionFailed)
 			}
 			s.log.Printf("ssh: %s left after %s", who, time.Since(start).Round(time.Second))
 		}()
@@ -477,21 +403,21 @@ func (s *sshServer) logSessions(next ssh.Handler) ssh.Handler {
 }
 
 // requireTerminal refuses, politely, sessions that cannot show the app.
-func (s *sshServer) requireTerminal(next ssh.Handler) ssh.Handler {
+func (s *Server) requireTerminal(next ssh.Handler) ssh.Handler {
 	return func(sess ssh.Session) {
 		connect := "ssh -t -p PORT HOST"
 		if a, ok := sess.LocalAddr().(*net.TCPAddr); ok {
-			connect = fmt.Sprintf("ssh -t -p %d %s", a.Port, connectHost(a))
+			connect = fmt.Sprintf("ssh -t -p %d %s", a.Port, ConnectHost(a))
 		}
 		if cmd := sess.RawCommand(); cmd != "" {
 			fmt.Fprintf(sess.Stderr(), "agenttrainer: this server shows the terminal app and runs no commands (asked for %q).\nConnect without one: %s\n", cut(cmd, 60), connect)
-			sess.Exit(exitFail)
+			sess.Exit(sessionFailed)
 			return
 		}
 		if _, _, ok := sess.Pty(); !ok {
 			fmt.Fprintf(sess.Stderr(), "agenttrainer: this server shows the terminal app, which needs a terminal, and this session has none.\n"+
 				"Connect from a terminal: %s; to train without the app, run `agenttrainer train` on the server.\n", connect)
-			sess.Exit(exitFail)
+			sess.Exit(sessionFailed)
 			return
 		}
 		next(sess)
@@ -519,7 +445,7 @@ type appSession struct {
 
 // program builds the session's app: its own model, renderer (colour profile
 // and background of the client's terminal) and input.
-func (s *sshServer) program(sess ssh.Session) *tea.Program {
+func (s *Server) program(sess ssh.Session) *tea.Program {
 	a := &appSession{sess: sess, in: newSessionInput(sess)}
 	sess.Context().SetValue(ctxSession, a)
 	s.mu.Lock()
@@ -533,13 +459,13 @@ func (s *sshServer) program(sess ssh.Session) *tea.Program {
 	// see the session's input until the answer or queryWait, so a terminal
 	// that never answers costs a moment instead of the first key press.
 	r := bm.MakeRenderer(querySession{Session: sess, r: a.in.until(time.Now().Add(queryWait))})
-	cfg := s.cfg.cfg.Clone()
+	cfg := s.cfg.Config.Clone()
 	a.model = tui.New(tui.Options{
 		Config:     cfg,
-		Launch:     func(c config.Config) (*tui.Link, error) { return a.track(s.cfg.launch(c)) },
-		AttachTo:   func(dir string) (*tui.Link, error) { return a.track(s.cfg.attachTo(dir)) },
+		Launch:     func(c config.Config) (*tui.Link, error) { return a.track(s.cfg.Launch(c)) },
+		AttachTo:   func(dir string) (*tui.Link, error) { return a.track(s.cfg.AttachTo(dir)) },
 		Detachable: true, // every run lives in a process of its own and outlives the session
-		Resolve:    s.cfg.resolve,
+		Resolve:    s.cfg.Resolve,
 		Renderer:   r,
 	})
 	opts := append(bm.MakeOptions(sess), tea.WithAltScreen(), tea.WithoutSignalHandler())
@@ -557,15 +483,15 @@ func (s *sshServer) program(sess ssh.Session) *tea.Program {
 	if closing {
 		a.end("the server is shutting down")
 	}
-	if s.cfg.idle > 0 {
-		go a.watchIdle(s.cfg.idle)
+	if s.cfg.Idle > 0 {
+		go a.watchIdle(s.cfg.Idle)
 	}
 	return p
 }
 
 // afterApp runs when the session's app has ended: it lets go of the runs
 // (they go on training) and says how the app ended.
-func (s *sshServer) afterApp(next ssh.Handler) ssh.Handler {
+func (s *Server) afterApp(next ssh.Handler) ssh.Handler {
 	return func(sess ssh.Session) {
 		a, _ := sess.Context().Value(ctxSession).(*appSession)
 		if a == nil {

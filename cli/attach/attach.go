@@ -1,0 +1,116 @@
+// Package attach is `agenttrainer attach` and `agenttrainer ps`: watching, steering and listing trainings that run in the background.
+package attach
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/agenttrainer/agenttrainer/cli/app"
+	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
+	"github.com/agenttrainer/agenttrainer/cli/progress"
+	"github.com/agenttrainer/agenttrainer/internal/spawn"
+	"github.com/agenttrainer/agenttrainer/trainer/config"
+	"github.com/agenttrainer/agenttrainer/tui"
+)
+
+// Options are attach's flags and run directory.
+type Options struct {
+	RunDir  string // "": the newest live run under RunsDir
+	RunsDir string
+}
+
+// Parse reads attach's command line.
+func Parse(args []string) (Options, error) {
+	var o Options
+	fs := cmdutil.NewFlags("attach", "[RUN_DIR] [--runs-dir DIR]", "watch and steer a training that runs in the background (the newest when no RUN_DIR is given)")
+	fs.StringVar(&o.RunsDir, "runs-dir", config.Default().Trainer.RunsDir, "where to look for live runs")
+	rest, err := fs.ParseArgs(args)
+	if err != nil {
+		return o, err
+	}
+	switch len(rest) {
+	case 0:
+	case 1:
+		o.RunDir = rest[0]
+	default:
+		return o, cmdutil.Usagef("attach takes one run directory")
+	}
+	return o, nil
+}
+
+// Run watches the training: in the app on a terminal, as progress lines
+// otherwise. Leaving (or an interrupt) leaves the training running.
+func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
+	dir := o.RunDir
+	if dir == "" {
+		live := spawn.LiveRuns(o.RunsDir)
+		if len(live) == 0 {
+			return cmdutil.Configf("no live training under %s; start one with `agenttrainer train --detach`", o.RunsDir)
+		}
+		dir = live[0].Dir
+	}
+	link, err := spawn.Attach(dir, false)
+	if err != nil {
+		return &cmdutil.ConfigError{Err: err}
+	}
+	defer link.Close()
+	if !app.IsTerminal() {
+		watchHeadless(ctx, link, dir, stdout)
+		return nil
+	}
+	cfg := link.Trainer.Config()
+	return app.RunModel(ctx, tui.Options{Config: cfg, Attach: link, AttachTo: spawn.AttachTo, Launch: spawn.Launcher(), Detachable: true}, stdout, stderr)
+}
+
+// watchHeadless prints progress lines until the run ends; an interrupt
+// leaves the training running.
+func watchHeadless(ctx context.Context, link *tui.Link, dir string, stdout io.Writer) {
+	info := link.Trainer.Info()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		progress.Print(link.Events, stdout, false, info.TotalSteps, info.Device)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		fmt.Fprintf(stdout, "detached; the training in %s goes on\n", dir)
+	}
+}
+
+// PsOptions are ps's flags.
+type PsOptions struct {
+	RunsDir string
+}
+
+// ParsePs reads ps's command line.
+func ParsePs(args []string) (PsOptions, error) {
+	var o PsOptions
+	fs := cmdutil.NewFlags("ps", "[--runs-dir DIR]", "list the trainings running in the background")
+	fs.StringVar(&o.RunsDir, "runs-dir", config.Default().Trainer.RunsDir, "where to look for live runs")
+	_, err := fs.ParseArgs(args)
+	return o, err
+}
+
+// RunPs lists the live trainings under RunsDir.
+func RunPs(_ context.Context, o PsOptions, stdout, stderr io.Writer) error {
+	live := spawn.LiveRuns(o.RunsDir)
+	if len(live) == 0 {
+		fmt.Fprintf(stdout, "no live training under %s\n", o.RunsDir)
+		return nil
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%-8s %-8s %-26s %-7s %-22s %-10s %s\n", "PID", "STATE", "ENV", "AGENT", "STEPS", "RETURN", "RUN DIRECTORY")
+	for _, r := range live {
+		state := "running"
+		if r.Paused {
+			state = "paused"
+		}
+		fmt.Fprintf(&b, "%-8d %-8s %-26s %-7s %-22s %-10s %s\n", r.Endpoint.PID, state, r.Info.EnvID, r.Info.Agent,
+			fmt.Sprintf("%d/%d", r.Run.Steps, r.Info.TotalSteps), progress.Num(r.Run.Last), r.Dir)
+	}
+	stdout.Write(b.Bytes())
+	return nil
+}

@@ -1,0 +1,103 @@
+// Package cli is agenttrainer's command line: the command table, dispatch, usage, and the exit code of every outcome.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/agenttrainer/agenttrainer/cli/app"
+	"github.com/agenttrainer/agenttrainer/cli/attach"
+	"github.com/agenttrainer/agenttrainer/cli/bench"
+	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
+	"github.com/agenttrainer/agenttrainer/cli/data"
+	"github.com/agenttrainer/agenttrainer/cli/eval"
+	"github.com/agenttrainer/agenttrainer/cli/export"
+	"github.com/agenttrainer/agenttrainer/cli/info"
+	"github.com/agenttrainer/agenttrainer/cli/serve"
+	"github.com/agenttrainer/agenttrainer/cli/train"
+	"github.com/agenttrainer/agenttrainer/trainer"
+)
+
+// Version is reported by --version and recorded in checkpoints.
+const Version = trainer.Version
+
+// runFunc runs a command on its arguments.
+type runFunc func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+
+// command is one row of the command table.
+type command struct {
+	name, summary string
+	run           runFunc
+}
+
+// cmd joins a command's parser and runner.
+func cmd[O any](parse func([]string) (O, error), run func(context.Context, O, io.Writer, io.Writer) error) runFunc {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		opts, err := parse(args)
+		if err != nil {
+			return err
+		}
+		return run(ctx, opts, stdout, stderr)
+	}
+}
+
+func commands() []command {
+	return []command{
+		{"train", "train headless, printing progress", cmd(train.Parse, train.Run)},
+		{"data", "write a FrozenLake task file", cmd(data.Parse, data.Run)},
+		{"attach", "watch and steer a training running in the background", cmd(attach.Parse, attach.Run)},
+		{"ps", "list the trainings running in the background", cmd(attach.ParsePs, attach.RunPs)},
+		{"serve", "serve the terminal app over SSH", cmd(serve.Parse, serve.Run)},
+		{"eval", "play episodes with a run's latest checkpoint", cmd(eval.Parse, eval.Run)},
+		{"export", "export a run's metrics as CSV", cmd(export.Parse, export.Run)},
+		{"bench", "measure training speed on this machine (the CPU-speed table)", cmd(bench.Parse, bench.Run)},
+		{"list", "list agents and environments", cmd(info.ParseList, info.RunList)},
+		{"config", "print the resolved config as TOML", cmd(info.ParseConfig, info.RunConfig)},
+	}
+}
+
+// Main runs the command line args and returns the program's exit code:
+// 0 done, 1 failure, 2 usage or configuration error, 130 interrupted
+// (cmdutil.ExitCode maps them).
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return cmdutil.ExitCode(Run(ctx, args, stdout, stderr), stdout, stderr)
+}
+
+// Run runs the command line args: the terminal app without a command.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return app.Run(ctx, app.Options{}, stdout, stderr)
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		return &cmdutil.HelpError{Usage: usage()}
+	case "-version", "--version", "version":
+		fmt.Fprintln(stdout, "agenttrainer", Version)
+		return nil
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	if strings.HasPrefix(args[0], "-") || strings.Contains(args[0], "=") {
+		return cmd(app.Parse, app.Run)(ctx, args, stdout, stderr) // the app's own options
+	}
+	return &cmdutil.UsageError{Err: fmt.Errorf("unknown command %q\n", args[0]), Usage: usage()}
+}
+
+// usage is the program's help.
+func usage() string {
+	var b strings.Builder
+	fmt.Fprintln(&b, "agenttrainer trains reinforcement-learning agents with PPO.")
+	fmt.Fprintln(&b, "\nUsage:\n  agenttrainer [--config FILE] [--runs-dir DIR] [key=value ...]   open the terminal app")
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  agenttrainer %-15s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(&b, "\nRun `agenttrainer COMMAND --help` for a command's options.")
+	fmt.Fprintln(&b, "Overrides are key=value in dot notation with TOML values, e.g.")
+	fmt.Fprintln(&b, "  agenttrainer train env.id=CartPole-v1 ppo.learning_rate=3e-4 agent.hidden=[128,128]")
+	return b.String()
+}

@@ -1,0 +1,103 @@
+// Package eval is `agenttrainer eval`: playing episodes with a run's latest checkpoint.
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
+	"github.com/agenttrainer/agenttrainer/trainer"
+)
+
+// Options are eval's flags and run directory.
+type Options struct {
+	RunDir        string
+	Episodes      int
+	Deterministic bool
+	Render        bool
+	FPS           int
+	Seed          int64
+}
+
+// Parse reads eval's command line.
+func Parse(args []string) (Options, error) {
+	var o Options
+	fs := cmdutil.NewFlags("eval", "RUN_DIR [--episodes N] [--deterministic] [--render] [--fps N] [--seed S]",
+		"play episodes with a run's latest checkpoint and print the mean return")
+	fs.IntVar(&o.Episodes, "episodes", 10, "number of `episodes` to play")
+	fs.BoolVar(&o.Deterministic, "deterministic", false, "take the most likely action instead of sampling")
+	fs.BoolVar(&o.Render, "render", false, "draw the episodes in the terminal as they play")
+	fs.IntVar(&o.FPS, "fps", 30, "frames per second with --render")
+	fs.Int64Var(&o.Seed, "seed", 0, "environment seed (0: trainer.seed + 1,000,000)")
+	rest, err := fs.ParseArgs(args)
+	if err != nil {
+		return o, err
+	}
+	if len(rest) != 1 {
+		return o, cmdutil.Usagef("eval takes one run directory, e.g. agenttrainer eval runs/20260101-120000-CartPole-v1-mlp")
+	}
+	o.RunDir = rest[0]
+	if o.Render && o.FPS <= 0 {
+		return o, cmdutil.Usagef("--fps must be at least 1")
+	}
+	return o, nil
+}
+
+// Run plays the episodes and prints their mean return.
+func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
+	opts := trainer.EvalOptions{Episodes: o.Episodes, Deterministic: o.Deterministic, Seed: o.Seed}
+	if o.Render {
+		opts.Frame = func(ep int, frame string) error {
+			fmt.Fprintf(stdout, "\x1b[H\x1b[2J%s  episode %d/%d\n%s\n", filepath.Base(o.RunDir), ep+1, o.Episodes, frame)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Second / time.Duration(o.FPS)):
+				return nil
+			}
+		}
+	}
+	res, err := trainer.Evaluate(ctx, o.RunDir, opts)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return cmdutil.ErrInterrupted
+		}
+		return &cmdutil.ConfigError{Err: err}
+	}
+	fmt.Fprintf(stdout, "%s %s, %s: %d episodes, return %.2f ± %.2f (min %.1f, max %.1f), length %.1f",
+		res.EnvID, res.Agent, filepath.Base(res.Checkpoint), len(res.Returns), res.Mean(), res.Std(),
+		minOf(res.Returns), maxOf(res.Returns), meanOf(res.Lengths))
+	if res.HasSuccess {
+		fmt.Fprintf(stdout, ", success rate %.3f", float64(res.Successes)/float64(len(res.Returns)))
+	}
+	fmt.Fprintln(stdout)
+	return nil
+}
+
+func minOf(xs []float64) float64 {
+	m := xs[0]
+	for _, x := range xs {
+		m = min(m, x)
+	}
+	return m
+}
+
+func maxOf(xs []float64) float64 {
+	m := xs[0]
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+func meanOf(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}

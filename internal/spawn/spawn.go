@@ -1,0 +1,151 @@
+// Package spawn runs trainings in processes of their own: starting one in the background, listing the live ones, attaching to one.
+package spawn
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
+	"github.com/agenttrainer/agenttrainer/trainer"
+	"github.com/agenttrainer/agenttrainer/trainer/config"
+	"github.com/agenttrainer/agenttrainer/trainer/control"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
+	"github.com/agenttrainer/agenttrainer/tui"
+)
+
+// LogFile receives a detached training's output.
+const LogFile = "train.log"
+
+// detachConfigFile carries a resolved config from the parent to a detached
+// training; the parent removes it once the training answers.
+const detachConfigFile = ".detach-config.toml"
+
+// Start starts `agenttrainer train` (this program's executable) for cfg
+// (or, with resume set, continues the run in dir) as a process of its own
+// session, so that it outlives this terminal, and waits until its control
+// socket answers.
+func Start(dir string, cfg *config.Config, resume bool, overrides []string, startPaused bool) (pid int, err error) {
+	args := []string{"train", "--quiet"}
+	if resume {
+		args = append(args, "--resume", dir)
+		args = append(args, overrides...)
+	} else {
+		cfgFile := filepath.Join(dir, detachConfigFile)
+		if err := atomicfile.Write(cfgFile, []byte(cfg.TOML()), 0o644); err != nil {
+			return 0, err
+		}
+		defer os.Remove(cfgFile)
+		args = append(args, "--run-dir", dir, "--config", cfgFile)
+	}
+	if startPaused {
+		args = append(args, "--start-paused")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	logPath := filepath.Join(dir, LogFile)
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	defer log.Close()
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // not killed with this terminal
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.After(60 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			return 0, fmt.Errorf("the training stopped at once (%v); %s ends with:\n%s", err, logPath, tail(logPath, 12))
+		case <-deadline:
+			return cmd.Process.Pid, fmt.Errorf("the training (pid %d) did not open its control socket within a minute; see %s", cmd.Process.Pid, logPath)
+		case <-time.After(50 * time.Millisecond):
+			if c, err := control.Dial(dir); err == nil {
+				c.Close()
+				return cmd.Process.Pid, nil
+			}
+		}
+	}
+}
+
+func tail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// Launcher starts the app's runs as detachable processes: the run waits
+// paused until the app has subscribed, so no event is missed.
+func Launcher() tui.Launcher {
+	return func(cfg config.Config) (*tui.Link, error) {
+		t, err := trainer.New(cfg, trainer.Options{}) // configuration mistakes surface here
+		if err != nil {
+			return nil, err
+		}
+		t.Close()
+		dir, err := runstore.Create(cfg, "", time.Now())
+		if err != nil {
+			return nil, err
+		}
+		if _, err := Start(dir, &cfg, false, nil, true); err != nil {
+			return nil, err
+		}
+		return Attach(dir, true)
+	}
+}
+
+// Attach connects the app to the training in dir; resume resumes a
+// training that waits paused for its viewer.
+func Attach(dir string, resume bool) (*tui.Link, error) {
+	c, err := control.Dial(dir)
+	if err != nil {
+		return nil, err
+	}
+	events, unsubscribe := c.Subscribe(4096)
+	if resume {
+		c.Resume()
+	}
+	return &tui.Link{Trainer: c, Events: events, Close: func() { unsubscribe(); c.Close() }}, nil
+}
+
+// AttachTo connects the app's runs browser to a live run (its attach key).
+func AttachTo(dir string) (*tui.Link, error) { return Attach(dir, false) }
+
+// Live is a run whose training answers on its control socket.
+type Live struct {
+	Dir      string
+	Endpoint control.Endpoint
+	Info     trainer.Info
+	Paused   bool
+	Run      runstore.RunInfo
+}
+
+// LiveRuns lists the runs under runsDir whose training answers, newest first.
+func LiveRuns(runsDir string) []Live {
+	runs, _ := runstore.ListRuns(runsDir)
+	var out []Live
+	for _, r := range runs {
+		ep, err := control.ReadEndpoint(r.Dir)
+		if err != nil {
+			continue
+		}
+		c, err := control.Dial(r.Dir)
+		if err != nil {
+			continue
+		}
+		out = append(out, Live{Dir: r.Dir, Endpoint: ep, Info: c.Info(), Paused: c.Paused(), Run: r})
+		c.Close()
+	}
+	return out
+}
