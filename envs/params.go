@@ -3,8 +3,9 @@ package envs
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
+
+	"github.com/agenttrainer/agenttrainer/internal/anynum"
 )
 
 // Int reads an integer argument (any Go integer, or a float without a
@@ -48,49 +49,10 @@ func intArg(args Params, key string, def int64) (int64, error) {
 	if !ok {
 		return def, nil
 	}
-	if n, ok := asInt(v); ok {
+	if n, ok := anynum.Int(v); ok {
 		return n, nil
 	}
 	return 0, fmt.Errorf("%s must be an integer, got %s", key, DescribeArg(v))
-}
-
-func asInt(v any) (int64, bool) {
-	switch v := v.(type) {
-	case int:
-		return int64(v), true
-	case int8:
-		return int64(v), true
-	case int16:
-		return int64(v), true
-	case int32:
-		return int64(v), true
-	case int64:
-		return v, true
-	case uint8:
-		return int64(v), true
-	case uint16:
-		return int64(v), true
-	case uint32:
-		return int64(v), true
-	case uint:
-		return int64(v), v <= math.MaxInt64
-	case uint64:
-		return int64(v), v <= math.MaxInt64
-	case float32:
-		return asInt(float64(v))
-	case float64:
-		if v == math.Trunc(v) && math.Abs(v) < 1<<63 {
-			return int64(v), true
-		}
-	case json.Number:
-		if n, err := v.Int64(); err == nil {
-			return n, true
-		}
-		if f, err := v.Float64(); err == nil {
-			return asInt(f)
-		}
-	}
-	return 0, false
 }
 
 // floatArg reads a number argument.
@@ -99,19 +61,8 @@ func floatArg(args Params, key string, def float64) (float64, error) {
 	if !ok {
 		return def, nil
 	}
-	switch x := v.(type) {
-	case float64:
+	if x, ok := anynum.Float(v); ok {
 		return x, nil
-	case float32:
-		return float64(x), nil
-	case json.Number:
-		if f, err := x.Float64(); err == nil {
-			return f, nil
-		}
-	default:
-		if n, ok := asInt(v); ok {
-			return float64(n), nil
-		}
 	}
 	return 0, fmt.Errorf("%s must be a number, got %s", key, DescribeArg(v))
 }
@@ -126,7 +77,7 @@ func boolArg(args Params, key string, def bool) (bool, error) {
 	if b, ok := v.(bool); ok {
 		return b, nil
 	}
-	if n, ok := asInt(v); ok && (n == 0 || n == 1) {
+	if n, ok := anynum.Int(v); ok && (n == 0 || n == 1) {
 		return n == 1, nil
 	}
 	return false, fmt.Errorf("%s must be true or false (or 1 or 0), got %s", key, DescribeArg(v))

@@ -18,6 +18,7 @@ import (
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/envs/tasks"
 	"github.com/agenttrainer/agenttrainer/gpu"
+	"github.com/agenttrainer/agenttrainer/internal/suggest"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
@@ -296,9 +297,7 @@ func (t *Trainer) observe(learn bool) {
 
 func unknownName(what, name string, known []string) string {
 	msg := fmt.Sprintf("unknown %s %q", what, name)
-	if near := config.Suggest(name, known); len(near) > 0 {
-		msg += "; did you mean " + strings.Join(near, " or ") + "?"
-	}
+	msg += suggest.DidYouMean(suggest.Names(name, known))
 	return msg + " (available: " + strings.Join(known, ", ") + ")"
 }
 

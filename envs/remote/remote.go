@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/internal/anynum"
 	"github.com/agenttrainer/agenttrainer/internal/suggest"
 )
 
@@ -139,7 +140,7 @@ func ParseRemoteArgs(args envs.Params) (RemoteOptions, error) {
 			}
 			o.AllowRemote = b
 		case "timeout_s", "handshake_timeout_s":
-			f, ok := paramNumber(v)
+			f, ok := anynum.Float(v)
 			if !ok || !(f > 0) || f > 86400 {
 				return o, bad("a number of seconds above 0")
 			}
@@ -150,7 +151,7 @@ func ParseRemoteArgs(args envs.Params) (RemoteOptions, error) {
 				o.HandshakeTimeout = d
 			}
 		case "max_frame_bytes":
-			f, ok := paramNumber(v)
+			f, ok := anynum.Float(v)
 			if !ok || f != math.Trunc(f) || f < 1024 || f > math.MaxInt32 {
 				return o, bad(fmt.Sprintf("a whole number of bytes from 1024 to %d", math.MaxInt32))
 			}
@@ -189,10 +190,7 @@ func ParseRemoteArgs(args envs.Params) (RemoteOptions, error) {
 			o.Options = m
 		default:
 			msg := fmt.Sprintf("env.args.%s is not an argument of the remote environment (it takes %s)", k, strings.Join(remoteArgKeys, ", "))
-			if near := nearestWord(k, remoteArgKeys); near != "" {
-				msg += "; did you mean " + near + "?"
-			}
-			return o, errors.New(msg)
+			return o, errors.New(msg + suggest.DidYouMean(suggest.Names(k, remoteArgKeys)))
 		}
 	}
 	switch {
@@ -205,34 +203,6 @@ func ParseRemoteArgs(args envs.Params) (RemoteOptions, error) {
 			"or env.args.address (a server listening on loopback TCP, e.g. \"127.0.0.1:5555\"); see remote/PROTOCOL.md")
 	}
 	return o, nil
-}
-
-func paramNumber(v any) (float64, bool) {
-	switch x := v.(type) {
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case int32:
-		return float64(x), true
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	}
-	return 0, false
-}
-
-// nearestWord returns the word of words closest to w by edit distance, if
-// it is close enough to be a likely typo.
-func nearestWord(w string, words []string) string {
-	best, bestD := "", 3
-	for _, c := range words {
-		if d := suggest.Distance(w, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
 }
 
 // NewRemoteVector connects to the environment server that args describe

@@ -1,6 +1,9 @@
 // Package suggest finds the names closest to a mistyped one, for error
-// messages that end in "did you mean …?".
+// messages that end in "did you mean …?": every such message of the
+// program comes from here.
 package suggest
+
+import "strings"
 
 // Distance is the Levenshtein edit distance between a and b.
 func Distance(a, b string) int {
@@ -38,4 +41,23 @@ func Closest(cands []string, limit int, dist func(string) int) []string {
 		}
 	}
 	return out
+}
+
+// Names returns up to two of options closest to name, ignoring case, within
+// a third of its length (at least 2 edits): for environment, agent and
+// argument names.
+func Names(name string, options []string) []string {
+	lower := strings.ToLower(name)
+	return Closest(options, max(2, len(name)/3), func(o string) int {
+		return Distance(lower, strings.ToLower(o))
+	})
+}
+
+// DidYouMean is the end of an error message that offers the names near:
+// "; did you mean a or b?", or "" when there are none.
+func DidYouMean(near []string) string {
+	if len(near) == 0 {
+		return ""
+	}
+	return "; did you mean " + strings.Join(near, " or ") + "?"
 }

@@ -28,3 +28,26 @@ func TestDistanceAndClosest(t *testing.T) {
 		t.Errorf("optimizer → %v, want nothing", got)
 	}
 }
+
+func TestNamesAndDidYouMean(t *testing.T) {
+	envIDs := []string{"CartPole-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1"}
+	tests := []struct {
+		name    string
+		options []string
+		want    string
+	}{
+		{"cartpole-v1", envIDs, "; did you mean CartPole-v1?"},
+		{"CartPole-v2", envIDs, "; did you mean CartPole-v1?"},
+		{"Pendulm-v1", envIDs, "; did you mean Pendulum-v1?"},
+		{"Breakout-v5", envIDs, ""},
+		{"comand", []string{"command", "address", "dir", "env", "options"}, "; did you mean command?"},
+		{"en", []string{"command", "address", "dir", "env", "options"}, "; did you mean env?"},
+		{"mpl", []string{"mlp", "random"}, "; did you mean mlp?"},
+		{"ab", []string{"ax", "ay", "az"}, "; did you mean ax or ay?"}, // two at most
+	}
+	for _, tt := range tests {
+		if got := DidYouMean(Names(tt.name, tt.options)); got != tt.want {
+			t.Errorf("%q: got %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

@@ -465,7 +465,7 @@ func divisorsNear(n, want int) string {
 func unknownKeyError(key string) *Error {
 	e := &Error{Key: key, Msg: "unknown key"}
 	if near := Nearest(key); len(near) > 0 {
-		e.Msg += "; did you mean " + strings.Join(near, " or ") + "?"
+		e.Msg += suggest.DidYouMean(near)
 	} else {
 		e.Msg += " (`agenttrainer config` lists every key)"
 	}
@@ -483,14 +483,5 @@ func Nearest(name string) []string {
 	last := name[strings.LastIndex(name, ".")+1:]
 	return suggest.Closest(names, max(2, len(last)/3), func(k string) int {
 		return min(suggest.Distance(name, k), suggest.Distance(last, k[strings.LastIndex(k, ".")+1:])+1)
-	})
-}
-
-// Suggest returns up to two options close to name, for "did you mean"
-// messages about environment and agent names.
-func Suggest(name string, options []string) []string {
-	lower := strings.ToLower(name)
-	return suggest.Closest(options, max(2, len(name)/3), func(o string) int {
-		return suggest.Distance(lower, strings.ToLower(o))
 	})
 }
