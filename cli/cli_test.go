@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +25,12 @@ func TestExitCodes(t *testing.T) {
 	os.Mkdir(empty, 0o755)
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedPort := ln.Addr().String() // nothing listens there once closed
+	ln.Close()
 	type tc struct {
 		args         []string
 		code         int
@@ -42,6 +49,9 @@ func TestExitCodes(t *testing.T) {
 		{args: []string{"train", "--quiet=maybe"}, code: 2, stderr: "invalid boolean value"},
 		{args: []string{"train", "ppo.learnig_rate=1e-3", "trainer.runs_dir=" + filepath.Join(tmp, "r")}, code: 2, stderr: "agenttrainer: ppo.learnig_rate: unknown key; did you mean ppo.learning_rate?"},
 		{args: []string{"config", "ppo.num_minibatches=0"}, code: 2, stderr: "must be greater than 0"},
+		// A mistake in env.args is the config's; a server that refuses is the world's.
+		{args: []string{"train", "env.id=remote", `env.args.adress="` + closedPort + `"`, "trainer.runs_dir=" + filepath.Join(tmp, "r")}, code: 2, stderr: "did you mean address?"},
+		{args: []string{"train", "env.id=remote", `env.args.address="` + closedPort + `"`, "trainer.runs_dir=" + filepath.Join(tmp, "r")}, code: 1, stderr: "connection refused"},
 		{args: []string{"config", "--config", filepath.Join(tmp, "missing.toml")}, code: 2, stderr: "cannot read config file"},
 		{args: []string{"eval"}, code: 2, stderr: "agenttrainer: eval takes one run directory"},
 		{args: []string{"eval", empty}, code: 2, stderr: "agenttrainer: "},

@@ -107,6 +107,14 @@ type Spec struct {
 	NewBatch func(n int, args Params) (*Vector, error)
 }
 
+// ArgsError says that an environment's arguments (env.args, a task row)
+// are wrong, as opposed to a failure of the world itself (a server that
+// cannot be reached): callers report the first as a configuration mistake.
+type ArgsError struct{ Err error }
+
+func (e *ArgsError) Error() string { return e.Err.Error() }
+func (e *ArgsError) Unwrap() error { return e.Err }
+
 var registry = map[string]Spec{}
 
 // Register adds an environment to the registry; it panics on a duplicate or

@@ -145,7 +145,11 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 			return nil, &config.Error{Key: "data.train_files", Msg: "a remote environment takes its tasks from its server, not from task files"}
 		}
 		if t.venv, err = newBatch(cfg.Env.NumEnvs, envs.Params(cfg.Env.Args)); err != nil {
-			return nil, &config.Error{Key: "env.args", Msg: err.Error()}
+			var argsErr *envs.ArgsError
+			if errors.As(err, &argsErr) {
+				return nil, &config.Error{Key: "env.args", Msg: err.Error()}
+			}
+			return nil, fmt.Errorf("env.args: %w", err) // the world failed, not the config
 		}
 		t.obsSpace, t.actSpace = t.venv.ObservationSpace(), t.venv.ActionSpace()
 	default:

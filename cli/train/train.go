@@ -3,6 +3,7 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -60,8 +61,12 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	} else if cfg, err = config.Resolve(o.ConfigFile, o.Overrides); err == nil {
 		t, err = trainer.New(cfg, trainer.Options{})
 	}
-	if err != nil {
-		return &cmdutil.ConfigError{Err: err}
+	var configErr *config.Error
+	switch {
+	case errors.As(err, &configErr):
+		return &cmdutil.ConfigError{Err: err} // a mistake in what was asked: exit 2
+	case err != nil:
+		return err // the world failed (a remote server, a run in use): exit 1
 	}
 	cfg = t.Config()
 

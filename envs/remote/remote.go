@@ -212,7 +212,7 @@ func ParseRemoteArgs(args envs.Params) (RemoteOptions, error) {
 func NewRemoteVector(n int, args envs.Params) (*envs.Vector, error) {
 	o, err := ParseRemoteArgs(args)
 	if err != nil {
-		return nil, err
+		return nil, &envs.ArgsError{Err: err}
 	}
 	r, err := OpenRemote(n, o)
 	if err != nil {
