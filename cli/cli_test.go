@@ -48,7 +48,7 @@ func TestExitCodes(t *testing.T) {
 		{args: []string{"train", "--bogus"}, code: 2, stderr: "flag provided but not defined: -bogus\nUsage: agenttrainer train"},
 		{args: []string{"train", "--quiet=maybe"}, code: 2, stderr: "invalid boolean value"},
 		{args: []string{"train", "ppo.learnig_rate=1e-3", "trainer.runs_dir=" + filepath.Join(tmp, "r")}, code: 2, stderr: "agenttrainer: ppo.learnig_rate: unknown key; did you mean ppo.learning_rate?"},
-		{args: []string{"config", "ppo.num_minibatches=0"}, code: 2, stderr: "must be greater than 0"},
+		{args: []string{"config", "ppo.num_minibatches=0"}, code: 2, stderr: "must be between 1 and 1048576"},
 		// A mistake in env.args is the config's; a server that refuses is the world's.
 		{args: []string{"train", "env.id=remote", `env.args.adress="` + closedPort + `"`, "trainer.runs_dir=" + filepath.Join(tmp, "r")}, code: 2, stderr: "did you mean address?"},
 		{args: []string{"train", "env.id=remote", `env.args.address="` + closedPort + `"`, "trainer.runs_dir=" + filepath.Join(tmp, "r")}, code: 1, stderr: "connection refused"},

@@ -9,10 +9,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
@@ -191,4 +193,48 @@ func TestResumeOfALiveRunIsRefused(t *testing.T) {
 		t.Fatalf("resuming the stopped run: %v", err)
 	}
 	again.Close()
+}
+
+// Configurations that cannot fit are refused before anything is built or
+// written, with the estimate, its biggest part and the limit.
+func TestMemoryIsEstimatedFirst(t *testing.T) {
+	tests := []struct {
+		name      string
+		overrides []string
+		limit     float64
+		want      string // "" means it fits
+	}{
+		{"default fits a small machine", nil, 64 << 20, ""},
+		{"too many environments", []string{"env.num_envs=1000000", "ppo.num_steps=1"}, 1 << 30, "mostly environments"},
+		{"rollout too long", []string{"ppo.num_steps=1000000", "env.num_envs=64", "ppo.num_minibatches=1024"}, 1 << 30, "mostly the rollout buffers"},
+		{"huge minibatches", []string{"ppo.num_steps=1000000", "env.num_envs=64", "ppo.num_minibatches=1"}, 1 << 30, "mostly the networks' activations"},
+		{"networks too wide", []string{"agent.hidden=[65536,65536]"}, 1 << 30, "mostly the networks' weights"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			tr, err := New(testConfig(t, tt.overrides...), Options{RunDir: dir, MemoryLimit: tt.limit})
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				tr.Close()
+				return
+			}
+			var cfgErr *config.Error
+			if !errors.As(err, &cfgErr) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "more than the 1.0 GiB") {
+				t.Fatalf("got %v, want a config error naming %q and the limit", err, tt.want)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Error("a refused configuration left a run directory")
+			}
+		})
+	}
+}
+
+func TestThreadsBeyondTheCoresAreRefused(t *testing.T) {
+	_, err := New(testConfig(t, fmt.Sprintf("trainer.threads=%d", runtime.NumCPU()+1)), Options{})
+	if err == nil || !strings.Contains(err.Error(), "trainer.threads") || !strings.Contains(err.Error(), "cores") {
+		t.Fatalf("got %v", err)
+	}
 }

@@ -31,6 +31,9 @@ type Options struct {
 	Device gpu.Device
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// MemoryLimit is the bytes a training may plan to use; 0 means 80 % of
+	// the memory the machine has available.
+	MemoryLimit float64
 
 	// Library use (see AgentTrainer). EnvFactory builds environments
 	// instead of the registry entry env.id names; AgentFactory builds the
@@ -119,6 +122,19 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Device == nil && cfg.Trainer.Device != "cuda" && !strings.HasPrefix(cfg.Trainer.Device, "cuda:") {
+		if err := checkThreads(cfg.Trainer.Threads); err != nil {
+			return nil, err
+		}
+	}
+	if opts.MemoryLimit == 0 {
+		opts.MemoryLimit = memoryLimit()
+	}
+	// A first estimate with the smallest spaces, before any environment is
+	// built: env.num_envs alone can be too many.
+	if err := checkMemory(&cfg, 1, 1, opts.MemoryLimit); err != nil {
+		return nil, err
+	}
 	makeEnv, validateRows, newBatch, err := envBuilder(&cfg, &opts)
 	if err != nil {
 		return nil, err
@@ -174,6 +190,14 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	}()
 	if t.obsSpace.Kind != envs.Box || t.obsSpace.Dim <= 0 {
 		return nil, &config.Error{Key: "env.id", Msg: fmt.Sprintf("observations must be vectors of floats (a Box space), got %v", t.obsSpace)}
+	}
+	// The spaces (a remote server declares its own) size the networks.
+	outputs := t.actSpace.Dim
+	if t.actSpace.Kind == envs.Discrete {
+		outputs = t.actSpace.N
+	}
+	if err := checkMemory(&cfg, t.obsSpace.Dim, outputs, opts.MemoryLimit); err != nil {
+		return nil, err
 	}
 	t.dev, t.devInfo = opts.Device, ""
 	if t.dev == nil {

@@ -21,7 +21,7 @@ func TestConfigCommand(t *testing.T) {
 	}
 	o, _ = ParseConfig([]string{"ppo.num_minibatches=0"})
 	var cfgErr *cmdutil.ConfigError
-	if err := RunConfig(context.Background(), o, &out, &out); !errors.As(err, &cfgErr) || !strings.Contains(err.Error(), "must be greater than 0") {
+	if err := RunConfig(context.Background(), o, &out, &out); !errors.As(err, &cfgErr) || !strings.Contains(err.Error(), "must be between 1 and 1048576") {
 		t.Fatalf("got %v, want a config error", err)
 	}
 }

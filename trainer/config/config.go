@@ -45,7 +45,7 @@ func (c *Config) Grouped() bool { return c.PPO.AdvEstimator != "gae" }
 // EnvConfig chooses and parameterises the environment.
 type EnvConfig struct {
 	ID              string         `toml:"id" check:"nonempty"`
-	NumEnvs         int            `toml:"num_envs" check:">0"`
+	NumEnvs         int            `toml:"num_envs" check:"[1,1048576]"`
 	Args            map[string]any `toml:"args"`
 	NormalizeObs    bool           `toml:"normalize_obs"`
 	ClipObs         float64        `toml:"clip_obs" check:">0"`
@@ -56,7 +56,7 @@ type EnvConfig struct {
 // AgentConfig chooses and shapes the agent.
 type AgentConfig struct {
 	Name       string  `toml:"name" check:"nonempty"`
-	Hidden     []int   `toml:"hidden" check:"each>0"`
+	Hidden     []int   `toml:"hidden" check:"each[1,65536]"`
 	Activation string  `toml:"activation" check:"oneof=tanh|relu"`
 	LogStdInit float64 `toml:"log_std_init"`
 }
@@ -64,13 +64,13 @@ type AgentConfig struct {
 // PPOConfig holds the algorithm's hyperparameters (CleanRL's names).
 type PPOConfig struct {
 	TotalTimesteps int64   `toml:"total_timesteps" live:"" check:">0"`
-	NumSteps       int     `toml:"num_steps" check:">0"`
-	LearningRate   float64 `toml:"learning_rate" live:"" check:">0"`
+	NumSteps       int     `toml:"num_steps" check:"[1,1048576]"`
+	LearningRate   float64 `toml:"learning_rate" live:"" check:"(0,1]"`
 	AnnealLR       bool    `toml:"anneal_lr" live:""`
 	Gamma          float64 `toml:"gamma" live:"" check:"[0,1]"`
 	GAELambda      float64 `toml:"gae_lambda" live:"" check:"[0,1]"`
-	NumMinibatches int     `toml:"num_minibatches" live:"" check:">0"`
-	UpdateEpochs   int     `toml:"update_epochs" live:"" check:">0"`
+	NumMinibatches int     `toml:"num_minibatches" live:"" check:"[1,1048576]"`
+	UpdateEpochs   int     `toml:"update_epochs" live:"" check:"[1,10000]"`
 	NormAdv        bool    `toml:"norm_adv" live:""`
 	ClipCoef       float64 `toml:"clip_coef" live:"" check:">0"`
 	ClipVLoss      bool    `toml:"clip_vloss" live:""`
@@ -79,14 +79,14 @@ type PPOConfig struct {
 	MaxGradNorm    float64 `toml:"max_grad_norm" live:"" check:">0"`
 	TargetKL       float64 `toml:"target_kl" live:"" check:">=0"`
 	AdvEstimator   string  `toml:"adv_estimator" check:"oneof=gae|grpo|rloo"`
-	GroupSize      int     `toml:"group_size" check:">0"`
+	GroupSize      int     `toml:"group_size" check:"[1,65536]"`
 }
 
 // TrainerConfig holds everything about a run that is not the algorithm.
 type TrainerConfig struct {
 	Seed        int64  `toml:"seed" check:">=0"`
 	Device      string `toml:"device" check:"device"`
-	Threads     int    `toml:"threads" check:">=0"`
+	Threads     int    `toml:"threads" check:"[0,1024]"`
 	Name        string `toml:"name" check:"name"`
 	RunsDir     string `toml:"runs_dir" check:"nonempty"`
 	SaveFreq    int    `toml:"save_freq" live:"" check:">=0"`

@@ -355,9 +355,66 @@ func convertStrings(v any) (reflect.Value, error) {
 }
 
 var (
-	deviceRE  = regexp.MustCompile(`^(auto|cpu|cuda|cuda:[0-9]+)$`)
-	runNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]*$`)
+	// intervalRE is a range check such as [1,1048576] or (0,1]: square
+	// brackets include the bound, round ones exclude it.
+	intervalRE = regexp.MustCompile(`^([\[(])(-?[0-9.e+]+),(-?[0-9.e+]+)([\])])$`)
+	deviceRE   = regexp.MustCompile(`^(auto|cpu|cuda|cuda:[0-9]+)$`)
+	runNameRE  = regexp.MustCompile(`^[A-Za-z0-9._-]*$`)
 )
+
+// checkInterval enforces a range check such as [1,1048576] or (0,1]; the
+// refusal names the range, so the user learns the limit.
+func checkInterval(check string, x float64, v any) error {
+	m := intervalRE.FindStringSubmatch(check)
+	lo, _ := strconv.ParseFloat(m[2], 64)
+	hi, _ := strconv.ParseFloat(m[3], 64)
+	ok := !math.IsNaN(x) &&
+		(x > lo || (m[1] == "[" && x == lo)) &&
+		(x < hi || (m[4] == "]" && x == hi))
+	if !ok {
+		return fmt.Errorf("must be %s, got %v", DescribeCheck(check), v)
+	}
+	return nil
+}
+
+// DescribeCheck puts a schema constraint into words, for messages and the
+// config editor.
+func DescribeCheck(c string) string {
+	switch {
+	case c == "":
+		return ""
+	case c == ">0":
+		return "must be > 0"
+	case c == ">=0":
+		return "must be ≥ 0"
+	case intervalRE.MatchString(c):
+		m := intervalRE.FindStringSubmatch(c)
+		lo, hi := m[2], m[3]
+		if n, err := strconv.ParseFloat(hi, 64); err == nil && n >= 10000 && n == math.Trunc(n) {
+			hi = strconv.FormatFloat(n, 'f', 0, 64)
+		}
+		switch m[1] + m[4] {
+		case "[]":
+			return "between " + lo + " and " + hi
+		case "(]":
+			return "over " + lo + " and at most " + hi
+		case "[)":
+			return "at least " + lo + " and under " + hi
+		}
+		return "between " + lo + " and " + hi + " (exclusive)"
+	case c == "nonempty":
+		return "must not be empty"
+	case strings.HasPrefix(c, "each"):
+		return "each layer " + DescribeCheck(strings.TrimPrefix(c, "each"))
+	case strings.HasPrefix(c, "oneof="):
+		return "one of " + strings.ReplaceAll(strings.TrimPrefix(c, "oneof="), "|", ", ")
+	case c == "device":
+		return "auto, cpu, cuda or cuda:N"
+	case c == "name":
+		return "letters, digits, . _ -"
+	}
+	return c
+}
 
 // checkValue enforces a field's `check` tag.
 func checkValue(check string, v any) error {
@@ -378,22 +435,20 @@ func checkValue(check string, v any) error {
 		if !(num() >= 0) {
 			return fmt.Errorf("must be 0 or more, got %v", v)
 		}
-	case check == "[0,1]":
-		if x := num(); !(x >= 0 && x <= 1) {
-			return fmt.Errorf("must be between 0 and 1, got %v", v)
-		}
+	case intervalRE.MatchString(check):
+		return checkInterval(check, num(), v)
 	case check == "nonempty":
 		if v.(string) == "" {
 			return errors.New("must not be empty")
 		}
-	case check == "each>0":
+	case strings.HasPrefix(check, "each"):
 		list := v.([]int)
 		if len(list) == 0 {
 			return errors.New("needs at least one hidden layer, e.g. [64, 64]")
 		}
 		for _, n := range list {
-			if n <= 0 {
-				return fmt.Errorf("layer sizes must be greater than 0, got %v", list)
+			if checkValue(strings.TrimPrefix(check, "each"), n) != nil {
+				return fmt.Errorf("layer sizes must be %s, got %v", DescribeCheck(strings.TrimPrefix(check, "each")), list)
 			}
 		}
 	case strings.HasPrefix(check, "oneof="):

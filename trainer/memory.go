@@ -1,0 +1,123 @@
+package trainer
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/agenttrainer/agenttrainer/trainer/config"
+)
+
+// Memory is estimated before anything large is allocated, so that a
+// configuration that cannot fit is refused with the figures instead of
+// ending in Go's fatal out-of-memory error (which no caller can recover
+// from, and which left the terminal raw in the app).
+
+// perEnvBytes is a generous allowance for one environment instance and its
+// slot in the vector runner (classic control needs a few hundred bytes).
+const perEnvBytes = 4 << 10
+
+// memoryEstimate is the bytes a training of cfg holds at its peak, for
+// observations of obsDim floats and outputs policy outputs (logits or
+// means), with the part that dominates named.
+func memoryEstimate(cfg *config.Config, obsDim, outputs int) (total float64, biggest memoryPart) {
+	const f32 = 4.0
+	envs, steps := float64(cfg.Env.NumEnvs), float64(cfg.PPO.NumSteps)
+	batch := envs * steps
+	od, od1 := float64(obsDim), float64(outputs)
+	parts := []memoryPart{
+		{"environments", "fewer env.num_envs", envs * (perEnvBytes + 6*f32*(od+od1))},
+		// The rollout on the host (observations, actions and ten per-sample
+		// figures) and twice on the device (the batch and a minibatch).
+		{"the rollout buffers (env.num_envs × ppo.num_steps)", "fewer env.num_envs or a smaller ppo.num_steps", 3 * batch * f32 * (od + od1 + 10)},
+	}
+	// Actor and critic: parameters, gradients and two Adam moments, three
+	// host copies when a checkpoint is written, and each layer's
+	// activations and their gradients for a minibatch and for acting.
+	mb := batch / float64(max(cfg.PPO.NumMinibatches, 1))
+	var params, acts float64
+	for _, out := range []float64{od1, 1} {
+		in := od
+		for _, h := range append(cfg.Agent.Hidden, 0) {
+			w := float64(h)
+			if h == 0 {
+				w = out
+			}
+			params += in*w + w
+			acts += 2 * (mb + envs) * w
+			in = w
+		}
+	}
+	parts = append(parts,
+		memoryPart{"the networks' weights (agent.hidden)", "a narrower agent.hidden", f32 * 7 * params},
+		memoryPart{"the networks' activations (a minibatch of env.num_envs × ppo.num_steps / ppo.num_minibatches)",
+			"more ppo.num_minibatches, a smaller batch or a narrower agent.hidden", f32 * acts})
+	for _, p := range parts {
+		total += p.bytes
+		if p.bytes > biggest.bytes {
+			biggest = p
+		}
+	}
+	return total, biggest
+}
+
+// memoryPart is one use of memory in the estimate, with what reduces it.
+type memoryPart struct {
+	name, fix string
+	bytes     float64
+}
+
+// memoryLimit is how much this process may plan to use: 80 % of the memory
+// the kernel reports available (MemAvailable), or 8 GiB where that cannot
+// be read.
+func memoryLimit() float64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 8 << 30
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err == nil && kb > 0 {
+				return 0.8 * kb * 1024
+			}
+		}
+	}
+	return 8 << 30
+}
+
+// checkMemory refuses a configuration whose estimate exceeds limit.
+func checkMemory(cfg *config.Config, obsDim, outputs int, limit float64) error {
+	need, biggest := memoryEstimate(cfg, obsDim, outputs)
+	if need <= limit {
+		return nil
+	}
+	return &config.Error{Msg: fmt.Sprintf("this training would need about %s of memory (mostly %s: %s), more than the %s this machine can give it; try %s",
+		bytesText(need), biggest.name, bytesText(biggest.bytes), bytesText(limit), biggest.fix)}
+}
+
+// checkThreads refuses more threads than the machine has cores: the extra
+// ones only wait for each other.
+func checkThreads(threads int) error {
+	if n := runtime.NumCPU(); threads > n {
+		return &config.Error{Key: "trainer.threads", Msg: fmt.Sprintf("%d is more than the %d cores of this machine; use 0 (all of them) or 1 to %d", threads, n, n)}
+	}
+	return nil
+}
+
+func bytesText(b float64) string {
+	switch {
+	case b >= 1<<40:
+		return fmt.Sprintf("%.1f TiB", b/(1<<40))
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", b/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.0f MiB", b/(1<<20))
+	}
+	return fmt.Sprintf("%.0f KiB", b/(1<<10))
+}
