@@ -504,7 +504,7 @@ func (e *editor) detail() string {
 	}
 	lines := []string{th.Heading.Render(k.Name) + "  " + cut(k.Doc, max(e.w-len(k.Name)-2, 0))}
 	facts := fmt.Sprintf("type %s · default %s", k.Type, config.FormatValue(k.Default))
-	if c := describeCheck(k.Check); c != "" {
+	if c := config.DescribeCheck(k.Check); c != "" {
 		facts += " · " + c
 	}
 	switch {
@@ -537,31 +537,6 @@ func (e *editor) detail() string {
 	// Long messages wrap onto the spare line rather than being cut.
 	out := strings.Join(lines, "\n")
 	return lipgloss.NewStyle().Width(e.w).Render(out)
-}
-
-// describeCheck turns a schema constraint into words.
-func describeCheck(c string) string {
-	switch {
-	case c == "":
-		return ""
-	case c == ">0":
-		return "must be > 0"
-	case c == ">=0":
-		return "must be ≥ 0"
-	case c == "[0,1]":
-		return "between 0 and 1"
-	case c == "nonempty":
-		return "must not be empty"
-	case c == "each>0":
-		return "each layer > 0"
-	case strings.HasPrefix(c, "oneof="):
-		return "one of " + strings.ReplaceAll(strings.TrimPrefix(c, "oneof="), "|", ", ")
-	case c == "device":
-		return "auto, cpu, cuda or cuda:N"
-	case c == "name":
-		return "letters, digits, . _ -"
-	}
-	return c
 }
 
 func (e *editor) help() helpKeys {
