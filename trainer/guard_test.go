@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -236,5 +237,80 @@ func TestThreadsBeyondTheCoresAreRefused(t *testing.T) {
 	_, err := New(testConfig(t, fmt.Sprintf("trainer.threads=%d", runtime.NumCPU()+1)), Options{})
 	if err == nil || !strings.Contains(err.Error(), "trainer.threads") || !strings.Contains(err.Error(), "cores") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A stop reaches the deepest loops: a rollout step and a minibatch notice
+// it, so a run with a huge update still stops at once.
+func TestStopReachesRolloutAndMinibatches(t *testing.T) {
+	cfg := testConfig(t, "ppo.update_epochs=10000")
+	tr, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	p, err := tr.begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, act := tr.obsSpace.Size(), tr.actSpace.Size()
+	buf := newRollout(cfg.PPO.NumSteps, cfg.Env.NumEnvs, obs, act)
+	batch := newBatch(tr.dev, cfg.BatchSize(), obs, act)
+	samples, err := tr.rollout(buf, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A minibatch that sees the stop ends the update: with 40,000
+	// minibatches to go, this returns after the first.
+	events, _ := tr.Subscribe(16)
+	tr.stopping.Store(true)
+	var m Metrics
+	if done := tr.update(buf, batch, samples, &p.opt, 1e-4, &m); done != 0 {
+		t.Errorf("update ran %d minibatches after the stop", done)
+	}
+	if e := <-events; !strings.Contains(e.Message, "cut the update after 0 of 40000 minibatches") {
+		t.Errorf("log %q", e.Message)
+	}
+	step := p.step
+	if _, err := tr.rollout(buf, p); !errors.Is(err, errCut) || p.step != step {
+		t.Errorf("rollout after the stop: %v, %d steps taken", err, p.step-step)
+	}
+}
+
+// End to end: a run whose single iteration would take minutes stops
+// promptly, records no half iteration and keeps a consistent checkpoint.
+func TestStopDuringAHugeIteration(t *testing.T) {
+	dir := t.TempDir()
+	tr, err := New(testConfig(t, "ppo.update_epochs=10000", "ppo.num_minibatches=1", "agent.hidden=[512,512]"), Options{RunDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, _ := tr.Subscribe(64)
+	var logs []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e := range events {
+			if e.Kind == EventLog {
+				logs = append(logs, e.Message)
+				if strings.HasPrefix(e.Message, "training ") {
+					tr.Stop()
+				}
+			}
+		}
+	}()
+	sum, err := tr.Run(context.Background())
+	<-done
+	if err != nil || sum.State != StateStopped {
+		t.Fatalf("state %s, err %v", sum.State, err)
+	}
+	recs := readRecords(t, filepath.Join(dir, runstore.MetricsFile))
+	if len(recs) != sum.Iterations || sum.Iterations > 1 {
+		t.Fatalf("%d iterations, %d records", sum.Iterations, len(recs))
+	}
+	if !slices.ContainsFunc(logs, func(l string) bool {
+		return strings.Contains(l, "cut the update") || strings.Contains(l, "stopped during the rollout") || strings.Contains(l, "stopped before its update")
+	}) {
+		t.Fatalf("no word of the cut in the log: %q", logs)
 	}
 }

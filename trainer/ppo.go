@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -164,6 +165,10 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		default:
 			samples, err = t.rollout(buf, p)
 		}
+		if errors.Is(err, errCut) {
+			t.logf("iteration %d: stopped during the rollout; it is not recorded", iter)
+			break
+		}
 		if err != nil {
 			return sum, fmt.Errorf("step %d: %w; the last checkpoint is the last good state", p.step, err)
 		}
@@ -172,7 +177,10 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		updateStart := time.Now()
 		m := Metrics{Iter: iter, Step: p.step, LR: Float(lr), RolloutS: Float(updateStart.Sub(rolloutStart).Seconds())}
 		if t.learner != nil {
-			t.update(buf, b, samples, &p.opt, lr, &m)
+			if done := t.update(buf, b, samples, &p.opt, lr, &m); done == 0 {
+				t.logf("iteration %d: stopped before its update; it is not recorded", iter)
+				break
+			}
 			m.UpdateS = Float(time.Since(updateStart).Seconds())
 			if err := checkFinite(m, c.Grouped()); err != nil {
 				return sum, fmt.Errorf("iteration %d: %w; the last checkpoint is the last good state", iter, err)
@@ -220,6 +228,9 @@ func (t *Trainer) rollout(buf *rollout, p *progress) ([]int32, error) {
 	c, v := &t.cfg, t.venv
 	nEnvs, nSteps := v.Len(), c.PPO.NumSteps
 	for step := 0; step < nSteps; step++ {
+		if t.stopping.Load() { // a long rollout is cut short by a stop
+			return nil, errCut
+		}
 		p.step += int64(nEnvs)
 		row := step * nEnvs
 		if err := t.actAndStep(buf, row); err != nil {
@@ -363,8 +374,9 @@ func computeGAE(buf *rollout, nSteps, nEnvs int, gamma, lambda float64) {
 }
 
 // update runs update_epochs passes of minibatch PPO over the rollout and
-// fills the loss fields of m.
-func (t *Trainer) update(buf *rollout, b *batch, samples []int32, opt *adam, lr float64, m *Metrics) {
+// fills the loss fields of m. A stop cuts it short between two minibatches
+// (the figures then cover those done); it returns how many ran.
+func (t *Trainer) update(buf *rollout, b *batch, samples []int32, opt *adam, lr float64, m *Metrics) (minibatches int) {
 	c := &t.cfg.PPO
 	dev, agent := t.dev, t.learner
 	n := len(samples)
@@ -373,7 +385,7 @@ func (t *Trainer) update(buf *rollout, b *batch, samples []int32, opt *adam, lr 
 		t.logf("iteration %d: %d samples cannot make %d minibatches; skipping the update", m.Iter, n, c.NumMinibatches)
 		nan := Float(math.NaN())
 		m.PolicyLoss, m.ValueLoss, m.Entropy, m.ApproxKL, m.ClipFrac, m.GradNorm = nan, nan, nan, nan, nan, nan
-		return
+		return -1
 	}
 	dev.Upload(b.obs, buf.obs)
 	dev.Upload(b.actions, buf.actions)
@@ -385,10 +397,15 @@ func (t *Trainer) update(buf *rollout, b *batch, samples []int32, opt *adam, lr 
 	indices := b.indices[:n]
 	copy(indices, samples)
 
-	minibatches, klSoFar := 0, 0.0
+	klSoFar := 0.0
+epochs:
 	for epoch := 0; epoch < c.UpdateEpochs; epoch++ {
 		t.shuffleRNG.Shuffle(n, func(i, j int) { indices[i], indices[j] = indices[j], indices[i] })
 		for start := 0; start+mbSize <= n; start += mbSize {
+			if t.stopping.Load() {
+				t.logf("iteration %d: the stop cut the update after %d of %d minibatches", m.Iter, minibatches, c.UpdateEpochs*c.NumMinibatches)
+				break epochs
+			}
 			idx := indices[start : start+mbSize]
 			obs, acts, logp := b.mbObs.RowRange(0, mbSize), b.mbActions.RowRange(0, mbSize), b.mbLogp.RowRange(0, mbSize)
 			adv, ret, vals := b.mbAdv.RowRange(0, mbSize), b.mbRet.RowRange(0, mbSize), b.mbVals.RowRange(0, mbSize)
@@ -437,6 +454,9 @@ func (t *Trainer) update(buf *rollout, b *batch, samples []int32, opt *adam, lr 
 			}
 		}
 	}
+	if minibatches == 0 {
+		return 0
+	}
 	dev.Download(b.hostStats, b.stats)
 	s, k := b.hostStats, float64(minibatches)
 	m.PolicyLoss, m.ValueLoss = Float(float64(s[gpu.StatPolicyLoss])/k), Float(float64(s[gpu.StatValueLoss])/k)
@@ -445,7 +465,11 @@ func (t *Trainer) update(buf *rollout, b *batch, samples []int32, opt *adam, lr 
 	if t.cfg.Grouped() {
 		m.ValueLoss = Float(math.NaN())
 	}
+	return minibatches
 }
+
+// errCut says that a stop arrived in the middle of a rollout.
+var errCut = errors.New("stopped during the rollout")
 
 // checkEnvOutput refuses non-finite observations and rewards: training on
 // them would only turn the network into NaNs a few steps later.

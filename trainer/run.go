@@ -22,6 +22,9 @@ func (t *Trainer) Run(ctx context.Context) (Summary, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Loops too deep to watch ctx (a rollout step, a minibatch) watch this.
+	stopWatch := context.AfterFunc(ctx, func() { t.stopping.Store(true) })
+	defer stopWatch()
 	t.mu.Lock()
 	t.cancel = cancel
 	t.mu.Unlock()

@@ -108,6 +108,7 @@ type Trainer struct {
 	runDir    string
 	wake      chan struct{}
 	saveReq   atomic.Bool
+	stopping  atomic.Bool // set once the run's context ends
 	started   atomic.Bool
 	closeOnce sync.Once
 }
