@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -82,21 +84,26 @@ func Resume(dir string, overrides []string, opts Options) (*Trainer, error) {
 	if err := runstore.CheckFree(dir); err != nil {
 		return nil, err // resuming a live run would interleave two trainers' records
 	}
-	rp, err := findCheckpoint(filepath.Join(dir, runstore.CheckpointsDir), true)
+	t, err := loadNewestValid(dir, true, func(fc *foundCheckpoint) (*Trainer, error) {
+		runCfg := config.Default()
+		if err := runCfg.LoadFile(filepath.Join(dir, runstore.ConfigFile)); err != nil {
+			return nil, err
+		}
+		return resumeTrainer(dir, fc, runCfg, overrides, opts)
+	}, func(t *Trainer, fc *foundCheckpoint) error { return t.loadCheckpoint(fc.resumePoint) })
 	if err != nil {
-		return nil, &config.Error{Source: "--resume", Msg: fmt.Sprintf("%s: %v", dir, err)}
-	}
-	saved := config.Default()
-	if err := saved.LoadTOML(rp.meta["config"], rp.path); err != nil {
 		return nil, err
 	}
-	runCfg := config.Default()
-	if err := runCfg.LoadFile(filepath.Join(dir, runstore.ConfigFile)); err != nil {
-		return nil, err
-	}
+	return t, nil
+}
+
+// resumeTrainer builds the trainer a checkpoint continues: its config, with
+// overrides of live keys only.
+func resumeTrainer(dir string, fc *foundCheckpoint, runCfg config.Config, overrides []string, opts Options) (*Trainer, error) {
+	saved := fc.cfg
 	if runCfg.Env.ID != saved.Env.ID || runCfg.Agent.Name != saved.Agent.Name {
 		return nil, &config.Error{Source: "--resume", Msg: fmt.Sprintf("%s was trained on %s with %s, but this run is %s with %s (a checkpoint from another run?)",
-			filepath.Base(rp.path), saved.Env.ID, saved.Agent.Name, runCfg.Env.ID, runCfg.Agent.Name)}
+			filepath.Base(fc.path), saved.Env.ID, saved.Agent.Name, runCfg.Env.ID, runCfg.Agent.Name)}
 	}
 	cfg := saved.Clone()
 	if err := cfg.ApplyArgs(overrides); err != nil {
@@ -113,55 +120,138 @@ func Resume(dir string, overrides []string, opts Options) (*Trainer, error) {
 		}
 	}
 	opts.RunDir = dir
-	t, err := New(cfg, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.loadCheckpoint(rp.resumePoint); err != nil {
-		return nil, &config.Error{Source: rp.path, Msg: err.Error()}
-	}
-	return t, nil
+	return New(cfg, opts)
 }
 
+// loadNewestValid builds a trainer with build and loads into it, with
+// load, the newest checkpoint of the run in dir that passes every check
+// (the one `latest` names first). A checkpoint that cannot be parsed,
+// validated or loaded is skipped for the next older one, and the trainer
+// says so when it starts; an error of build (a config mistake, an override
+// the run refuses) ends the search, since an older checkpoint would meet it
+// too.
+func loadNewestValid(dir string, needState bool, build func(*foundCheckpoint) (*Trainer, error), load func(*Trainer, *foundCheckpoint) error) (*Trainer, error) {
+	ckDir := filepath.Join(dir, runstore.CheckpointsDir)
+	names, err := runstore.Checkpoints(ckDir)
+	if err != nil {
+		return nil, &config.Error{Source: dir, Msg: fmt.Sprintf("no %s directory: this is not a run directory, or the run never saved", runstore.CheckpointsDir)}
+	}
+	if len(names) == 0 {
+		return nil, &config.Error{Source: dir, Msg: "no checkpoint yet (the run stopped before its first save)"}
+	}
+	var skipped []string
+	for _, name := range names {
+		fc, err := readCheckpoint(filepath.Join(ckDir, name), needState)
+		if err == nil {
+			var t *Trainer
+			if t, err = build(fc); err != nil {
+				return nil, err
+			}
+			if err = load(t, fc); err == nil {
+				for _, s := range skipped {
+					t.notes = append(t.notes, "skipped checkpoint "+s)
+				}
+				return t, nil
+			}
+			t.Close()
+		}
+		skipped = append(skipped, fmt.Sprintf("%s: %v", name, err))
+	}
+	if len(skipped) > 3 {
+		skipped = append(skipped[:3], fmt.Sprintf("and %d more", len(skipped)-3))
+	}
+	return nil, &config.Error{Source: dir, Msg: "no valid checkpoint: " + strings.Join(skipped, "; ")}
+}
+
+// foundCheckpoint is a checkpoint read and checked, with its header and
+// the config it was trained with.
 type foundCheckpoint struct {
 	resumePoint
 	meta map[string]string
+	cfg  config.Config
 }
 
-// findCheckpoint returns the newest checkpoint that parses, preferring the
-// one `latest` names; it says why others were skipped if none is usable.
-// Resuming needs the loop state in the header; evaluating does not.
-func findCheckpoint(dir string, needState bool) (*foundCheckpoint, error) {
-	names, err := runstore.Checkpoints(dir)
+// readCheckpoint reads and checks one checkpoint file: its format, its
+// config, every value finite and in range, and (when needState, for
+// resuming) its loop state.
+func readCheckpoint(path string, needState bool) (*foundCheckpoint, error) {
+	tensors, meta, err := runstore.ReadSafetensors(path)
 	if err != nil {
-		return nil, fmt.Errorf("no %s directory: this is not a run directory, or the run never saved", runstore.CheckpointsDir)
+		return nil, err
 	}
-	if len(names) == 0 {
-		return nil, errors.New("no checkpoint yet (the run stopped before its first save)")
+	if meta["format"] != checkpointFormat {
+		return nil, fmt.Errorf("not an agenttrainer checkpoint (format %q)", meta["format"])
 	}
-	var problems []string
-	for _, name := range names {
-		path := filepath.Join(dir, name)
-		tensors, meta, err := runstore.ReadSafetensors(path)
-		if err == nil && meta["format"] != checkpointFormat {
-			err = fmt.Errorf("not an agenttrainer checkpoint (format %q)", meta["format"])
+	fc := &foundCheckpoint{resumePoint: resumePoint{path: path, tensors: tensors}, meta: meta, cfg: config.Default()}
+	if err := fc.cfg.LoadTOML(meta["config"], "its config"); err != nil {
+		return nil, err
+	}
+	if err := checkTensorValues(tensors); err != nil {
+		return nil, err
+	}
+	if needState || meta["state"] != "" {
+		if err := json.Unmarshal([]byte(meta["state"]), &fc.state); err != nil {
+			return nil, fmt.Errorf("bad training state in header: %v", err)
 		}
-		var st loopState
-		if err == nil && (needState || meta["state"] != "") {
-			if err = json.Unmarshal([]byte(meta["state"]), &st); err != nil {
-				err = fmt.Errorf("bad training state in header: %v", err)
+		if err := fc.state.check(meta); err != nil {
+			return nil, err
+		}
+	}
+	return fc, nil
+}
+
+// Bounds on a checkpoint's values: a trained weight or an Adam moment far
+// beyond these is a corrupt file, not a network worth continuing.
+const (
+	maxWeight = 1e6
+	maxMoment = 1e12
+)
+
+// checkTensorValues refuses non-finite values anywhere, weights and first
+// moments beyond their bound, and negative or huge second moments and
+// variances.
+func checkTensorValues(tensors map[string]runstore.Tensor) error {
+	for name, td := range tensors {
+		limit, nonNegative := maxWeight, false
+		switch {
+		case strings.HasPrefix(name, "optimizer.exp_avg_sq."):
+			limit, nonNegative = maxMoment, true
+		case strings.HasPrefix(name, "optimizer."):
+			limit = maxMoment
+		case strings.HasSuffix(name, "_norm.var"):
+			limit, nonNegative = math.MaxFloat32, true
+		case strings.HasSuffix(name, "_norm.mean"):
+			limit = math.MaxFloat32
+		}
+		for i, x := range td.Data {
+			v := float64(x)
+			switch {
+			case math.IsNaN(v) || math.IsInf(v, 0):
+				return fmt.Errorf("tensor %s holds %v at %d", name, x, i)
+			case nonNegative && v < 0:
+				return fmt.Errorf("tensor %s holds the negative %v at %d, where only values ≥ 0 make sense", name, x, i)
+			case math.Abs(v) > limit:
+				return fmt.Errorf("tensor %s holds %v at %d, beyond any trained value (%g)", name, x, i, limit)
 			}
 		}
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", name, err))
-			continue
-		}
-		return &foundCheckpoint{resumePoint{path: path, state: st, tensors: tensors}, meta}, nil
 	}
-	if len(problems) > 3 {
-		problems = append(problems[:3], fmt.Sprintf("and %d more", len(problems)-3))
+	return nil
+}
+
+// check refuses a loop state that no training could have written, or one
+// that disagrees with the header's own counters.
+func (st *loopState) check(meta map[string]string) error {
+	switch {
+	case st.Iter < 0 || st.Step < 0 || st.AdamStep < 0:
+		return fmt.Errorf("negative counters in the training state (iter %d, step %d, adam step %d)", st.Iter, st.Step, st.AdamStep)
+	case math.IsNaN(st.ElapsedS) || math.IsInf(st.ElapsedS, 0) || st.ElapsedS < 0:
+		return fmt.Errorf("training state has elapsed time %v", st.ElapsedS)
+	case meta["iter"] != "" && meta["iter"] != strconv.Itoa(st.Iter):
+		return fmt.Errorf("header says iteration %s, training state %d", meta["iter"], st.Iter)
+	case meta["step"] != "" && meta["step"] != strconv.FormatInt(st.Step, 10):
+		return fmt.Errorf("header says step %s, training state %d", meta["step"], st.Step)
 	}
-	return nil, fmt.Errorf("no valid checkpoint: %s", strings.Join(problems, "; "))
+	return nil
 }
 
 // loadCheckpoint puts a checkpoint's weights, optimizer state and loop
@@ -225,8 +315,15 @@ func (t *Trainer) loadWeights(tensors map[string]runstore.Tensor) error {
 				if !ok {
 					return fmt.Errorf("checkpoint lacks tensor %s (was it written by another agent?)", prefix+nt.Name)
 				}
-				if len(td.Data) != nt.T.Len() {
-					return fmt.Errorf("tensor %s has shape %v, this agent needs %d values (different env or agent.hidden?)", td.Name, td.Shape, nt.T.Len())
+				want := []int{nt.T.Rows, nt.T.Cols}
+				switch {
+				case nt.Transposed:
+					want = []int{nt.T.Cols, nt.T.Rows}
+				case nt.T.Rows == 1:
+					want = []int{nt.T.Cols} // biases and log-stds are vectors
+				}
+				if !slices.Equal(td.Shape, want) || len(td.Data) != nt.T.Len() {
+					return fmt.Errorf("tensor %s has shape %v, this agent needs %v (different env or agent.hidden?)", td.Name, td.Shape, want)
 				}
 				dst := host[nt.T.Offset() : nt.T.Offset()+nt.T.Len()]
 				if nt.Transposed {

@@ -2,14 +2,11 @@ package trainer
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
-	"path/filepath"
 
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
-	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 // EvalOptions say how to evaluate a run's latest checkpoint.
@@ -25,6 +22,7 @@ type EvalOptions struct {
 // EvalResult summarises evaluation episodes.
 type EvalResult struct {
 	EnvID, Agent, Checkpoint string
+	Skipped                  []string // newer checkpoints that were invalid, and why
 	Returns, Lengths         []float64
 	Successes                int
 	HasSuccess               bool
@@ -56,28 +54,23 @@ func Evaluate(ctx context.Context, dir string, o EvalOptions) (EvalResult, error
 	if o.Episodes <= 0 {
 		return EvalResult{}, &config.Error{Source: "eval", Msg: fmt.Sprintf("--episodes must be at least 1, got %d", o.Episodes)}
 	}
-	fc, err := findCheckpoint(filepath.Join(dir, runstore.CheckpointsDir), false)
+	var cfg config.Config
+	var path string
+	t, err := loadNewestValid(dir, false, func(fc *foundCheckpoint) (*Trainer, error) {
+		cfg = fc.cfg.Clone()
+		cfg.Env.NumEnvs = 1
+		return New(cfg, Options{})
+	}, func(t *Trainer, fc *foundCheckpoint) error {
+		path = fc.path
+		if err := t.loadWeights(fc.tensors); err != nil {
+			return err
+		}
+		return t.loadNormalizers(fc.tensors, fc.state) // counts only matter for further updates
+	})
 	if err != nil {
-		return EvalResult{}, &config.Error{Source: "eval", Msg: fmt.Sprintf("%s: %v", dir, err)}
-	}
-	cfg := config.Default()
-	if err := cfg.LoadTOML(fc.meta["config"], fc.path); err != nil {
 		return EvalResult{}, err
 	}
-	cfg.Env.NumEnvs = 1
-	t, err := New(cfg, Options{})
-	if err != nil {
-		return EvalResult{}, err
-	}
-	if err := t.loadWeights(fc.tensors); err != nil {
-		return EvalResult{}, &config.Error{Source: fc.path, Msg: err.Error()}
-	}
-	var st loopState
-	json.Unmarshal([]byte(fc.meta["state"]), &st) // counts only matter for further updates
-	if err := t.loadNormalizers(fc.tensors, st); err != nil {
-		return EvalResult{}, &config.Error{Source: fc.path, Msg: err.Error()}
-	}
-	res := EvalResult{EnvID: cfg.Env.ID, Agent: cfg.Agent.Name, Checkpoint: fc.path}
+	res := EvalResult{EnvID: cfg.Env.ID, Agent: cfg.Agent.Name, Checkpoint: path, Skipped: t.notes}
 	seed := o.Seed
 	if seed == 0 {
 		seed = cfg.Trainer.Seed + 1_000_000 // not the seeds training used

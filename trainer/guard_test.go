@@ -314,3 +314,79 @@ func TestStopDuringAHugeIteration(t *testing.T) {
 		t.Fatalf("no word of the cut in the log: %q", logs)
 	}
 }
+
+// A newest checkpoint that fails any check is skipped, with a warning that
+// names it and why, for the newest valid one; resume and eval alike.
+func TestInvalidCheckpointsFallBack(t *testing.T) {
+	good := filepath.Join(t.TempDir(), "good")
+	train(t, testConfig(t, "ppo.total_timesteps=2048", "trainer.save_freq=1", "trainer.keep_checkpoints=0"), good)
+	const newest, older = "step-2048.safetensors", "step-1536.safetensors"
+	// rewrite changes the newest checkpoint's tensors or header.
+	rewrite := func(t *testing.T, dir string, change func(map[string]runstore.Tensor, map[string]string)) {
+		path := filepath.Join(dir, runstore.CheckpointsDir, newest)
+		tensors, meta, err := runstore.ReadSafetensors(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		change(tensors, meta)
+		var list []runstore.Tensor
+		for _, td := range tensors {
+			list = append(list, td)
+		}
+		data, err := runstore.EncodeSafetensors(list, meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setValue := func(name string, v float32) func(map[string]runstore.Tensor, map[string]string) {
+		return func(ts map[string]runstore.Tensor, _ map[string]string) { ts[name].Data[0] = v }
+	}
+	tests := []struct {
+		name   string
+		change func(map[string]runstore.Tensor, map[string]string)
+		reason string
+	}{
+		{"NaN weight", setValue("actor.0.weight", float32(math.NaN())), "tensor actor.0.weight holds NaN"},
+		{"huge weight", setValue("critic.2.bias", 1e30), "beyond any trained value"},
+		{"negative second moment", setValue("optimizer.exp_avg_sq.actor.2.weight", -1), "holds the negative -1"},
+		{"NaN first moment", setValue("optimizer.exp_avg.critic.0.weight", float32(math.Inf(1))), "holds +Inf"},
+		{"transposed shape", func(ts map[string]runstore.Tensor, _ map[string]string) {
+			td := ts["actor.0.weight"]
+			td.Shape = []int{td.Shape[1], td.Shape[0]}
+			ts["actor.0.weight"] = td
+		}, "tensor actor.0.weight has shape [4 64], this agent needs [64 4]"},
+		{"bad random stream", func(_ map[string]runstore.Tensor, meta map[string]string) {
+			meta["state"] = strings.Replace(meta["state"], `"act_rng":"`, `"act_rng":"AAAA`, 1)
+		}, "bad action random stream"},
+		{"counters disagree", func(_ map[string]runstore.Tensor, meta map[string]string) { meta["step"] = "99" }, "header says step 99"},
+		{"no loop state", func(_ map[string]runstore.Tensor, meta map[string]string) { delete(meta, "state") }, "bad training state"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			os.CopyFS(dir, os.DirFS(good))
+			rewrite(t, dir, tt.change)
+			tr, err := Resume(dir, nil, Options{})
+			if err != nil {
+				t.Fatalf("resume did not fall back: %v", err)
+			}
+			defer tr.Close()
+			if filepath.Base(tr.resume.path) != older {
+				t.Errorf("resumed from %s, want %s", tr.resume.path, older)
+			}
+			if len(tr.notes) != 1 || !strings.Contains(tr.notes[0], newest) || !strings.Contains(tr.notes[0], tt.reason) {
+				t.Errorf("notes %q, want one naming %s and %q", tr.notes, newest, tt.reason)
+			}
+			if tt.name == "bad random stream" || tt.name == "counters disagree" || tt.name == "no loop state" {
+				return // evaluation needs no loop state
+			}
+			res, err := Evaluate(context.Background(), dir, EvalOptions{Episodes: 1})
+			if err != nil || filepath.Base(res.Checkpoint) != older || len(res.Skipped) != 1 {
+				t.Errorf("eval: %v, from %s, skipped %q", err, res.Checkpoint, res.Skipped)
+			}
+		})
+	}
+}

@@ -121,6 +121,9 @@ func (t *Trainer) begin() (*progress, error) {
 		t.venv.Reset(t.cfg.Trainer.Seed + st.Step)
 	}
 	t.observe(false) // the statistics came with the checkpoint
+	for _, n := range t.notes {
+		t.logf("warning: %s", n)
+	}
 	t.logf("resumed from %s at step %d", filepath.Base(rp.path), st.Step)
 	return p, nil
 }

@@ -99,6 +99,7 @@ type Trainer struct {
 	resume         *resumePoint // set by Resume
 	resumeAdam     [2][]float32 // Adam moments from the checkpoint
 	warnedSnapshot bool         // said once that the envs cannot be saved
+	notes          []string     // said in the log when the run starts (skipped checkpoints)
 
 	mu        sync.Mutex
 	pending   []Edit        // validated live edits, applied at the next iteration

@@ -68,6 +68,9 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		}
 		return &cmdutil.ConfigError{Err: err}
 	}
+	for _, s := range res.Skipped {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", cmdutil.Prog, s)
+	}
 	fmt.Fprintf(stdout, "%s %s, %s: %d episodes, return %.2f ± %.2f (min %.1f, max %.1f), length %.1f",
 		res.EnvID, res.Agent, filepath.Base(res.Checkpoint), len(res.Returns), res.Mean(), res.Std(),
 		minOf(res.Returns), maxOf(res.Returns), meanOf(res.Lengths))
