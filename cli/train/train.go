@@ -116,8 +116,14 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	unsubscribe()
 	if err != nil {
 		fmt.Fprintf(stderr, "agenttrainer: %v\n", err)
-		if sum.RunDir != "" {
-			fmt.Fprintf(stderr, "agenttrainer: what was done is kept in %s\n", sum.RunDir)
+		switch _, statErr := os.Stat(sum.RunDir); {
+		case sum.RunDir == "":
+		case statErr != nil: // someone removed it while the run trained
+			fmt.Fprintf(stderr, "agenttrainer: the run directory %s is gone (%v); nothing of this run is kept\n", sum.RunDir, statErr)
+		case sum.Checkpoint != "":
+			fmt.Fprintf(stderr, "agenttrainer: what was done is kept in %s (continue with --resume %s)\n", sum.RunDir, sum.RunDir)
+		default:
+			fmt.Fprintf(stderr, "agenttrainer: the metrics so far are in %s; no checkpoint was written, so it cannot be resumed\n", sum.RunDir)
 		}
 		return cmdutil.SilentError
 	}
