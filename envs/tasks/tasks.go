@@ -67,22 +67,31 @@ func LoadTasks(path string) ([]envs.Params, error) {
 	if err != nil {
 		return nil, fmt.Errorf("task file %s: %v", path, err)
 	}
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte-order mark
-	if len(bytes.TrimSpace(data)) == 0 {
+	if len(bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))) == 0 {
 		return nil, fmt.Errorf("task file %s is empty", path)
 	}
-	var rows []envs.Params
-	if ext == ".csv" {
-		rows, err = parseCSVTasks(data)
-	} else if trimmed := bytes.TrimSpace(data); ext == ".json" && trimmed[0] == '[' {
-		rows, err = parseJSONArrayTasks(trimmed)
-	} else {
-		rows, err = parseJSONLTasks(data)
-	}
+	rows, err := ParseTasks(data, ext)
 	if err != nil {
 		return nil, fmt.Errorf("task file %s: %w", path, err)
 	}
 	return rows, nil
+}
+
+// ParseTasks parses the content of a task file whose extension is ext
+// (.csv, or JSON Lines for .jsonl, .ndjson and .json, where a .json file may
+// also hold one JSON array of rows).
+func ParseTasks(data []byte, ext string) ([]envs.Params, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte-order mark
+	trimmed := bytes.TrimSpace(data)
+	switch {
+	case len(trimmed) == 0:
+		return nil, errors.New("the file is empty")
+	case ext == ".csv":
+		return parseCSVTasks(data)
+	case ext == ".json" && trimmed[0] == '[':
+		return parseJSONArrayTasks(trimmed)
+	}
+	return parseJSONLTasks(data)
 }
 
 func parseJSONLTasks(data []byte) ([]envs.Params, error) {

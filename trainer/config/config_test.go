@@ -149,6 +149,8 @@ func TestBadInput(t *testing.T) {
 		{"endless epochs", []string{"ppo.update_epochs=1000000000"}, "", "ppo.update_epochs: must be between 1 and 10000, got 1000000000"},
 		{"absurd learning rate", []string{"ppo.learning_rate=1e308"}, "", "ppo.learning_rate: must be over 0 and at most 1, got 1e+308"},
 		{"too many threads", []string{"trainer.threads=100000"}, "", "trainer.threads: must be between 0 and 1024, got 100000"},
+		// Found by FuzzOverride: the resolved config.toml could not be read back.
+		{"not UTF-8", []string{"env.args.\x91=1"}, "", `"env.args.\x91": "1" is not UTF-8 text`},
 		{"bad activation", []string{"agent.activation=sigmoid"}, "", `agent.activation: must be one of tanh, relu, got "sigmoid"`},
 		{"bad device", []string{"trainer.device=gpu"}, "", `trainer.device: must be "auto", "cpu", "cuda" or "cuda:N", got "gpu"`},
 		{"minibatches do not divide", []string{"ppo.num_minibatches=3"}, "", `ppo.num_minibatches: 3 does not divide the batch of 512 (env.num_envs 4 × ppo.num_steps 128); try 2 or 4`},

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
 
@@ -138,6 +139,10 @@ func flatten(prefix string, m map[string]any, out map[string]any) {
 
 // SetString sets a key from its textual form: a TOML value, or a bare string.
 func (c *Config) SetString(key, raw string) error {
+	if !utf8.ValidString(key) || !utf8.ValidString(raw) {
+		// The resolved config is written as TOML, which must be UTF-8.
+		return &Error{Key: strconv.QuoteToASCII(key), Msg: fmt.Sprintf("%s is not UTF-8 text", strconv.QuoteToASCII(raw))}
+	}
 	v, err := ParseValue(raw)
 	if err != nil {
 		return &Error{Key: key, Msg: err.Error()}

@@ -69,6 +69,12 @@ func ReadSafetensors(path string) (map[string]Tensor, map[string]string, error) 
 	if err != nil {
 		return nil, nil, err
 	}
+	return DecodeSafetensors(b)
+}
+
+// DecodeSafetensors parses the bytes of a safetensors file, with the
+// checks of ReadSafetensors.
+func DecodeSafetensors(b []byte) (map[string]Tensor, map[string]string, error) {
 	if len(b) < 8 {
 		return nil, nil, fmt.Errorf("%d bytes is too short for a safetensors file", len(b))
 	}
