@@ -390,3 +390,57 @@ func TestInvalidCheckpointsFallBack(t *testing.T) {
 		})
 	}
 }
+
+// Lowering ppo.total_timesteps live below what a run has done is refused
+// (it would end the run unannounced); resuming a finished run says there is
+// nothing to do and how to train on.
+func TestTotalStepsCannotFallBehind(t *testing.T) {
+	dir := t.TempDir()
+	tr, err := New(testConfig(t, "ppo.total_timesteps=100000000"), Options{RunDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, _ := tr.Subscribe(64)
+	done := make(chan error, 1)
+	go func() {
+		_, err := tr.Run(context.Background())
+		done <- err
+	}()
+	for e := range events {
+		if e.Kind == EventMetrics && e.Metrics.Iter >= 2 {
+			break
+		}
+	}
+	if err := tr.Edit("ppo.total_timesteps", "512"); err == nil || !strings.Contains(err.Error(), "is not above the") {
+		t.Errorf("edit below the current step: %v", err)
+	}
+	if err := tr.Edit("ppo.total_timesteps", "1000000000"); err != nil {
+		t.Errorf("edit above the current step: %v", err)
+	}
+	tr.Stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	finished := t.TempDir()
+	train(t, testConfig(t, "ppo.total_timesteps=1024"), finished)
+	again, err := Resume(finished, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, _ := again.Subscribe(16)
+	sum, err := again.Run(context.Background())
+	if err != nil || sum.State != StateDone {
+		t.Fatalf("resuming a finished run: %s, %v", sum.State, err)
+	}
+	var said []string
+	for e := range logs {
+		said = append(said, e.Message)
+	}
+	if !slices.ContainsFunc(said, func(s string) bool { return strings.HasPrefix(s, "nothing to do: the run has reached step 1024") }) {
+		t.Errorf("log %q", said)
+	}
+	if recs := readRecords(t, filepath.Join(finished, runstore.MetricsFile)); len(recs) != 2 {
+		t.Errorf("%d records after resuming a finished run, want the 2 it had", len(recs))
+	}
+}

@@ -139,6 +139,12 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		return Summary{}, err
 	}
 	sum := Summary{Iterations: p.iter, Last: Metrics{Step: p.step}}
+	t.stepsDone.Store(p.step)
+	if !t.moreToDo(p.iter+1, p.step) {
+		t.logf("nothing to do: the run has reached step %d of ppo.total_timesteps %d; raise it to train on (e.g. --resume DIR ppo.total_timesteps=%d)",
+			p.step, c.PPO.TotalTimesteps, 2*c.PPO.TotalTimesteps)
+		return sum, nil
+	}
 	t.logf("training %s with %s on %s for %d steps", c.Env.ID, c.Agent.Name, t.devInfo, c.PPO.TotalTimesteps)
 
 	for iter := p.iter + 1; t.moreToDo(iter, p.step); iter++ {
@@ -209,6 +215,7 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		}
 		t.broker.publish(Event{Kind: EventMetrics, Time: t.opts.Now(), Metrics: m})
 		sum.Last, sum.Iterations = m, iter
+		t.stepsDone.Store(p.step)
 
 		if (c.Trainer.SaveFreq > 0 && iter%c.Trainer.SaveFreq == 0) || t.saveReq.Swap(false) {
 			if err := t.checkpoint(f, &sum, p); err != nil {

@@ -110,6 +110,7 @@ type Trainer struct {
 	wake      chan struct{}
 	saveReq   atomic.Bool
 	stopping  atomic.Bool // set once the run's context ends
+	stepsDone atomic.Int64 // env steps of the iterations completed, for live edits
 	started   atomic.Bool
 	closeOnce sync.Once
 }
@@ -419,6 +420,10 @@ func (t *Trainer) Edit(key, raw string) error {
 	}
 	if err := next.Validate(); err != nil {
 		return err
+	}
+	if done := t.stepsDone.Load(); key == "ppo.total_timesteps" && next.PPO.TotalTimesteps <= done {
+		// Lowering it below what was done would end the run unannounced.
+		return &config.Error{Key: key, Msg: fmt.Sprintf("%d is not above the %d steps this run has already taken; to end the run, stop it", next.PPO.TotalTimesteps, done)}
 	}
 	old, _ := t.shadow.Get(key)
 	val, _ := next.Get(key)
