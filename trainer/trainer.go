@@ -109,7 +109,7 @@ type Trainer struct {
 	runDir    string
 	wake      chan struct{}
 	saveReq   atomic.Bool
-	stopping  atomic.Bool // set once the run's context ends
+	stopping  atomic.Bool  // set once the run's context ends
 	stepsDone atomic.Int64 // env steps of the iterations completed, for live edits
 	started   atomic.Bool
 	closeOnce sync.Once
