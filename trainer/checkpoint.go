@@ -386,9 +386,12 @@ func newStreams(seed uint64) (act, shuffle *rand.PCG) {
 
 // checkpoint writes checkpoints/step-<N>.safetensors atomically, points
 // checkpoints/latest at it, and prunes old ones.
-func (t *Trainer) checkpoint(f *runFiles, sum *Summary, p *progress) error {
+func (t *Trainer) checkpoint(f *runFiles, sum *Summary, p *progress, pinned bool) error {
 	dir := filepath.Join(f.dir, runstore.CheckpointsDir)
 	if sum.Checkpoint == filepath.Join(dir, runstore.CheckpointName(p.step)) {
+		if pinned { // asked for by hand: the one just written is kept
+			return t.pin(dir, sum.Checkpoint, p.step)
+		}
 		return nil // nothing new since the last one
 	}
 	if err := f.metrics.Sync(); err != nil { // the records a checkpoint vouches for are on disk first
@@ -420,8 +423,23 @@ func (t *Trainer) checkpoint(f *runFiles, sum *Summary, p *progress) error {
 		return err
 	}
 	sum.Checkpoint = path
+	if pinned {
+		return t.pin(dir, path, p.step)
+	}
 	runstore.PruneCheckpoints(dir, t.cfg.Trainer.Keep)
 	t.broker.publish(Event{Kind: EventCheckpoint, Time: t.opts.Now(), Checkpoint: path, Message: "checkpoint saved: " + filepath.Base(path)})
+	return nil
+}
+
+// pin keeps a checkpoint asked for by hand through the rotation, and says
+// so with its step.
+func (t *Trainer) pin(dir, path string, step int64) error {
+	if err := runstore.Pin(dir, step); err != nil {
+		return fmt.Errorf("pinning %s: %w", filepath.Base(path), err)
+	}
+	runstore.PruneCheckpoints(dir, t.cfg.Trainer.Keep)
+	t.broker.publish(Event{Kind: EventCheckpoint, Time: t.opts.Now(), Checkpoint: path, Pinned: true,
+		Message: fmt.Sprintf("checkpoint saved at step %d as asked: %s (pinned: the rotation keeps it)", step, filepath.Base(path))})
 	return nil
 }
 

@@ -41,8 +41,10 @@ type Event struct {
 	State   State   // EventState, EventDone
 	Err     error   // EventDone
 	// Checkpoint is the path of the checkpoint an EventCheckpoint
-	// announces.
+	// announces; Pinned, that it was asked for by hand and the rotation
+	// keeps it.
 	Checkpoint string
+	Pinned     bool
 }
 
 // Metrics, Float and Edit are the records of a run directory's

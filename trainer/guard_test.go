@@ -444,3 +444,39 @@ func TestTotalStepsCannotFallBehind(t *testing.T) {
 		t.Errorf("%d records after resuming a finished run, want the 2 it had", len(recs))
 	}
 }
+
+// A checkpoint asked for by hand is pinned: the rotation keeps it, and the
+// event says so with its step.
+func TestAskedCheckpointIsPinned(t *testing.T) {
+	dir := t.TempDir()
+	tr, err := New(testConfig(t, "ppo.total_timesteps=8192", "trainer.save_freq=1", "trainer.keep_checkpoints=1"), Options{RunDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, _ := tr.Subscribe(1024)
+	var pinned []Event
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e := range events {
+			if e.Kind == EventMetrics && e.Metrics.Iter == 3 {
+				tr.SaveCheckpoint()
+			}
+			if e.Kind == EventCheckpoint && e.Pinned {
+				pinned = append(pinned, e)
+			}
+		}
+	}()
+	if _, err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if len(pinned) != 1 || !strings.Contains(pinned[0].Message, "checkpoint saved at step") || !strings.Contains(pinned[0].Message, "pinned") {
+		t.Fatalf("pinned events %+v", pinned)
+	}
+	name := filepath.Base(pinned[0].Checkpoint)
+	got, _ := runstore.Checkpoints(filepath.Join(dir, runstore.CheckpointsDir))
+	if len(got) != 2 || !slices.Contains(got, name) || got[0] != "step-8192.safetensors" {
+		t.Fatalf("checkpoints after the run: %v, want the last and the pinned %s", got, name)
+	}
+}

@@ -217,15 +217,16 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		sum.Last, sum.Iterations = m, iter
 		t.stepsDone.Store(p.step)
 
-		if (c.Trainer.SaveFreq > 0 && iter%c.Trainer.SaveFreq == 0) || t.saveReq.Swap(false) {
-			if err := t.checkpoint(f, &sum, p); err != nil {
+		asked := t.saveReq.Swap(false)
+		if asked || (c.Trainer.SaveFreq > 0 && iter%c.Trainer.SaveFreq == 0) {
+			if err := t.checkpoint(f, &sum, p, asked); err != nil {
 				return sum, err
 			}
 		}
 	}
 	// A final checkpoint, whether the run completed or was stopped.
 	if p.iter > 0 {
-		if err := t.checkpoint(f, &sum, p); err != nil {
+		if err := t.checkpoint(f, &sum, p, false); err != nil {
 			return sum, err
 		}
 	}

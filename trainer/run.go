@@ -166,13 +166,13 @@ func (t *Trainer) waitWhilePaused(ctx context.Context, f *runFiles, sum *Summary
 	defer func() { p.paused += t.opts.Now().Sub(began) }()
 	t.broker.publish(Event{Kind: EventState, Time: began, State: StatePaused, Message: fmt.Sprintf("paused at step %d", p.step)})
 	if p.iter > 0 {
-		if err := t.checkpoint(f, sum, p); err != nil {
+		if err := t.checkpoint(f, sum, p, false); err != nil {
 			t.logf("checkpoint failed: %v", err)
 		}
 	}
 	for t.Paused() {
 		if t.saveReq.Swap(false) && p.iter > 0 {
-			if err := t.checkpoint(f, sum, p); err != nil {
+			if err := t.checkpoint(f, sum, p, true); err != nil {
 				t.logf("checkpoint failed: %v", err)
 			}
 		}

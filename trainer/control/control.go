@@ -68,10 +68,11 @@ type wireEvent struct {
 	Err     string            `json:"err,omitempty"`
 	// Checkpoint is the path an EventCheckpoint announces.
 	Checkpoint string `json:"checkpoint,omitempty"`
+	Pinned     bool   `json:"pinned,omitempty"`
 }
 
 func toWire(e trainer.Event) *wireEvent {
-	w := &wireEvent{Kind: e.Kind, Time: e.Time, Message: e.Message, State: e.State, Checkpoint: e.Checkpoint}
+	w := &wireEvent{Kind: e.Kind, Time: e.Time, Message: e.Message, State: e.State, Checkpoint: e.Checkpoint, Pinned: e.Pinned}
 	if e.Kind == trainer.EventMetrics {
 		m := e.Metrics
 		w.Metrics = &m
@@ -87,7 +88,7 @@ func toWire(e trainer.Event) *wireEvent {
 }
 
 func (w *wireEvent) event() trainer.Event {
-	e := trainer.Event{Kind: w.Kind, Time: w.Time, Message: w.Message, State: w.State, Checkpoint: w.Checkpoint}
+	e := trainer.Event{Kind: w.Kind, Time: w.Time, Message: w.Message, State: w.State, Checkpoint: w.Checkpoint, Pinned: w.Pinned}
 	if w.Metrics != nil {
 		e.Metrics = *w.Metrics
 	}

@@ -132,8 +132,24 @@ func CheckpointStep(name string) (int64, bool) {
 	return n, err == nil
 }
 
-// PruneCheckpoints deletes all but the keep newest checkpoints in dir (keep
-// 0 keeps everything). Called after the newest was written and pointed to.
+// pinSuffix marks a checkpoint asked for by hand: step-N.safetensors.pinned
+// beside it keeps it through the rotation.
+const pinSuffix = ".pinned"
+
+// Pin keeps the checkpoint at step through every rotation.
+func Pin(dir string, step int64) error {
+	return atomicfile.Write(filepath.Join(dir, CheckpointName(step)+pinSuffix), nil, 0o644)
+}
+
+// Pinned reports whether the checkpoint file name is pinned in dir.
+func Pinned(dir, name string) bool {
+	_, err := os.Stat(filepath.Join(dir, name+pinSuffix))
+	return err == nil
+}
+
+// PruneCheckpoints deletes all but the keep newest unpinned checkpoints in
+// dir (keep 0 keeps everything); pinned ones stay. Called after the newest
+// was written and pointed to.
 func PruneCheckpoints(dir string, keep int) {
 	if keep <= 0 {
 		return
@@ -144,7 +160,7 @@ func PruneCheckpoints(dir string, keep int) {
 	}
 	var steps []int64
 	for _, e := range entries {
-		if n, ok := CheckpointStep(e.Name()); ok {
+		if n, ok := CheckpointStep(e.Name()); ok && !Pinned(dir, e.Name()) {
 			steps = append(steps, n)
 		}
 	}

@@ -110,3 +110,25 @@ func TestReopenForResume(t *testing.T) {
 		t.Errorf("temporaries left: %v", entries)
 	}
 }
+
+func TestPinnedCheckpointsOutliveTheRotation(t *testing.T) {
+	dir := t.TempDir()
+	for _, step := range []int64{512, 1024, 1536, 2048} {
+		if _, err := WriteCheckpoint(dir, step, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if step == 1024 {
+			if err := Pin(dir, step); err != nil {
+				t.Fatal(err)
+			}
+		}
+		PruneCheckpoints(dir, 1)
+	}
+	got, _ := Checkpoints(dir)
+	if want := []string{"step-2048.safetensors", "step-1024.safetensors"}; !slices.Equal(got, want) {
+		t.Fatalf("after rotation: %v, want %v", got, want)
+	}
+	if !Pinned(dir, "step-1024.safetensors") || Pinned(dir, "step-2048.safetensors") {
+		t.Error("pins wrong")
+	}
+}
