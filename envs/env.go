@@ -1,7 +1,7 @@
 // Package envs is the environment core: the Env interface with Gymnasium
 // semantics, observation and action spaces, the registry, the time-limit
 // wrapper, snapshots and a vectorised runner with auto-reset. The worlds
-// themselves live in subpackages (classic, frozenlake, remote) that register
+// themselves live in subpackages (classic, minatar, frozenlake, remote) that register
 // in init.
 package envs
 

@@ -15,8 +15,10 @@ type Snapshotter interface {
 }
 
 // PCGRand is a random stream that can be saved: math/rand/v2's Rand does
-// not expose its source, so the source is kept beside it. The worlds draw
-// from it so that their snapshots hold their random streams.
+// not expose its source, so the source is kept beside it. Worlds with no
+// Python original to follow (FrozenLake's slips) draw from it so that their
+// snapshots hold their random streams; worlds that reproduce Python draw
+// from NumPy's streams (internal/nprand) instead.
 type PCGRand struct {
 	*rand.Rand
 	src *rand.PCG

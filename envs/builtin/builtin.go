@@ -1,10 +1,11 @@
 // Package builtin registers every environment that ships with agenttrainer
-// (classic control, FrozenLake, remote): import it for its side effect
+// (classic control, FrozenLake, MinAtar, remote): import it for its side effect
 // wherever a program must know them all — the trainer, `agenttrainer list`.
 package builtin
 
 import (
 	_ "github.com/agenttrainer/agenttrainer/envs/classic"
 	_ "github.com/agenttrainer/agenttrainer/envs/frozenlake"
+	_ "github.com/agenttrainer/agenttrainer/envs/minatar"
 	_ "github.com/agenttrainer/agenttrainer/envs/remote"
 )

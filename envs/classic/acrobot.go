@@ -2,6 +2,7 @@ package classic
 
 import (
 	"fmt"
+	"github.com/agenttrainer/agenttrainer/internal/nprand"
 	"math"
 
 	"github.com/agenttrainer/agenttrainer/envs"
@@ -24,7 +25,7 @@ func init() {
 // Gymnasium draws it.
 type Acrobot struct {
 	s   [4]float64
-	rng envs.PCGRand
+	rng *nprand.Generator
 }
 
 // Python rounds each product of its constants (9·π, (0.5+1.0)·9.8, 0.2/6)
@@ -45,7 +46,7 @@ var (
 )
 
 // NewAcrobot returns an Acrobot seeded with 0 until its first Reset.
-func NewAcrobot() *Acrobot { return &Acrobot{rng: envs.NewPCGRand(0)} }
+func NewAcrobot() *Acrobot { return &Acrobot{rng: nprand.NewGenerator(0)} }
 
 // ObservationSpace implements Env: (cos θ1, sin θ1, cos θ2, sin θ2, θ̇1, θ̇2).
 func (a *Acrobot) ObservationSpace() envs.Space {
@@ -62,7 +63,7 @@ func (a *Acrobot) ActionSpace() envs.Space { return envs.Space{Kind: envs.Discre
 // to float32 as Gymnasium's astype(np.float32) does.
 func (a *Acrobot) Reset(seed int64, obs []float32) {
 	if seed != envs.NoSeed {
-		a.rng = envs.NewPCGRand(seed)
+		a.rng.Seed(gymSeed(seed))
 	}
 	for i := range a.s {
 		a.s[i] = float64(float32(uniform(a.rng, -0.1, 0.1)))

@@ -1,6 +1,6 @@
 package classic
 
-import "github.com/agenttrainer/agenttrainer/envs"
+import "github.com/agenttrainer/agenttrainer/internal/nprand"
 
 // clipAction clips a continuous action into [lo, hi] as np.clip does. NaN,
 // which NumPy would carry into the state and keep there for the rest of the
@@ -17,8 +17,12 @@ func clipAction(a, lo, hi float32) float32 {
 	return a
 }
 
-// uniform draws from [lo, hi) the way NumPy's Generator.uniform does, from
-// our own stream.
-func uniform(rng envs.PCGRand, lo, hi float64) float64 {
-	return lo + float64((hi-lo)*rng.Float64())
-}
+// uniform is np_random.uniform(lo, hi) for one value: Gymnasium's classic
+// control draws its starts from np_random, a NumPy Generator over PCG64.
+func uniform(rng *nprand.Generator, lo, hi float64) float64 { return rng.Uniform(lo, hi) }
+
+// gymSeed is the seed Reset(seed) hands to SeedSequence, as Gymnasium's
+// reset(seed=seed) does with seeding.np_random(seed). Gymnasium refuses a
+// negative seed; Reset cannot fail, so a negative one other than NoSeed is
+// read as its 64-bit two's complement.
+func gymSeed(seed int64) uint64 { return uint64(seed) }

@@ -2,6 +2,7 @@ package classic
 
 import (
 	"fmt"
+	"github.com/agenttrainer/agenttrainer/internal/nprand"
 	"math"
 	"strings"
 
@@ -23,7 +24,7 @@ func init() {
 type CartPole struct {
 	x, xDot, theta, thetaDot float64
 	stepsBeyondTerminated    int // −1 until the episode terminates
-	rng                      envs.PCGRand
+	rng                      *nprand.Generator
 }
 
 const (
@@ -42,7 +43,7 @@ var cpThetaThreshold = 12 * 2 * math.Pi / 360
 
 // NewCartPole returns a CartPole seeded with 0 until its first Reset.
 func NewCartPole() *CartPole {
-	return &CartPole{rng: envs.NewPCGRand(0), stepsBeyondTerminated: -1}
+	return &CartPole{rng: nprand.NewGenerator(0), stepsBeyondTerminated: -1}
 }
 
 // ObservationSpace implements Env.
@@ -57,12 +58,13 @@ func (c *CartPole) ObservationSpace() envs.Space {
 // ActionSpace implements Env: 0 pushes left, 1 pushes right.
 func (c *CartPole) ActionSpace() envs.Space { return envs.Space{Kind: envs.Discrete, N: 2} }
 
-// Reset implements Env: each state variable starts uniform in ±0.05.
+// Reset implements Env: each state variable starts uniform in ±0.05,
+// np_random.uniform(-0.05, 0.05, size=(4,)) as Gymnasium draws it.
 func (c *CartPole) Reset(seed int64, obs []float32) {
 	if seed != envs.NoSeed {
-		c.rng = envs.NewPCGRand(seed)
+		c.rng.Seed(gymSeed(seed))
 	}
-	u := func() float64 { return -0.05 + 0.1*c.rng.Float64() }
+	u := func() float64 { return uniform(c.rng, -0.05, 0.05) }
 	c.x, c.xDot, c.theta, c.thetaDot = u(), u(), u(), u()
 	c.stepsBeyondTerminated = -1
 	c.observe(obs)

@@ -7,7 +7,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	"github.com/agenttrainer/agenttrainer/internal/nprand"
 
 	"github.com/agenttrainer/agenttrainer/envs"
 )
@@ -19,6 +22,7 @@ type goldenLine struct {
 	EnvID      string          `json:"env_id"`
 	Format     string          `json:"format"`
 	Episode    int             `json:"episode"`
+	ResetSeed  *int64          `json:"reset_seed"`
 	T          int             `json:"t"`
 	ResetObs   []float64       `json:"reset_obs"`
 	ResetState []float64       `json:"reset_state"`
@@ -114,9 +118,12 @@ func stateOf(t *testing.T, e envs.Env) envs.Stateful {
 }
 
 // TestGymnasiumGolden replays every recorded Gymnasium trajectory in
-// testdata/gymnasium two ways: step by step from each recorded state, where
-// observations must match to within one float32 ulp and rewards and flags
-// exactly; and whole episodes from the reset state, within wholeEpisodeULPs.
+// testdata/gymnasium: first the seeded reset, whose internal state must be
+// reset_state and whose observation reset_obs, both bit for bit (NumPy's
+// Generator(PCG64(SeedSequence(reset_seed))) through nprand); then step by
+// step from each recorded state, where observations must match to within
+// one float32 ulp and rewards and flags exactly; and whole episodes from
+// the reset state, within wholeEpisodeULPs.
 func TestGymnasiumGolden(t *testing.T) {
 	files, _ := filepath.Glob("testdata/gymnasium/*.jsonl")
 	if len(files) == 0 {
@@ -136,8 +143,12 @@ func TestGymnasiumGolden(t *testing.T) {
 			}
 			var steps, maxDrift int64
 			for _, ep := range eps {
-				e.Reset(int64(ep.start.Episode), obs)
+				if ep.start.ResetSeed == nil {
+					t.Fatalf("episode %d has no reset_seed: every episode of the format starts with reset(seed=reset_seed)", ep.start.Episode)
+				}
+				e.Reset(*ep.start.ResetSeed, obs)
 				st := stateOf(t, e)
+				checkReset(t, ep.start, st.State(), obs)
 				for _, s := range ep.steps {
 					st.SetState(s.State)
 					r, term, trunc := e.Step(goldenAction(s.Action), obs)
@@ -154,7 +165,7 @@ func TestGymnasiumGolden(t *testing.T) {
 					steps++
 				}
 				// Whole episode from the reset state.
-				e.Reset(int64(ep.start.Episode), obs)
+				e.Reset(*ep.start.ResetSeed, obs)
 				st.SetState(ep.start.ResetState)
 				for _, s := range ep.steps {
 					r, term, trunc := e.Step(goldenAction(s.Action), obs)
@@ -182,3 +193,67 @@ func TestGymnasiumGolden(t *testing.T) {
 // Envs whose Gymnasium code calls NumPy's vectorised sin/cos (about an ulp
 // off the C library) may need more, and say why here.
 var wholeEpisodeULPs = map[string]int64{}
+
+// checkReset compares the state and observation right after reset(seed)
+// with the recording, bit for bit.
+func checkReset(t *testing.T, ep goldenLine, state []float64, obs []float32) {
+	t.Helper()
+	if len(state) != len(ep.ResetState) || len(ep.ResetObs) != len(obs) {
+		t.Fatalf("episode %d: reset gives %d state values and %d observations, the recording %d and %d",
+			ep.Episode, len(state), len(obs), len(ep.ResetState), len(ep.ResetObs))
+	}
+	for i, want := range ep.ResetState {
+		if math.Float64bits(state[i]) != math.Float64bits(want) {
+			t.Fatalf("episode %d: after reset(seed=%d) state[%d] = %v, Gymnasium had %v",
+				ep.Episode, *ep.ResetSeed, i, state[i], want)
+		}
+	}
+	for i, want := range ep.ResetObs {
+		// The recording writes each float32 as the float64 it is exactly.
+		if float64(obs[i]) != want {
+			t.Fatalf("episode %d: reset(seed=%d) observation[%d] = %v, Gymnasium returned %v",
+				ep.Episode, *ep.ResetSeed, i, float64(obs[i]), want)
+		}
+	}
+}
+
+// TestUnseededResetContinuesTheStream: reset(seed) then reset() without a
+// seed starts the second episode from the next draws of the same
+// Generator(PCG64(SeedSequence(seed))), as Gymnasium's np_random does.
+func TestUnseededResetContinuesTheStream(t *testing.T) {
+	f32 := func(x float64) float64 { return float64(float32(x)) }
+	tests := []struct {
+		id string
+		// start draws one reset's state from g as the env's Gymnasium code does.
+		start func(g *nprand.Generator) []float64
+	}{
+		{"CartPole-v1", func(g *nprand.Generator) []float64 {
+			return []float64{g.Uniform(-0.05, 0.05), g.Uniform(-0.05, 0.05), g.Uniform(-0.05, 0.05), g.Uniform(-0.05, 0.05)}
+		}},
+		{"Acrobot-v1", func(g *nprand.Generator) []float64 {
+			return []float64{f32(g.Uniform(-0.1, 0.1)), f32(g.Uniform(-0.1, 0.1)), f32(g.Uniform(-0.1, 0.1)), f32(g.Uniform(-0.1, 0.1))}
+		}},
+		{"MountainCar-v0", func(g *nprand.Generator) []float64 { return []float64{g.Uniform(-0.6, -0.4), 0} }},
+		{"MountainCarContinuous-v0", func(g *nprand.Generator) []float64 { return []float64{g.Uniform(-0.6, -0.4), 0} }},
+		{"Pendulum-v1", func(g *nprand.Generator) []float64 { return []float64{g.Uniform(-math.Pi, math.Pi), g.Uniform(-1, 1)} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			e, err := envs.Make(tt.id, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obs := make([]float32, e.ObservationSpace().Dim)
+			g := nprand.NewGenerator(42)
+			e.Reset(42, obs)
+			for i, want := range [][]float64{tt.start(g), tt.start(g), tt.start(g)} {
+				if i > 0 {
+					e.Reset(envs.NoSeed, obs)
+				}
+				if got := stateOf(t, e).State(); !slices.Equal(got, want) {
+					t.Fatalf("reset %d after reset(seed=42): state %v, np_random's next draws give %v", i, got, want)
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package classic
 
 import (
 	"fmt"
+	"github.com/agenttrainer/agenttrainer/internal/nprand"
 	"math"
 	"strings"
 
@@ -26,10 +27,10 @@ type MountainCar struct{ valleyCar }
 // episode starts, and saving and restoring it.
 type valleyCar struct {
 	position, velocity float64
-	rng                envs.PCGRand
+	rng                *nprand.Generator
 }
 
-func newValleyCar() valleyCar { return valleyCar{rng: envs.NewPCGRand(0)} }
+func newValleyCar() valleyCar { return valleyCar{rng: nprand.NewGenerator(0)} }
 
 const (
 	mcMinPosition  = -1.2
@@ -56,7 +57,7 @@ func (m *MountainCar) ActionSpace() envs.Space { return envs.Space{Kind: envs.Di
 // Reset implements Env: the car starts at rest, uniform in [−0.6, −0.4].
 func (m *valleyCar) Reset(seed int64, obs []float32) {
 	if seed != envs.NoSeed {
-		m.rng = envs.NewPCGRand(seed)
+		m.rng.Seed(gymSeed(seed))
 	}
 	m.position, m.velocity = uniform(m.rng, -0.6, -0.4), 0
 	obs[0], obs[1] = float32(m.position), float32(m.velocity)

@@ -2,6 +2,7 @@ package classic
 
 import (
 	"fmt"
+	"github.com/agenttrainer/agenttrainer/internal/nprand"
 	"math"
 
 	"github.com/agenttrainer/agenttrainer/envs"
@@ -23,7 +24,7 @@ func init() {
 type Pendulum struct {
 	theta, thetaDot float64
 	lastU           float32 // the clipped torque of the last step, for Render
-	rng             envs.PCGRand
+	rng             *nprand.Generator
 }
 
 const (
@@ -36,7 +37,7 @@ const (
 )
 
 // NewPendulum returns a Pendulum seeded with 0 until its first Reset.
-func NewPendulum() *Pendulum { return &Pendulum{rng: envs.NewPCGRand(0)} }
+func NewPendulum() *Pendulum { return &Pendulum{rng: nprand.NewGenerator(0)} }
 
 // ObservationSpace implements Env: (cos θ, sin θ, θ̇).
 func (p *Pendulum) ObservationSpace() envs.Space {
@@ -53,7 +54,7 @@ func (p *Pendulum) ActionSpace() envs.Space {
 // Reset implements Env: θ uniform in [−π, π], θ̇ uniform in [−1, 1].
 func (p *Pendulum) Reset(seed int64, obs []float32) {
 	if seed != envs.NoSeed {
-		p.rng = envs.NewPCGRand(seed)
+		p.rng.Seed(gymSeed(seed))
 	}
 	p.theta = uniform(p.rng, -math.Pi, math.Pi)
 	p.thetaDot = uniform(p.rng, -1, 1)

@@ -3,6 +3,7 @@ package classic
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/agenttrainer/agenttrainer/internal/nprand"
 
 	"github.com/agenttrainer/agenttrainer/envs"
 )
@@ -15,7 +16,7 @@ type physicsSnapshot struct {
 	Extra []int64   `json:"extra,omitempty"`
 }
 
-func snapshotPhysics(state []float64, r envs.PCGRand, extra ...int64) ([]byte, error) {
+func snapshotPhysics(state []float64, r *nprand.Generator, extra ...int64) ([]byte, error) {
 	rb, err := r.MarshalBinary()
 	if err != nil {
 		return nil, err
@@ -23,7 +24,7 @@ func snapshotPhysics(state []float64, r envs.PCGRand, extra ...int64) ([]byte, e
 	return json.Marshal(physicsSnapshot{State: state, RNG: rb, Extra: extra})
 }
 
-func restorePhysics(b []byte, dim, extra int, r envs.PCGRand) (physicsSnapshot, error) {
+func restorePhysics(b []byte, dim, extra int, r *nprand.Generator) (physicsSnapshot, error) {
 	var s physicsSnapshot
 	if err := json.Unmarshal(b, &s); err != nil {
 		return s, fmt.Errorf("bad environment snapshot: %v", err)
@@ -39,7 +40,7 @@ func restorePhysics(b []byte, dim, extra int, r envs.PCGRand) (physicsSnapshot, 
 
 // restoreStateful restores an environment that is a state vector plus a
 // random stream (every classic-control environment).
-func restoreStateful(b []byte, s envs.Stateful, r envs.PCGRand) error {
+func restoreStateful(b []byte, s envs.Stateful, r *nprand.Generator) error {
 	snap, err := restorePhysics(b, len(s.State()), 0, r)
 	if err != nil {
 		return err
