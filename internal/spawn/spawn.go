@@ -133,7 +133,18 @@ type Live struct {
 
 // LiveRuns lists the runs under runsDir whose training answers, newest first.
 func LiveRuns(runsDir string) []Live {
-	runs, _ := runstore.ListRuns(runsDir)
+	// Every directory with a control endpoint counts, also one whose
+	// training has not written its config yet (it serves its socket first).
+	runs, _ := runstore.List(runsDir, nil)
+	entries, _ := os.ReadDir(runsDir)
+	for _, e := range entries {
+		dir := filepath.Join(runsDir, e.Name())
+		if e.IsDir() && !runstore.IsRunDir(dir) {
+			if _, err := control.ReadEndpoint(dir); err == nil {
+				runs = append(runs, runstore.ReadRunInfo(dir))
+			}
+		}
+	}
 	var out []Live
 	for _, r := range runs {
 		ep, err := control.ReadEndpoint(r.Dir)

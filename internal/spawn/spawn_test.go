@@ -5,6 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agenttrainer/agenttrainer/trainer"
+	"github.com/agenttrainer/agenttrainer/trainer/config"
+	"github.com/agenttrainer/agenttrainer/trainer/control"
 )
 
 func TestTail(t *testing.T) {
@@ -34,5 +38,27 @@ func TestNothingLive(t *testing.T) {
 	}
 	if _, err := Start(filepath.Join(dir, "missing", "run"), nil, true, nil, false); err == nil || !strings.Contains(err.Error(), LogFile) {
 		t.Errorf("start in a missing directory: %v", err)
+	}
+}
+
+// A training serves its socket before it writes its config: ps lists it
+// from the first moment (under load that moment lasts).
+func TestLiveBeforeTheConfigIsWritten(t *testing.T) {
+	runs := t.TempDir()
+	dir := filepath.Join(runs, "20260101-000000-CartPole-v1-mlp")
+	cfg := config.Default()
+	tr, err := trainer.New(cfg, trainer.Options{RunDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	srv, err := control.Serve(tr, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	live := LiveRuns(runs)
+	if len(live) != 1 || live[0].Dir != dir {
+		t.Fatalf("live runs %+v, want %s", live, dir)
 	}
 }
