@@ -2,10 +2,14 @@ package envs
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/agenttrainer/agenttrainer/internal/anynum"
+	"github.com/agenttrainer/agenttrainer/internal/suggest"
 )
 
 // Int reads an integer argument (any Go integer, or a float without a
@@ -93,4 +97,40 @@ func stringArg(args Params, key, def string) (string, error) {
 		return s, nil
 	}
 	return "", fmt.Errorf("%s must be a string, got %s", key, DescribeArg(v))
+}
+
+// TaskBookkeeping are dataset columns that describe a task without changing
+// it (rLLM writes them); every environment accepts and ignores them.
+var TaskBookkeeping = []string{"uid", "index", "question"}
+
+// CheckArgs refuses arguments that an environment does not read (allowed
+// lists the ones it does; none for an environment without arguments), so a
+// misspelt env.args key is an error with a did-you-mean instead of being
+// silently ignored.
+func (p Params) CheckArgs(what string, allowed ...string) error {
+	var unknown []string
+	for k := range p {
+		if !slices.Contains(allowed, k) && !slices.Contains(TaskBookkeeping, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	takes := "takes no arguments"
+	if len(allowed) > 0 {
+		takes = "takes " + strings.Join(allowed, ", ")
+	}
+	quoted := make([]string, len(unknown))
+	for i, k := range unknown {
+		quoted[i] = strconv.Quote(k)
+	}
+	msg := fmt.Sprintf("%s does not read the argument %s (it %s)", what, quoted[0], takes)
+	if len(unknown) > 1 {
+		msg = fmt.Sprintf("%s does not read the arguments %s (it %s)", what, strings.Join(quoted, ", "), takes)
+	} else if len(unknown[0]) > 3 { // shorter names are near everything
+		msg += suggest.DidYouMean(suggest.Names(unknown[0], allowed))
+	}
+	return &ArgsError{Err: errors.New(msg)}
 }

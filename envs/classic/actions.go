@@ -1,6 +1,9 @@
 package classic
 
-import "github.com/agenttrainer/agenttrainer/internal/nprand"
+import (
+	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/internal/nprand"
+)
 
 // clipAction clips a continuous action into [lo, hi] as np.clip does. NaN,
 // which NumPy would carry into the state and keep there for the rest of the
@@ -26,3 +29,12 @@ func uniform(rng *nprand.Generator, lo, hi float64) float64 { return rng.Uniform
 // negative seed; Reset cannot fail, so a negative one other than NoSeed is
 // read as its 64-bit two's complement.
 func gymSeed(seed int64) uint64 { return uint64(seed) }
+
+// noArgs returns e, unless env.args holds anything: the classic-control
+// environments read no arguments, and a misspelt key must not pass unseen.
+func noArgs(id string, args envs.Params, e envs.Env) (envs.Env, error) {
+	if err := args.CheckArgs(id); err != nil {
+		return nil, err
+	}
+	return e, nil
+}

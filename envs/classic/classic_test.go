@@ -3,9 +3,11 @@ package classic
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/agenttrainer/agenttrainer/envs"
@@ -308,6 +310,21 @@ func TestStepDoesNotAllocate(t *testing.T) {
 		})
 		if allocs != 0 {
 			t.Errorf("%s: Step allocates %v times", id, allocs)
+		}
+	}
+}
+
+// The classic-control environments read no arguments: any env.args key is
+// refused (a misspelt key would otherwise change nothing, silently).
+func TestClassicControlRefusesArguments(t *testing.T) {
+	for _, id := range []string{"CartPole-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1"} {
+		if _, err := envs.Make(id, nil); err != nil {
+			t.Fatalf("%s without args: %v", id, err)
+		}
+		_, err := envs.Make(id, envs.Params{"gravity": 9.8})
+		var argsErr *envs.ArgsError
+		if !errors.As(err, &argsErr) || !strings.Contains(err.Error(), id+` does not read the argument "gravity" (it takes no arguments)`) {
+			t.Errorf("%s with gravity: %v", id, err)
 		}
 	}
 }

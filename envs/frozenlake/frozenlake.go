@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/agenttrainer/agenttrainer/envs"
@@ -107,9 +105,6 @@ type frozenLakeConfig struct {
 
 var (
 	frozenLakeArgNames = []string{"size", "p", "seed", "is_slippery", "max_steps", "max_size", "obs"}
-	// taskBookkeeping are dataset columns that describe a task without
-	// changing it (rLLM writes them); every environment ignores them.
-	taskBookkeeping = []string{"uid", "index", "question"}
 )
 
 // NewFrozenLake builds one FrozenLake task from its arguments (see
@@ -124,7 +119,7 @@ func NewFrozenLake(args envs.Params) (*FrozenLake, error) {
 
 func parseFrozenLakeArgs(args envs.Params) (frozenLakeConfig, error) {
 	cfg := frozenLakeConfig{size: flDefaultSize, p: flDefaultP, maxSteps: flDefaultMaxSteps, maxSize: flDefaultMaxSize}
-	if err := checkArgNames(args, frozenLakeArgNames); err != nil {
+	if err := args.CheckArgs("FrozenLake-v1", frozenLakeArgNames...); err != nil {
 		return cfg, err
 	}
 	maxSize, err := args.Int("max_size", flDefaultMaxSize)
@@ -483,28 +478,4 @@ func (f *FrozenLake) Restore(b []byte) error {
 	}
 	f.pos, f.steps, f.done, f.success, f.last, f.moved, f.rng = s.Pos, s.Steps, s.Done, s.Success, s.Last, s.Moved, r
 	return nil
-}
-
-// checkArgNames rejects keys that are neither arguments nor dataset
-// bookkeeping, naming what is allowed.
-func checkArgNames(args envs.Params, allowed []string) error {
-	var unknown []string
-	for k := range args {
-		if !slices.Contains(allowed, k) && !slices.Contains(taskBookkeeping, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) == 0 {
-		return nil
-	}
-	slices.Sort(unknown)
-	what := "unknown argument"
-	if len(unknown) > 1 {
-		what += "s"
-	}
-	q := make([]string, len(unknown))
-	for i, k := range unknown {
-		q[i] = strconv.Quote(k)
-	}
-	return fmt.Errorf("%s %s (allowed: %s)", what, strings.Join(q, ", "), strings.Join(allowed, ", "))
 }

@@ -70,11 +70,8 @@ func init() {
 var argKeys = []string{"sticky_action_prob", "difficulty_ramping"}
 
 func newFromArgs(g gameInfo, minimal bool, args envs.Params) (envs.Env, error) {
-	for k := range args {
-		if !slices.Contains(argKeys, k) {
-			return nil, &envs.ArgsError{Err: fmt.Errorf("unknown MinAtar argument %q (MinAtar takes %s)%s",
-				k, strings.Join(argKeys, ", "), suggest.DidYouMean(suggest.Names(k, argKeys)))}
-		}
+	if err := args.CheckArgs("MinAtar", argKeys...); err != nil {
+		return nil, err
 	}
 	p, err := args.Float("sticky_action_prob", 0.1)
 	if err == nil && !(p >= 0 && p <= 1) {
