@@ -7,7 +7,9 @@ func init() {
 		ID:              "MountainCarContinuous-v0",
 		Description:     "drive an underpowered car to the flag with a continuous, costly throttle (Gymnasium classic control)",
 		MaxEpisodeSteps: 999,
-		New:             func(args envs.Params) (envs.Env, error) { return noArgs("MountainCarContinuous-v0", args, NewMountainCarContinuous()) },
+		New: func(args envs.Params) (envs.Env, error) {
+			return noArgs("MountainCarContinuous-v0", args, NewMountainCarContinuous())
+		},
 	})
 }
 
