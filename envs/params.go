@@ -106,8 +106,8 @@ var TaskBookkeeping = []string{"uid", "index", "question"}
 // CheckArgs refuses arguments that an environment does not read (allowed
 // lists the ones it does; none for an environment without arguments), so a
 // misspelt env.args key is an error with a did-you-mean instead of being
-// silently ignored.
-func (p Params) CheckArgs(what string, allowed ...string) error {
+// silently ignored. envs.Make puts the environment's id before the message.
+func (p Params) CheckArgs(allowed ...string) error {
 	var unknown []string
 	for k := range p {
 		if !slices.Contains(allowed, k) && !slices.Contains(TaskBookkeeping, k) {
@@ -126,9 +126,9 @@ func (p Params) CheckArgs(what string, allowed ...string) error {
 	for i, k := range unknown {
 		quoted[i] = strconv.Quote(k)
 	}
-	msg := fmt.Sprintf("%s does not read the argument %s (it %s)", what, quoted[0], takes)
+	msg := fmt.Sprintf("unknown argument %s (it %s)", quoted[0], takes)
 	if len(unknown) > 1 {
-		msg = fmt.Sprintf("%s does not read the arguments %s (it %s)", what, strings.Join(quoted, ", "), takes)
+		msg = fmt.Sprintf("unknown arguments %s (it %s)", strings.Join(quoted, ", "), takes)
 	} else if len(unknown[0]) > 3 { // shorter names are near everything
 		msg += suggest.DidYouMean(suggest.Names(unknown[0], allowed))
 	}

@@ -13,7 +13,7 @@ func init() {
 		ID:              "Acrobot-v1",
 		Description:     "swing a two-link arm's tip above the bar by torquing its elbow (Gymnasium classic control)",
 		MaxEpisodeSteps: 500,
-		New:             func(args envs.Params) (envs.Env, error) { return noArgs("Acrobot-v1", args, NewAcrobot()) },
+		New:             func(args envs.Params) (envs.Env, error) { return noArgs(args, NewAcrobot()) },
 	})
 }
 

@@ -32,8 +32,8 @@ func gymSeed(seed int64) uint64 { return uint64(seed) }
 
 // noArgs returns e, unless env.args holds anything: the classic-control
 // environments read no arguments, and a misspelt key must not pass unseen.
-func noArgs(id string, args envs.Params, e envs.Env) (envs.Env, error) {
-	if err := args.CheckArgs(id); err != nil {
+func noArgs(args envs.Params, e envs.Env) (envs.Env, error) {
+	if err := args.CheckArgs(); err != nil {
 		return nil, err
 	}
 	return e, nil

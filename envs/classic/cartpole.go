@@ -14,7 +14,7 @@ func init() {
 		ID:              "CartPole-v1",
 		Description:     "balance a pole on a cart by pushing it left or right (Gymnasium classic control)",
 		MaxEpisodeSteps: 500,
-		New:             func(args envs.Params) (envs.Env, error) { return noArgs("CartPole-v1", args, NewCartPole()) },
+		New:             func(args envs.Params) (envs.Env, error) { return noArgs(args, NewCartPole()) },
 	})
 }
 

@@ -323,7 +323,7 @@ func TestClassicControlRefusesArguments(t *testing.T) {
 		}
 		_, err := envs.Make(id, envs.Params{"gravity": 9.8})
 		var argsErr *envs.ArgsError
-		if !errors.As(err, &argsErr) || !strings.Contains(err.Error(), id+` does not read the argument "gravity" (it takes no arguments)`) {
+		if !errors.As(err, &argsErr) || !strings.Contains(err.Error(), id+`: unknown argument "gravity" (it takes no arguments)`) {
 			t.Errorf("%s with gravity: %v", id, err)
 		}
 	}

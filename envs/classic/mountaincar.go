@@ -14,7 +14,7 @@ func init() {
 		ID:              "MountainCar-v0",
 		Description:     "rock an underpowered car out of a valley to the flag (Gymnasium classic control)",
 		MaxEpisodeSteps: 200,
-		New:             func(args envs.Params) (envs.Env, error) { return noArgs("MountainCar-v0", args, NewMountainCar()) },
+		New:             func(args envs.Params) (envs.Env, error) { return noArgs(args, NewMountainCar()) },
 	})
 }
 

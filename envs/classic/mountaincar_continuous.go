@@ -8,7 +8,7 @@ func init() {
 		Description:     "drive an underpowered car to the flag with a continuous, costly throttle (Gymnasium classic control)",
 		MaxEpisodeSteps: 999,
 		New: func(args envs.Params) (envs.Env, error) {
-			return noArgs("MountainCarContinuous-v0", args, NewMountainCarContinuous())
+			return noArgs(args, NewMountainCarContinuous())
 		},
 	})
 }

@@ -13,7 +13,7 @@ func init() {
 		ID:              "Pendulum-v1",
 		Description:     "swing a pendulum up and hold it upright with limited torque (Gymnasium classic control)",
 		MaxEpisodeSteps: 200,
-		New:             func(args envs.Params) (envs.Env, error) { return noArgs("Pendulum-v1", args, NewPendulum()) },
+		New:             func(args envs.Params) (envs.Env, error) { return noArgs(args, NewPendulum()) },
 	})
 }
 

@@ -119,7 +119,7 @@ func NewFrozenLake(args envs.Params) (*FrozenLake, error) {
 
 func parseFrozenLakeArgs(args envs.Params) (frozenLakeConfig, error) {
 	cfg := frozenLakeConfig{size: flDefaultSize, p: flDefaultP, maxSteps: flDefaultMaxSteps, maxSize: flDefaultMaxSize}
-	if err := args.CheckArgs("FrozenLake-v1", frozenLakeArgNames...); err != nil {
+	if err := args.CheckArgs(frozenLakeArgNames...); err != nil {
 		return cfg, err
 	}
 	maxSize, err := args.Int("max_size", flDefaultMaxSize)

@@ -70,7 +70,7 @@ func init() {
 var argKeys = []string{"sticky_action_prob", "difficulty_ramping"}
 
 func newFromArgs(g gameInfo, minimal bool, args envs.Params) (envs.Env, error) {
-	if err := args.CheckArgs("MinAtar", argKeys...); err != nil {
+	if err := args.CheckArgs(argKeys...); err != nil {
 		return nil, err
 	}
 	p, err := args.Float("sticky_action_prob", 0.1)

@@ -37,7 +37,7 @@ func TestArgs(t *testing.T) {
 		{nil, "", 0.1, true},
 		{envs.Params{"sticky_action_prob": 0.0, "difficulty_ramping": false}, "", 0, false},
 		{envs.Params{"sticky_action_prob": 1}, "", 1, true},
-		{envs.Params{"sticky_action_prb": 0.2}, `MinAtar does not read the argument "sticky_action_prb" (it takes sticky_action_prob, difficulty_ramping); did you mean sticky_action_prob?`, 0, false},
+		{envs.Params{"sticky_action_prb": 0.2}, `unknown argument "sticky_action_prb" (it takes sticky_action_prob, difficulty_ramping); did you mean sticky_action_prob?`, 0, false},
 		{envs.Params{"sticky_action_prob": 1.5}, "must be a probability in [0, 1], got 1.5", 0, false},
 		{envs.Params{"sticky_action_prob": "a lot"}, `sticky_action_prob must be a number, got "a lot"`, 0, false},
 		{envs.Params{"difficulty_ramping": "yes"}, "difficulty_ramping must be true or false", 0, false},
