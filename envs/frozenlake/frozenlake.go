@@ -3,7 +3,9 @@ package frozenlake
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -37,6 +39,10 @@ func init() {
 //	size        4      the lake's side, 2…max_size
 //	p           0.8    probability that a tile is frozen, in (0, 1]
 //	seed        0      the map's seed (any integer)
+//	map                a given lake instead of a generated one: "4x4" or "8x8"
+//	                   (Gymnasium's maps) or rows such as "SFFF/FHFH/FFFH/HFFG";
+//	                   not with size, p and seed. With none of the four,
+//	                   FrozenLake-v1 plays Gymnasium's "4x4".
 //	is_slippery false  Gymnasium's slippery moves (true/false or 1/0)
 //	max_steps   100    steps before an episode is truncated (> 0)
 //	max_size    8      the largest lake the observation holds (2…16)
@@ -100,11 +106,20 @@ type frozenLakeConfig struct {
 	slippery bool
 	maxSteps int
 	maxSize  int
-	grid     bool // the "grid" observation instead of "egocentric"
+	grid     bool   // the "grid" observation instead of "egocentric"
+	fixed    string // a given map's rows, "/"-separated; "" to generate one
 }
 
 var (
-	frozenLakeArgNames = []string{"size", "p", "seed", "is_slippery", "max_steps", "max_size", "obs"}
+	frozenLakeArgNames = []string{"size", "p", "seed", "map", "is_slippery", "max_steps", "max_size", "obs"}
+
+	// gymnasiumMaps are Gymnasium's named FrozenLake maps; "4x4" is what
+	// FrozenLake-v1 plays when nothing says which lake (a generated default
+	// lake can put the goal next to the start).
+	gymnasiumMaps = map[string]string{
+		"4x4": "SFFF/FHFH/FFFH/HFFG",
+		"8x8": "SFFFFFFF/FFFFFFFF/FFFHFFFF/FFFFFHFF/FFFHFFFF/FHHFFFHF/FHFFHFHF/FFFHFFFG",
+	}
 )
 
 // NewFrozenLake builds one FrozenLake task from its arguments (see
@@ -130,14 +145,44 @@ func parseFrozenLakeArgs(args envs.Params) (frozenLakeConfig, error) {
 		return cfg, fmt.Errorf("max_size must be an integer from 2 to %d, got %d", flMaxMaxSize, maxSize)
 	}
 	cfg.maxSize = int(maxSize)
-	size, err := args.Int("size", flDefaultSize)
+	_, hasMap := args["map"]
+	_, hasSize := args["size"]
+	_, hasP := args["p"]
+	_, hasSeed := args["seed"]
+	if !hasMap && !hasSize && !hasP && !hasSeed {
+		args = maps.Clone(args)
+		if args == nil {
+			args = envs.Params{}
+		}
+		args["map"] = "4x4" // Gymnasium's FrozenLake-v1
+		hasMap = true
+	}
+	if hasMap {
+		if hasSize || hasP || hasSeed {
+			return cfg, errors.New("map gives the lake itself, so it goes without size, p and seed (those generate one)")
+		}
+		m, err := args.String("map", "")
+		if err != nil {
+			return cfg, err
+		}
+		if named, ok := gymnasiumMaps[m]; ok {
+			m = named
+		}
+		if cfg.size, err = checkMap(m, cfg.maxSize); err != nil {
+			return cfg, err
+		}
+		cfg.fixed = strings.ReplaceAll(m, ",", "/")
+	}
+	size, err := args.Int("size", int64(max(cfg.size, flDefaultSize)))
 	if err != nil {
 		return cfg, err
 	}
-	if size < 2 || size > maxSize {
+	if (size < 2 || size > maxSize) && !hasMap {
 		return cfg, fmt.Errorf("size must be an integer from 2 to %d (max_size), got %d", maxSize, size)
 	}
-	cfg.size = int(size)
+	if !hasMap {
+		cfg.size = int(size)
+	}
 	if cfg.p, err = args.Float("p", flDefaultP); err != nil {
 		return cfg, err
 	}
@@ -174,6 +219,11 @@ func parseFrozenLakeArgs(args envs.Params) (frozenLakeConfig, error) {
 
 func newFrozenLake(cfg frozenLakeConfig) (*FrozenLake, error) {
 	desc, start, shortest, err := generateFrozenLakeMap(cfg.size, cfg.p, cfg.seed)
+	if cfg.fixed != "" {
+		desc = []byte(strings.ReplaceAll(cfg.fixed, "/", ""))
+		start = strings.IndexByte(string(desc), 'S')
+		shortest, err = frozenLakeShortestPath(desc, cfg.size, start), nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -221,6 +271,33 @@ func generateFrozenLakeMap(size int, p float64, seed int64) ([]byte, int, int, e
 		}
 	}
 	return nil, 0, 0, fmt.Errorf("no %d×%d map with a path from start to goal in %d tries (p=%g, seed %d)", size, size, flMaxTries, p, seed)
+}
+
+// checkMap checks a given lake: square rows of S, F, H and G separated by
+// "/" (or ","), one S, one G reachable from it, at most maxSize a side. It
+// returns the side.
+func checkMap(m string, maxSize int) (int, error) {
+	rows := strings.FieldsFunc(m, func(r rune) bool { return r == '/' || r == ',' })
+	size := len(rows)
+	if size < 2 || size > maxSize {
+		return 0, fmt.Errorf("map %q: want 2 to %d (max_size) rows of S, F, H and G separated by \"/\", or \"4x4\" or \"8x8\"", m, maxSize)
+	}
+	desc := strings.Join(rows, "")
+	for i, row := range rows {
+		if len(row) != size {
+			return 0, fmt.Errorf("map %q: row %d has %d tiles, the lake is %d×%d", m, i+1, len(row), size, size)
+		}
+	}
+	if strings.Trim(desc, "SFHG") != "" {
+		return 0, fmt.Errorf("map %q: tiles are S (start), F (frozen), H (hole) and G (goal)", m)
+	}
+	if strings.Count(desc, "S") != 1 || strings.Count(desc, "G") != 1 {
+		return 0, fmt.Errorf("map %q: needs exactly one S and one G", m)
+	}
+	if frozenLakeShortestPath([]byte(desc), size, strings.IndexByte(desc, 'S')) < 0 {
+		return 0, fmt.Errorf("map %q: the goal cannot be reached from the start", m)
+	}
+	return size, nil
 }
 
 // frozenLakeShortestPath is the number of moves from start to the goal over

@@ -186,14 +186,14 @@ func TestFrozenLakeSlipFrequencies(t *testing.T) {
 }
 
 func TestFrozenLakeEpisodes(t *testing.T) {
-	// The default task's map: S at (2,1), G at (3,0), a hole right of S.
-	e, err := envs.Make("FrozenLake-v1", nil)
+	// The map of seed 0: S at (2,1), G at (3,0), a hole right of S.
+	e, err := envs.Make("FrozenLake-v1", envs.Params{"seed": 0})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := e.(*FrozenLake)
 	if got, want := f.MapString(), "FFFF/HFFF/FSHH/GFFF"; got != want {
-		t.Fatalf("default map %s, want %s", got, want)
+		t.Fatalf("seed 0's map %s, want %s", got, want)
 	}
 	obs := make([]float32, 675)
 	step := func(a float32) (float64, bool, bool) { return e.Step([]float32{a}, obs) }
@@ -353,8 +353,8 @@ func TestFrozenLakeArgs(t *testing.T) {
 		{envs.Params{"max_steps": []any{1}}, `max_steps must be an integer, got a list`},
 		{envs.Params{"obs": "pixels"}, `obs must be "egocentric" or "grid", got "pixels"`},
 		{envs.Params{"obs": 1}, `obs must be a string, got 1`},
-		{envs.Params{"slippery": true}, `unknown argument "slippery" (it takes size, p, seed, is_slippery, max_steps, max_size, obs)`},
-		{envs.Params{"b": 1, "a": 2, "size": 4}, `unknown arguments "a", "b" (it takes size, p, seed, is_slippery, max_steps, max_size, obs)`},
+		{envs.Params{"slippery": true}, `unknown argument "slippery" (it takes size, p, seed, map, is_slippery, max_steps, max_size, obs)`},
+		{envs.Params{"b": 1, "a": 2, "size": 4}, `unknown arguments "a", "b" (it takes size, p, seed, map, is_slippery, max_steps, max_size, obs)`},
 	}
 	for _, c := range bad {
 		_, err := envs.Make("FrozenLake-v1", c.args)
@@ -501,7 +501,7 @@ func BenchmarkFrozenLakeStep(b *testing.B) {
 // TestFrozenLakeRenderStatus checks the status line under the picture: the
 // move, a slide, and how the episode ended.
 func TestFrozenLakeRenderStatus(t *testing.T) {
-	f := newLake(t, nil) // FFFF/HFFF/FSHH/GFFF, S at (2,1)
+	f := newLake(t, envs.Params{"seed": 0}) // FFFF/HFFF/FSHH/GFFF, S at (2,1)
 	obs := make([]float32, 675)
 	last := func() string {
 		lines := strings.Split(f.Render(), "\n")
@@ -539,5 +539,44 @@ func TestFrozenLakeRenderStatus(t *testing.T) {
 	}
 	if !slid {
 		t.Error("no slide in 50 tries")
+	}
+}
+
+// Without arguments FrozenLake-v1 is Gymnasium's: the 4×4 lake, the goal
+// six steps away; "map" gives any lake, checked.
+func TestFrozenLakeMaps(t *testing.T) {
+	tests := []struct {
+		args     envs.Params
+		want     string // the map, or the error
+		shortest int
+	}{
+		{nil, "SFFF/FHFH/FFFH/HFFG", 6},
+		{envs.Params{"is_slippery": true}, "SFFF/FHFH/FFFH/HFFG", 6},
+		{envs.Params{"map": "8x8"}, "SFFFFFFF/FFFFFFFF/FFFHFFFF/FFFFFHFF/FFFHFFFF/FHHFFFHF/FHFFHFHF/FFFHFFFG", 14},
+		{envs.Params{"map": "SFH/FFH/HFG"}, "SFH/FFH/HFG", 4},
+		{envs.Params{"map": "SF,FG"}, "SF/FG", 2},
+		{envs.Params{"map": "SFH/FFH"}, "row 1 has 3 tiles, the lake is 2×2", 0},
+		{envs.Params{"map": "SH/HG"}, "the goal cannot be reached", 0},
+		{envs.Params{"map": "SX/FG"}, "tiles are S (start)", 0},
+		{envs.Params{"map": "SF/FF"}, "exactly one S and one G", 0},
+		{envs.Params{"map": "4x4", "seed": 3}, "goes without size, p and seed", 0},
+		{envs.Params{"map": "16x16"}, "want 2 to 8 (max_size) rows", 0},
+	}
+	for _, tt := range tests {
+		e, err := envs.Make("FrozenLake-v1", tt.args)
+		if tt.shortest == 0 {
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%v: error %v, want %q", tt.args, err, tt.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%v: %v", tt.args, err)
+			continue
+		}
+		f := e.(*FrozenLake)
+		if f.MapString() != tt.want || f.ShortestPath() != tt.shortest {
+			t.Errorf("%v: map %s (shortest %d), want %s (%d)", tt.args, f.MapString(), f.ShortestPath(), tt.want, tt.shortest)
+		}
 	}
 }

@@ -94,7 +94,7 @@ func TestBadTaskFiles(t *testing.T) {
 		{"missingcol.csv", "size,p\n4,0.8\n4,0.8\n4,0.8\n4,0.8\n5,0.8\n", "row 1: missing seed (every FrozenLake-v1 task needs size, p, seed); row 2: missing seed (every FrozenLake-v1 task needs size, p, seed); row 3: missing seed (every FrozenLake-v1 task needs size, p, seed) (and 2 more bad rows; 5 of 5 in all)"},
 		{"emptycell.csv", "size,p,seed\n4,0.8,1\n4,,2\n", "row 2: missing p (every FrozenLake-v1 task needs size, p, seed)"},
 		{"wrongcols.csv", "width,height,holes\n4,4,3\n", "row 1: missing size, p, seed (every FrozenLake-v1 task needs size, p, seed)"},
-		{"typo.jsonl", `{"size": 4, "p": 0.8, "seed": 1, "is_slipery": true}`, `row 1: unknown argument "is_slipery" (it takes size, p, seed, is_slippery, max_steps, max_size, obs); did you mean is_slippery?`},
+		{"typo.jsonl", `{"size": 4, "p": 0.8, "seed": 1, "is_slipery": true}`, `row 1: unknown argument "is_slipery" (it takes size, p, seed, map, is_slippery, max_steps, max_size, obs); did you mean is_slippery?`},
 		{"toobig.csv", "size,p,seed\n4,0.8,1\n20,0.8,2\n", "row 2: size must be an integer from 2 to 8 (max_size), got 20"},
 		{"toosmall.jsonl", `{"size": 1, "p": 0.8, "seed": 1}`, "row 1: size must be an integer from 2 to 8 (max_size), got 1"},
 		{"badp.csv", "size,p,seed\n4,0,1\n4,1.2,2\n4,0.8,3\n", "row 1: p must be a number in (0, 1], the probability that a tile is frozen, got 0; row 2: p must be a number in (0, 1], the probability that a tile is frozen, got 1.2"},
