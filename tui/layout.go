@@ -118,9 +118,11 @@ func num(v float64) string {
 	case math.Abs(v) >= 100:
 		return fmt.Sprintf("%.1f", v)
 	case math.Abs(v) < 0.01:
-		return fmt.Sprintf("%.2e", v)
+		// 1.23e-3, not 1.23e-03: a panel's column stays narrow.
+		s := fmt.Sprintf("%.2e", v)
+		return strings.Replace(strings.Replace(s, "e-0", "e-", 1), "e+0", "e", 1)
 	}
-	return fmt.Sprintf("%.4g", v)
+	return noNegZero(fmt.Sprintf("%.4g", v))
 }
 
 // steps prints an environment step count as 0, 512, 12.5k, 1.2M.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -45,6 +46,9 @@ type runsLoadedMsg struct {
 
 // closeRunsMsg leaves the runs browser.
 type closeRunsMsg struct{}
+
+// runsProblemMsg is shown at the foot of the list until the next key.
+type runsProblemMsg struct{ text string }
 
 // loadedRun is one run read back from its directory.
 type loadedRun struct {
@@ -146,6 +150,7 @@ const (
 // Runs whose training goes on right now (here, in another terminal, over
 // SSH) are marked, and the app can attach to them.
 type runsBrowser struct {
+	sh      *shared
 	th      *theme
 	keys    *keyMap
 	dir     string
@@ -164,9 +169,16 @@ type runsBrowser struct {
 	w, h   int
 }
 
-func newRunsBrowser(th *theme, keys *keyMap, probe func(string) bool, refresh time.Duration) runsBrowser {
-	return runsBrowser{th: th, keys: keys, probe: probe, refresh: refresh}
+func newRunsBrowser(sh *shared, probe func(string) bool, refresh time.Duration) *runsBrowser {
+	return &runsBrowser{sh: sh, th: sh.th, keys: sh.keys, probe: probe, refresh: refresh}
 }
+
+func (r *runsBrowser) Init() tea.Cmd   { return nil }
+func (r *runsBrowser) Title() string   { return "runs" }
+func (r *runsBrowser) Capturing() bool { return false }
+
+// Focus reads the runs directory again each time the browser is shown.
+func (r *runsBrowser) Focus() tea.Cmd { return r.open(r.sh.runsDir) }
 
 // open shows the list of runs under dir, reloading it.
 func (r *runsBrowser) open(dir string) tea.Cmd {
@@ -244,6 +256,9 @@ func (r *runsBrowser) Update(msg tea.Msg) tea.Cmd {
 		return refreshRunsCmd(r.dir, r.gen, r.runs, r.live, r.probe)
 	case runsLoadedMsg:
 		r.loading, r.loaded = false, msg.runs
+		return nil
+	case runsProblemMsg:
+		r.problem = msg.text
 		return nil
 	case tea.KeyMsg:
 		if r.mode != runsList {
@@ -572,7 +587,7 @@ func configDiff(runs []loadedRun) []diffRow {
 	return out
 }
 
-func (r *runsBrowser) help() helpKeys {
+func (r *runsBrowser) Help() help.KeyMap {
 	k := r.keys
 	back := k.Back
 	if r.mode != runsList {
