@@ -3,8 +3,8 @@ package tui
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -138,6 +138,7 @@ type Model struct {
 	threadsOf string // why the last run got trainer.threads=1
 	result    Result
 }
+
 // Result is how the app ended, for the command line to report.
 type Result struct {
 	// Detached is set when the app left the training running.

@@ -373,8 +373,9 @@ func niceStep(span float64, n int) float64 {
 // niceTicks widens [lo, hi] to multiples of a round step, with at most n
 // intervals.
 func niceTicks(lo, hi float64, n int) ticks {
+	n = max(n, 2) // a range across zero needs two intervals
 	step := niceStep(hi-lo, n)
-	for {
+	for range 64 {
 		t := ticks{math.Floor(lo/step+1e-9) * step, math.Ceil(hi/step-1e-9) * step, step}
 		if t.hi <= t.lo {
 			t.hi = t.lo + step
@@ -384,6 +385,7 @@ func niceTicks(lo, hi float64, n int) ticks {
 		}
 		step = niceStep(step*float64(n)*1.01, n)
 	}
+	return ticks{lo, hi, hi - lo}
 }
 
 // values lists the ticks; zero is exactly zero (never -0).
@@ -430,17 +432,20 @@ func tickLabel(v, step float64) string {
 	return noNegZero(fmt.Sprintf("%.*f", dec, v))
 }
 
-// logLabel prints 10^v compactly (a log axis's tick).
+// logLabel prints 10^v compactly (a log axis's tick): 320, 1, 0.05, 1e-5.
 func logLabel(v float64) string {
 	x := math.Pow(10, v)
+	e := math.Floor(v + 1e-9)
+	p := math.Pow(10, e-1)
+	x = math.Round(x/p) * p // two significant digits
 	switch {
 	case x >= 1e4:
 		return steps(x)
 	case x >= 0.01:
-		return noNegZero(strconv.FormatFloat(x, 'g', 2, 64))
+		return strconv.FormatFloat(x, 'f', -1, 64)
 	}
-	m := strconv.FormatFloat(x, 'e', 0, 64) // 1e-05
-	return strings.Replace(strings.Replace(m, "e-0", "e-", 1), "e+0", "e", 1)
+	m := strconv.FormatFloat(math.Round(x/math.Pow(10, e)*10)/10, 'f', -1, 64)
+	return m + "e" + strconv.Itoa(int(e))
 }
 
 func (cc *chartCanvas) render(th *theme, s chartSpec) string {
@@ -479,7 +484,9 @@ func (cc *chartCanvas) render(th *theme, s chartSpec) string {
 		msg := s.empty
 		if msg == "" {
 			msg = "no data yet"
-			if s.logY {
+		}
+		for _, c := range s.curves {
+			if s.logY && len(c.pts) > 0 {
 				msg = "no positive values to draw on a log scale"
 			}
 		}

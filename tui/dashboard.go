@@ -266,12 +266,19 @@ func (d *dashboard) layout() {
 	extra := 3 // title, run line, progress
 	if d.compact {
 		extra = 5 // title, progress, three lines of figures
-		if d.h < 16 {
+		if d.h < 16 || d.opts.grid {
 			extra = 2 // title, progress
 		}
 	}
-	d.chartW = d.w - d.sideW
-	d.chartH = max(d.h-extra-d.logH-d.runLines(), 3)
+	sideW, logH := d.sideW, d.logH
+	if d.opts.grid {
+		// The grid's cells name their latest values: no figures panel,
+		// and a shorter log.
+		sideW, logH = 0, min(logH, 4)
+	}
+	d.logView.Width, d.logView.Height = max(d.w-2, 1), max(logH-2, 1)
+	d.chartW = d.w - sideW
+	d.chartH = max(d.h-extra-logH-d.runLines(), 3)
 	d.bar.Width = max(d.w-34, 10)
 }
 
@@ -395,7 +402,7 @@ func (d *dashboard) redraw(r *run) {
 	names := d.gridMetrics(r)
 	cols := max(d.chartW/32, 1)
 	rows := (len(names) + cols - 1) / cols
-	for rows > 1 && d.chartH/rows < 6 {
+	for rows > 1 && d.chartH/rows < 5 {
 		rows--
 	}
 	names = names[:min(len(names), rows*cols)]
@@ -464,11 +471,6 @@ func (d *dashboard) View() string {
 			parts = append(parts, d.runLine(r))
 		}
 		parts = append(parts, d.chart)
-		if d.compact && d.h >= 16 {
-			parts = append(parts, d.compactFigures(r))
-		} else if !d.compact {
-			parts[len(parts)-1] = columns(d.chart, d.side(r))
-		}
 	case !d.compact:
 		parts = append(parts, d.runLine(r), columns(d.chart, d.side(r)))
 	case d.h >= 16:
@@ -479,7 +481,7 @@ func (d *dashboard) View() string {
 	parts = append(parts, d.progressLine(r))
 	if d.logH > 0 {
 		d.syncLog(r)
-		parts = append(parts, box(d.sh.th, "log", d.logView.View(), d.w, d.logH))
+		parts = append(parts, box(d.sh.th, "log", d.logView.View(), d.w, d.logView.Height+2))
 	}
 	return fit(strings.Join(parts, "\n"), d.w, d.h)
 }

@@ -415,3 +415,5 @@ func (m *Model) cur() *run {
 	}
 	return &run{hist: newHistory()}
 }
+
+func teaSize(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: h} }

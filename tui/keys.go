@@ -24,7 +24,7 @@ type keyMap struct {
 	Edit, Reset, Start key.Binding // editor
 
 	Pause, Save, LiveEdit, Smooth, Band, NewRun, StopRun, LogUp, LogDown key.Binding // dashboard
-	NextRun, PrevRun, Metric, Grid, XAxis, LogY, Zoom                     key.Binding // dashboard: runs and charts
+	NextRun, PrevRun, Metric, Grid, XAxis, LogY, Zoom                    key.Binding // dashboard: runs and charts
 
 	Mark, Compare, Refresh, Attach, Watch key.Binding // runs browser
 

@@ -51,6 +51,24 @@ func cut(s string, w int) string {
 	return ansi.Truncate(s, w, "…")
 }
 
+// cutMiddle shortens s to at most w cells by cutting its middle: run names
+// differ at both ends (date first, a -2 suffix last).
+func cutMiddle(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	n := ansi.StringWidth(s)
+	if n <= w {
+		return s
+	}
+	if w < 5 {
+		return cut(s, w)
+	}
+	head := (w - 1) / 2
+	tail := w - 1 - head
+	return ansi.Truncate(s, head, "") + "…" + ansi.TruncateLeft(s, n-tail, "")
+}
+
 // cutLeft keeps the end of s (paths are most telling at the end).
 func cutLeft(s string, w int) string {
 	if w <= 0 {

@@ -366,19 +366,24 @@ func (r *runsBrowser) viewList() string {
 		title += th.Dim.Render(fmt.Sprintf(" · %d marked", len(r.marked)))
 	}
 	b.WriteString(title + "\n")
-	// Columns: the date shortens, then the agent goes, on narrow screens.
-	wide, dateW, dateFmt, agentW := r.w >= 100, 17, "2006-01-02 15:04", 8
-	if r.w < 80 {
-		dateW, dateFmt = 12, "01-02 15:04"
-	}
-	if r.w < 64 {
-		agentW = 0
-	}
-	envW := min(20, max(r.w-5-dateW-agentW-19, 8))
-	head := "     " + fitLine("STARTED", dateW) + fitLine("ENV", envW) + fitLine("AGENT", agentW) + fitLine("STEPS", 10) + fitLine("BEST", 9)
+	// Columns never touch (each keeps a blank cell) and the run's name is
+	// cut in its middle, keeping the suffix that tells runs apart. Wide
+	// screens split the name into date, env and agent; narrower ones show
+	// the name itself (which holds them) and the numbers.
+	wide := r.w >= 110
+	numW := 10
+	var head string
+	nameW := max(r.w-5-3*numW, 12)
+	envW := 0
 	if wide {
-		head += fitLine("LAST", 9) + fitLine("EDITS", 6) + "DIRECTORY"
+		envW = min(22, max(r.w-5-17-9-4*numW-6-20, 12))
+		nameW = max(r.w-5-17-envW-9-3*numW-6, 12)
+		head = "     " + fitLine("STARTED", 17) + fitLine("ENV", envW) + fitLine("AGENT", 9) +
+			fitLine("STEPS", numW) + fitLine("BEST", numW) + fitLine("LAST", numW) + fitLine("EDITS", 6) + "NAME"
+	} else {
+		head = "     " + fitLine("NAME", nameW) + fitLine("STEPS", numW) + fitLine("BEST", numW) + "LAST"
 	}
+	col := func(s string, w int) string { return fitLine(cut(s, w-1), w) }
 	b.WriteString(th.Heading.Render(fitLine(head, r.w)) + "\n")
 	switch {
 	case r.loading && len(r.runs) == 0:
@@ -407,11 +412,14 @@ func (r *runsBrowser) viewList() string {
 		if run.TotalSteps > 0 && run.Steps < run.TotalSteps-run.TotalSteps/100 {
 			stepsCol += "/" + steps(float64(run.TotalSteps))
 		}
-		line := string(mark) + fitLine(run.Started.Format(dateFmt), dateW) +
-			fitLine(cut(run.EnvID, envW-1), envW) + fitLine(cut(run.Agent, agentW-1), agentW) + fitLine(cut(stepsCol, 9), 10) +
-			fitLine(fmtReturn(run.Best), 9)
+		var line string
 		if wide {
-			line += fitLine(fmtReturn(run.Last), 9) + fitLine(fmt.Sprint(run.Edits), 6) + run.Name
+			line = string(mark) + col(run.Started.Format("2006-01-02 15:04"), 17) + col(run.EnvID, envW) + col(run.Agent, 9) +
+				col(stepsCol, numW) + col(fmtReturn(run.Best), numW) + col(fmtReturn(run.Last), numW) +
+				col(fmt.Sprint(run.Edits), 6) + cutMiddle(run.Name, nameW)
+		} else {
+			line = string(mark) + col(cutMiddle(run.Name, nameW-1), nameW) + col(stepsCol, numW) +
+				col(fmtReturn(run.Best), numW) + cut(fmtReturn(run.Last), numW)
 		}
 		if run.Err != nil {
 			line += " !"

@@ -16,7 +16,7 @@ func TestPickerKeys(t *testing.T) {
 	tests := []struct {
 		name        string
 		keys        []string
-		screen int
+		screen      int
 		env, agent  string
 		launched    int
 		filterShown int // -1: do not check
@@ -87,7 +87,7 @@ func TestEditorKeys(t *testing.T) {
 		err      string // the inline error of the selected key
 		problem  string // the Validate problem shown
 		editing  bool
-		screen int
+		screen   int
 		launched int
 	}{
 		{name: "edit a float", keys: editKey("ent_coef", "0.05"),
@@ -388,7 +388,7 @@ func TestRunsBrowserKeys(t *testing.T) {
 		marked  int
 		loaded  int
 		diffs   []string
-		screen int
+		screen  int
 		visible []string
 	}{
 		{name: "list", keys: []string{"R"}, screen: scrRuns, visible: []string{"2024-01-03 10:15", "2024-01-02 03:04"}},
