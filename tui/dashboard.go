@@ -231,7 +231,7 @@ func (d *dashboard) updatePicker(km tea.KeyMsg) tea.Cmd {
 
 func (d *dashboard) SetSize(w, h int) {
 	d.w, d.h = w, h
-	d.compact = w < 80 || h < 22
+	d.compact = w < 80 || h < 21 // 80×24 with a two-line help keeps the panels
 	d.sideW = 0
 	if !d.compact {
 		d.sideW = 34
