@@ -64,7 +64,8 @@ for size in 120x40 80x24; do
   screen >"$shots/$size-02-entropy.txt"
   keys g; wait_for "─ approx_kl"; expect "─ value_loss"
   screen >"$shots/$size-03-grid.txt"
-  keys g t; wait_for "entropy over wall-clock time"
+  keys g t
+  if ((w >= 120)); then wait_for "entropy over wall-clock time"; else wait_for "entropy (time)"; fi
   keys l; wait_for "· log"
   screen >"$shots/$size-04-time-log.txt"
 

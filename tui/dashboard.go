@@ -275,6 +275,9 @@ func (d *dashboard) layout() {
 		// The grid's cells name their latest values: no figures panel,
 		// and a shorter log.
 		sideW, logH = 0, min(logH, 4)
+		if d.h < 30 {
+			logH = 0
+		}
 	}
 	d.logView.Width, d.logView.Height = max(d.w-2, 1), max(logH-2, 1)
 	d.chartW = d.w - sideW
@@ -400,7 +403,7 @@ func (d *dashboard) redraw(r *run) {
 		return
 	}
 	names := d.gridMetrics(r)
-	cols := max(d.chartW/32, 1)
+	cols := max(d.chartW/26, 1)
 	rows := (len(names) + cols - 1) / cols
 	for rows > 1 && d.chartH/rows < 5 {
 		rows--
@@ -479,7 +482,7 @@ func (d *dashboard) View() string {
 		parts = append(parts, d.chart)
 	}
 	parts = append(parts, d.progressLine(r))
-	if d.logH > 0 {
+	if d.logH > 0 && !(d.opts.grid && d.h < 30) {
 		d.syncLog(r)
 		parts = append(parts, box(d.sh.th, "log", d.logView.View(), d.w, d.logView.Height+2))
 	}
