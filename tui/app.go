@@ -2,7 +2,9 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -56,29 +58,26 @@ type Options struct {
 	// and for trainings that started or ended, while it shows its list; 0
 	// means 2 s, a negative value never.
 	RunsRefresh time.Duration
+	// Background lists the runs under a runs directory whose training
+	// answers right now (started earlier, in the background); the app
+	// attaches to them at start (with AttachTo) and says so. nil: none.
+	Background func(runsDir string) []string
+	// Cores is how many runs may train at once before each new one is
+	// given trainer.threads=1; 0 means runtime.NumCPU().
+	Cores int
 	// Renderer draws the app's styles: an SSH session passes one for its
 	// own terminal (colour profile, dark or light background). nil means
 	// lipgloss's default renderer, for this process's terminal.
 	Renderer *lipgloss.Renderer
 }
 
-type screen int
-
 // confirmKind is a question awaiting y or n.
 type confirmKind int
 
 const (
 	confirmNone confirmKind = iota
-	confirmQuit             // stop the training and quit
-	confirmStop             // stop the training, stay in the app
-)
-
-const (
-	scrPicker screen = iota
-	scrEditor
-	scrDashboard
-	scrRuns
-	scrWatch // a run's checkpoint playing in its environment
+	confirmQuit             // stop the trainings and quit
+	confirmStop             // stop one training, stay in the app
 )
 
 // Messages of the root model.
@@ -91,50 +90,53 @@ type (
 	}
 	// launchedMsg is the result of starting a run.
 	launchedMsg struct {
-		link     *Link
-		info     trainer.Info
-		err      error
-		attached bool // the run was already going
-		fromRuns bool // asked for in the runs browser (attach key)
+		link       *Link
+		info       trainer.Info
+		err        error
+		attached   bool // the run was already going
+		fromRuns   bool // asked for in the runs browser (attach key)
+		background bool // found training at start-up: not shown at once
 	}
+	// backgroundMsg lists the runs found training at start-up.
+	backgroundMsg struct{ runs []launchedMsg }
 	// backfillMsg is an attached run's history, read from its directory.
 	backfillMsg struct {
 		run     int
 		metrics []trainer.Metrics
 		edits   []trainer.Edit
 	}
-	// liveConfigMsg carries the running config for the live editor.
-	liveConfigMsg struct{ cfg config.Config }
+	// liveConfigMsg carries a run's running config for the live editor.
+	liveConfigMsg struct {
+		run int
+		cfg config.Config
+	}
 	// interruptMsg is a signal to stop (SIGTERM, or SIGINT from outside).
 	interruptMsg struct{}
 )
 
-// Model is the app's root model: it owns the screens, the link to the
-// running training and the keys that work everywhere.
+// Model is the app's root model: it routes messages to the active screen,
+// holds what the screens share (size, theme, keys, the runs) and the keys
+// that work everywhere.
 type Model struct {
-	opts   Options
-	th     theme
-	keys   keyMap
-	help   help.Model
-	w, h   int
-	screen screen
-	watch  watcher
-	back   screen // where esc from the runs browser returns
+	opts    Options
+	th      theme
+	keys    keyMap
+	help    help.Model
+	sh      *shared
+	runs    runSet
+	w, h    int
+	screens [numScreens]Screen
+	active  int
+	back    int // where esc from the runs browser returns
 
-	picker picker
-	editor editor
-	dash   dashboard
-	runs   runsBrowser
-
-	cfg      config.Config // the config the next run starts from
-	link     *Link
-	runID    int
-	starting bool
-	attached bool        // the run on the dashboard was attached to, not started here
-	confirm  confirmKind // what the user is asked to confirm
-	quitting bool        // stopping the training, then quitting
-	note     string
-	result   Result
+	cfg       config.Config // the config the next run starts from
+	starting  bool
+	confirm   confirmKind // what the user is asked to confirm
+	stopRun   int         // the run confirmStop is about
+	quitting  bool        // stopping the trainings, then quitting
+	note      string
+	threadsOf string // why the last run got trainer.threads=1
+	result    Result
 }
 
 // Result is how the app ended, for the command line to report.
@@ -171,15 +173,18 @@ func New(opts Options) *Model {
 	if opts.RunsRefresh == 0 {
 		opts.RunsRefresh = 2 * time.Second
 	}
+	if opts.Cores <= 0 {
+		opts.Cores = runtime.NumCPU()
+	}
 	m := &Model{opts: opts, th: defaultTheme(opts.Renderer), keys: defaultKeys(), help: help.New(), cfg: opts.Config.Clone()}
 	m.help.ShortSeparator = " · "
 	m.help.Styles = m.th.helpStyles()
-	m.picker = newPicker(&m.th, &m.keys, m.cfg.Env.ID, m.cfg.Agent.Name)
-	m.editor = newEditor(&m.th, &m.keys)
-	m.dash = newDashboard(&m.th, &m.keys, opts.Now)
-	m.dash.detachable = opts.Detachable
-	m.runs = newRunsBrowser(&m.th, &m.keys, opts.Live, opts.RunsRefresh)
-	m.watch = newWatcher(&m.th, &m.keys)
+	m.sh = &shared{th: &m.th, keys: &m.keys, runs: &m.runs, runsDir: m.cfg.Trainer.RunsDir, now: opts.Now, detachable: m.canDetach}
+	m.screens[scrPicker] = newPicker(m.sh, m.cfg.Env.ID, m.cfg.Agent.Name)
+	m.screens[scrEditor] = newEditor(m.sh, m.cfg, m.cfg.Env.ID+" · "+m.cfg.Agent.Name)
+	m.screens[scrDashboard] = newDashboard(m.sh)
+	m.screens[scrRuns] = newRunsBrowser(m.sh, opts.Live, opts.RunsRefresh)
+	m.screens[scrWatch] = newWatcher(m.sh)
 	return m
 }
 
@@ -206,12 +211,57 @@ func (m *Model) Init() tea.Cmd {
 		es, as := reg()
 		return registryMsg{envs: es, agents: as}
 	}}
+	for _, sc := range m.screens {
+		cmds = append(cmds, sc.Init())
+	}
 	if link := m.opts.Attach; link != nil {
 		cmds = append(cmds, func() tea.Msg {
 			return launchedMsg{link: link, info: link.Trainer.Info(), attached: true}
 		})
 	}
+	if find, attach := m.opts.Background, m.opts.AttachTo; find != nil && attach != nil {
+		dir, skip := m.cfg.Trainer.RunsDir, ""
+		if m.opts.Attach != nil {
+			skip = m.opts.Attach.Trainer.Info().RunDir
+		}
+		cmds = append(cmds, func() tea.Msg {
+			var msg backgroundMsg
+			for _, d := range find(dir) {
+				if skip != "" && cleanPath(d) == cleanPath(skip) {
+					continue
+				}
+				if link, err := attach(d); err == nil {
+					msg.runs = append(msg.runs, launchedMsg{link: link, info: link.Trainer.Info(), attached: true, background: true})
+				}
+			}
+			return msg
+		})
+	}
 	return tea.Batch(cmds...)
+}
+
+func (m *Model) screen() Screen { return m.screens[m.active] }
+
+// show makes screen i the active one.
+func (m *Model) show(i int) tea.Cmd {
+	if i == m.active {
+		return nil
+	}
+	if i == scrRuns && m.active != scrWatch {
+		m.back = m.active
+	}
+	m.active = i
+	m.resize()
+	if f, ok := m.screens[i].(focuser); ok {
+		return f.Focus()
+	}
+	return nil
+}
+
+// setCfg changes the config the next run starts from.
+func (m *Model) setCfg(cfg config.Config) {
+	m.cfg = cfg
+	m.sh.runsDir = cfg.Trainer.RunsDir
 }
 
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -222,8 +272,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.resize()
 		return m, nil
 	case registryMsg:
-		m.picker.setRegistry(msg.envs, msg.agents)
-		return m, nil
+		return m, m.screens[scrPicker].Update(msg)
 	case tea.KeyMsg:
 		// Keys typed quickly (or sent by a script) arrive as one message
 		// with several runes; take them one at a time so that "/total"
@@ -240,81 +289,113 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.env != m.cfg.Env.ID || msg.agent != m.cfg.Agent.Name {
 			cfg, err := m.resolve(msg.env, msg.agent)
 			if err != nil {
-				m.dash.logf(m.opts.Now(), "cannot use %s with %s: %v", msg.env, msg.agent, err)
+				m.note = fmt.Sprintf("cannot use %s with %s: %v", msg.env, msg.agent, err)
 				return m, nil
 			}
-			m.cfg = cfg
+			m.setCfg(cfg)
 		}
 		if msg.start {
 			return m, m.start(m.cfg)
 		}
-		m.editor.open(m.cfg, nil, msg.env+" · "+msg.agent)
-		m.screen = scrEditor
+		cmd := m.screens[scrEditor].Update(openEditorMsg{cfg: m.cfg, title: msg.env + " · " + msg.agent})
+		return m, tea.Batch(cmd, m.show(scrEditor))
+	case draftMsg:
+		m.setCfg(msg.cfg)
 		return m, nil
 	case startMsg:
-		m.cfg = msg.cfg.Clone()
+		m.setCfg(msg.cfg.Clone())
 		return m, m.start(msg.cfg)
 	case launchedMsg:
 		return m, m.launched(msg)
+	case backgroundMsg:
+		var cmds []tea.Cmd
+		for _, l := range msg.runs {
+			cmds = append(cmds, m.launched(l))
+		}
+		return m, tea.Batch(cmds...)
 	case eventsMsg:
 		return m, m.events(msg)
 	case backfillMsg:
-		if msg.run == m.runID {
-			m.dash.backfill(msg.metrics, msg.edits)
+		if r := m.runs.byID(msg.run); r != nil {
+			r.backfill(msg.metrics, msg.edits)
 		}
 		return m, nil
 	case closeEditorMsg:
-		if m.editor.live != nil {
-			m.screen = scrDashboard
-		} else {
-			m.cfg = m.editor.cfg.Clone()
-			m.picker.focusAgents = false // back to choosing an environment
-			m.screen = scrPicker
-		}
-		return m, nil
-	case openLiveEditorMsg:
-		if m.link == nil {
+		if m.active != scrEditor {
 			return m, nil
 		}
-		t := m.link.Trainer
-		return m, func() tea.Msg { return liveConfigMsg{cfg: t.Config()} }
+		if msg.live {
+			return m, m.show(scrDashboard)
+		}
+		cmd := m.screens[scrPicker].Update(pickerResetMsg{env: m.cfg.Env.ID, agent: m.cfg.Agent.Name})
+		return m, tea.Batch(cmd, m.show(scrPicker))
+	case newRunMsg:
+		cmd := m.screens[scrPicker].Update(pickerResetMsg{env: m.cfg.Env.ID, agent: m.cfg.Agent.Name})
+		return m, tea.Batch(cmd, m.show(scrPicker))
+	case openLiveEditorMsg:
+		r := m.runs.byID(msg.run)
+		if r == nil || !r.active() {
+			return m, nil
+		}
+		t, id := r.t, r.id
+		return m, func() tea.Msg { return liveConfigMsg{run: id, cfg: t.Config()} }
 	case liveConfigMsg:
-		if m.link != nil && m.dash.active() {
-			m.editor.open(msg.cfg, m.link.Trainer, m.dash.info.EnvID+" · "+m.dash.info.Agent)
-			m.screen = scrEditor
+		r := m.runs.byID(msg.run)
+		if r == nil || !r.active() {
+			return m, nil
+		}
+		cmd := m.screens[scrEditor].Update(openEditorMsg{cfg: msg.cfg, live: r.t, title: r.info.EnvID + " · " + r.info.Agent})
+		return m, tea.Batch(cmd, m.show(scrEditor))
+	case askStopMsg:
+		if r := m.runs.byID(msg.run); r != nil && r.active() {
+			m.confirm, m.stopRun = confirmStop, msg.run
+			m.resize()
 		}
 		return m, nil
-	case editDoneMsg:
-		return m, m.editor.Update(msg)
+	case editDoneMsg, liveEndedMsg:
+		return m, m.screens[scrEditor].Update(msg)
 	case runsListedMsg, runsLoadedMsg:
-		return m, m.runs.Update(msg)
+		return m, m.screens[scrRuns].Update(msg)
 	case runsTickMsg:
-		if m.screen != scrRuns {
+		if m.active != scrRuns {
 			return m, nil // the browser was left: it stops looking
 		}
-		return m, m.runs.Update(msg)
+		return m, m.screens[scrRuns].Update(msg)
 	case attachRunMsg:
 		return m, m.attachRun(msg.dir)
 	case watchRunMsg:
-		m.screen = scrWatch
-		return m, m.watch.open(msg.dir)
+		return m, tea.Batch(m.screens[scrWatch].Update(msg), m.show(scrWatch))
 	case watchTickMsg:
-		return m, m.watch.Update(msg)
+		return m, m.screens[scrWatch].Update(msg)
+	case closeWatchMsg:
+		return m, m.show(scrRuns)
 	case closeRunsMsg:
-		m.screen = m.back
-		return m, nil
+		back := m.back
+		if back == scrRuns || back == scrWatch {
+			back = scrPicker
+		}
+		return m, m.show(back)
 	case interruptMsg:
-		if m.dash.active() {
+		if m.runs.active() > 0 {
 			m.quitting = true
-			return m, m.dash.stop()
+			return m, m.stopAll()
 		}
 		return m, m.quit()
 	}
 	return m, nil
 }
 
+// stopAll asks every live run to stop.
+func (m *Model) stopAll() tea.Cmd {
+	var cmds []tea.Cmd
+	for _, r := range m.runs.runs {
+		cmds = append(cmds, r.stop())
+	}
+	return tea.Batch(cmds...)
+}
+
 // key handles the keys that work everywhere, then hands the rest to the
-// screen.
+// active screen.
 func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	k := &m.keys
 	if m.quitting {
@@ -331,98 +412,91 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 			return m.detach()
 		case key.Matches(msg, k.Yes), key.Matches(msg, k.ForceQuit):
 			m.confirm = confirmNone
-			m.quitting = ask == confirmQuit
-			return m.dash.stop()
+			m.resize()
+			if ask == confirmQuit {
+				m.quitting = true
+				return m.stopAll()
+			}
+			if r := m.runs.byID(m.stopRun); r != nil {
+				return r.stop()
+			}
 		case key.Matches(msg, k.No):
 			m.confirm = confirmNone
+			m.resize()
 		}
 		return nil
 	}
-	capturing := m.capturing()
-	switch {
-	case !capturing && m.canDetach() && m.dash.active() && key.Matches(msg, k.Detach):
-		return m.detach()
-	case key.Matches(msg, k.ForceQuit), !capturing && key.Matches(msg, k.Quit):
-		if m.dash.active() {
-			m.confirm = confirmQuit
-			return nil
+	if m.capturing() {
+		if key.Matches(msg, k.ForceQuit) {
+			return m.askQuit()
 		}
-		return m.quit()
-	case !capturing && key.Matches(msg, k.Help):
+		return m.screen().Update(msg)
+	}
+	switch {
+	case m.canDetach() && m.runs.active() > 0 && key.Matches(msg, k.Detach):
+		return m.detach()
+	case key.Matches(msg, k.ForceQuit), key.Matches(msg, k.Quit):
+		return m.askQuit()
+	case key.Matches(msg, k.Help):
 		m.help.ShowAll = !m.help.ShowAll
 		m.resize()
 		return nil
-	case !capturing && key.Matches(msg, k.Runs) && m.screen != scrRuns:
-		m.back = m.screen
-		m.screen = scrRuns
-		return m.runs.open(m.runsDir())
+	case key.Matches(msg, k.Screens):
+		return m.show(int(msg.Runes[0] - '1'))
+	case key.Matches(msg, k.NextTab):
+		return m.show((m.tab() + 1) % tabs)
+	case key.Matches(msg, k.PrevTab):
+		return m.show((m.tab() + tabs - 1) % tabs)
+	case key.Matches(msg, k.Runs) && m.active != scrRuns:
+		return m.show(scrRuns)
 	}
-	switch m.screen {
-	case scrPicker:
-		return m.picker.Update(msg)
-	case scrEditor:
-		return m.editor.Update(msg)
-	case scrRuns:
-		return m.runs.Update(msg)
-	case scrWatch:
-		if key.Matches(msg, k.Back) {
-			m.watch.close()
-			m.screen = scrRuns
-		}
+	return m.screen().Update(msg)
+}
+
+// tab is the tab the active screen belongs to.
+func (m *Model) tab() int {
+	if m.active == scrWatch {
+		return scrRuns // watching is part of the runs browser
+	}
+	return m.active
+}
+
+func (m *Model) askQuit() tea.Cmd {
+	if n := m.runs.active(); n > 0 {
+		m.confirm = confirmQuit
+		m.resize()
 		return nil
-	case scrDashboard:
-		if !m.dash.active() && key.Matches(msg, k.NewRun) {
-			m.picker.envList.chosen, m.picker.agentList.chosen = m.cfg.Env.ID, m.cfg.Agent.Name
-			m.picker.focusAgents = false
-			m.screen = scrPicker
-			return nil
+	}
+	return m.quit()
+}
+
+func (m *Model) capturing() bool { return m.screen().Capturing() }
+
+// canDetach says whether the app may leave its live runs training: they
+// live in processes of their own.
+func (m *Model) canDetach() bool {
+	if m.opts.Detachable {
+		return true
+	}
+	for _, r := range m.runs.runs {
+		if r.active() && !r.attached {
+			return false
 		}
-		if m.dash.active() && key.Matches(msg, k.StopRun) {
-			m.confirm = confirmStop
-			return nil
-		}
-		return m.dash.Update(msg)
 	}
-	return nil
+	return len(m.runs.runs) > 0
 }
 
-func (m *Model) capturing() bool {
-	switch m.screen {
-	case scrPicker:
-		return m.picker.capturing()
-	case scrEditor:
-		return m.editor.capturing()
-	}
-	return false
-}
-
-func (m *Model) runsDir() string {
-	if m.screen == scrEditor && m.editor.live == nil {
-		return m.editor.cfg.Trainer.RunsDir // what the user is about to start with
-	}
-	return m.cfg.Trainer.RunsDir
-}
-
-// canDetach says whether the app may leave the run on the dashboard
-// training: it lives in a process of its own.
-func (m *Model) canDetach() bool { return m.opts.Detachable || m.attached }
-
-// attachRun opens the dashboard on the training that runs in dir, the way
-// Options.Attach does at start; a run this app was showing goes on without
-// it (when it lives in a process of its own).
+// attachRun shows the training that runs in dir, attaching to it the way
+// Options.Attach does at start when the app does not watch it yet.
 func (m *Model) attachRun(dir string) tea.Cmd {
-	if m.link != nil && m.dash.info.RunDir != "" && filepath.Clean(m.dash.info.RunDir) == filepath.Clean(dir) && !m.dash.state.ended() {
-		m.screen = scrDashboard // already watching it
-		return nil
+	if r := m.runs.byDir(dir); r != nil && r.active() {
+		m.runs.focus = r.id // already watching it
+		return m.show(scrDashboard)
 	}
 	switch {
 	case m.opts.AttachTo == nil:
-		m.runs.problem = "this app cannot attach to runs; `agenttrainer attach " + dir + "` can"
-		return nil
+		return m.screens[scrRuns].Update(runsProblemMsg{"this app cannot attach to runs; `agenttrainer attach " + dir + "` can"})
 	case m.starting:
-		return nil
-	case m.dash.active() && !m.canDetach():
-		m.runs.problem = "a training runs inside this app: stop it (x on the dashboard) before attaching to another"
 		return nil
 	}
 	m.starting = true
@@ -437,7 +511,7 @@ func (m *Model) attachRun(dir string) tea.Cmd {
 	}
 }
 
-// detach quits and leaves the training running in its own process.
+// detach quits and leaves the trainings running in their own processes.
 func (m *Model) detach() tea.Cmd {
 	m.confirm = confirmNone
 	m.result.State = "detached"
@@ -446,20 +520,29 @@ func (m *Model) detach() tea.Cmd {
 }
 
 func (m *Model) quit() tea.Cmd {
-	if m.link != nil && m.link.Close != nil {
-		m.link.Close()
+	for _, r := range m.runs.runs {
+		if r.link != nil && r.link.Close != nil {
+			r.link.Close()
+		}
 	}
 	return tea.Quit
 }
 
 // start launches a run in a tea.Cmd: building the environments and the
-// device may take a while, or talk to another process.
+// device may take a while, or talk to another process. When more runs would
+// train than the machine has cores, each new one trains on one thread.
 func (m *Model) start(cfg config.Config) tea.Cmd {
-	if m.starting || m.dash.active() {
+	if m.starting {
 		return nil
 	}
 	m.starting = true
 	m.note = "starting…"
+	m.threadsOf = ""
+	if n := m.runs.active() + 1; n > 1 && n > m.opts.Cores {
+		cfg = cfg.Clone()
+		cfg.Trainer.Threads = 1
+		m.threadsOf = fmt.Sprintf("%d runs on %d cores: this one trains with trainer.threads=1", n, m.opts.Cores)
+	}
 	launch := m.opts.Launch
 	return func() tea.Msg {
 		link, err := launch(cfg)
@@ -471,48 +554,65 @@ func (m *Model) start(cfg config.Config) tea.Cmd {
 }
 
 func (m *Model) launched(msg launchedMsg) tea.Cmd {
-	m.starting = false
-	m.note = ""
+	if !msg.background {
+		m.starting = false
+		m.note = ""
+	}
 	if msg.err != nil {
 		if msg.fromRuns {
-			m.runs.problem = "cannot attach: " + msg.err.Error()
-			return nil
+			return m.screens[scrRuns].Update(runsProblemMsg{"cannot attach: " + msg.err.Error()})
 		}
-		if m.screen != scrEditor {
-			m.editor.open(m.cfg, nil, m.cfg.Env.ID+" · "+m.cfg.Agent.Name)
-			m.screen = scrEditor
+		ed := m.screens[scrEditor]
+		var cmds []tea.Cmd
+		if m.active != scrEditor {
+			cmds = append(cmds, ed.Update(openEditorMsg{cfg: m.cfg, title: m.cfg.Env.ID + " · " + m.cfg.Agent.Name}), m.show(scrEditor))
 		}
-		m.editor.startFailed(msg.err)
+		cmds = append(cmds, ed.Update(startFailedMsg{err: msg.err}))
+		return tea.Batch(cmds...)
+	}
+	if r := m.runs.byDir(msg.info.RunDir); msg.info.RunDir != "" && r != nil && r.active() {
+		if msg.link.Close != nil {
+			msg.link.Close() // watched already
+		}
 		return nil
 	}
-	if old := m.link; old != nil && old != msg.link && old.Close != nil {
-		old.Close() // the previous run's subscription; the run itself goes on
+	r := m.runs.add(msg.link, msg.info, m.opts.Now)
+	r.attached, r.background = msg.attached, msg.background
+	if m.threadsOf != "" && !msg.attached {
+		r.logf(m.opts.Now(), "%s", m.threadsOf)
+		m.threadsOf = ""
 	}
-	m.link = msg.link
-	m.attached = msg.attached
-	m.runID++
-	m.dash.attach(msg.link.Trainer, msg.info)
-	m.dash.detachable = m.canDetach()
-	m.result = Result{State: string(stStarting)}
-	m.screen = scrDashboard
+	var cmds []tea.Cmd
+	if !msg.background || m.runs.focus == 0 {
+		m.runs.focus = r.id
+	}
+	if !msg.background {
+		m.result = Result{State: string(stStarting)}
+		cmds = append(cmds, m.show(scrDashboard))
+	}
+	cmds = append(cmds, m.poll(r, 0))
 	if !msg.attached {
-		return m.poll(0)
+		return tea.Batch(cmds...)
 	}
-	m.cfg.Trainer.RunsDir = filepath.Dir(msg.info.RunDir)
-	m.dash.awaitBackfill()
-	dir, id := msg.info.RunDir, m.runID
-	return tea.Batch(m.poll(0), func() tea.Msg {
+	if !msg.background {
+		m.setCfg(m.cfg.Clone())
+		m.cfg.Trainer.RunsDir = filepath.Dir(msg.info.RunDir)
+		m.sh.runsDir = m.cfg.Trainer.RunsDir
+	}
+	r.awaitBackfill()
+	dir, id := msg.info.RunDir, r.id
+	return tea.Batch(append(cmds, func() tea.Msg {
 		ms, _ := runstore.ReadMetrics(dir) // what cannot be read is simply not drawn
 		edits, _ := runstore.ReadEdits(dir)
 		return backfillMsg{run: id, metrics: ms, edits: edits}
-	})
+	})...)
 }
 
-// poll takes in every event queued since the last poll, after waiting
+// poll takes in every event of r queued since the last poll, after waiting
 // wait: one message per redraw however fast the trainer publishes, and the
 // trainer's subscription absorbs the bursts (it drops, never blocks).
-func (m *Model) poll(wait time.Duration) tea.Cmd {
-	events, id := m.link.Events, m.runID
+func (m *Model) poll(r *run, wait time.Duration) tea.Cmd {
+	events, id := r.link.Events, r.id
 	return func() tea.Msg {
 		if wait > 0 {
 			time.Sleep(wait)
@@ -534,71 +634,88 @@ func (m *Model) poll(wait time.Duration) tea.Cmd {
 }
 
 func (m *Model) events(msg eventsMsg) tea.Cmd {
-	if msg.run != m.runID {
-		return nil // a previous run's stream
-	}
-	m.dash.handle(msg.events)
-	m.result.RunDir, m.result.State = m.dash.info.RunDir, string(m.dash.state)
-	m.result.Steps, m.result.Return, m.result.Err = m.dash.last.Step, float64(m.dash.last.EpReturnMean), m.dash.err
-	if msg.closed {
-		m.dash.closed()
-		m.result.State = string(m.dash.state)
-		if m.screen == scrEditor && m.editor.live != nil {
-			m.screen = scrDashboard // nothing left to edit live
-		}
-		if m.quitting {
-			return tea.Quit
-		}
-		m.confirm = confirmNone
+	r := m.runs.byID(msg.run)
+	if r == nil {
 		return nil
 	}
-	return m.poll(m.opts.Redraw)
+	r.handle(msg.events)
+	if r.id == m.runs.focus {
+		m.result.RunDir, m.result.State = r.info.RunDir, string(r.state)
+		m.result.Steps, m.result.Return, m.result.Err = r.last.Step, float64(r.last.EpReturnMean), r.err
+	}
+	if !msg.closed {
+		return m.poll(r, m.opts.Redraw)
+	}
+	r.closed()
+	if r.id == m.runs.focus {
+		m.result.State = string(r.state)
+	}
+	if m.quitting && m.runs.active() == 0 {
+		return tea.Quit
+	}
+	if m.confirm == confirmStop && m.stopRun == r.id || m.confirm == confirmQuit && m.runs.active() == 0 {
+		m.confirm = confirmNone
+		m.resize()
+	}
+	return m.screens[scrEditor].Update(liveEndedMsg{t: r.t})
 }
 
 func (m *Model) resize() {
 	bw, bh := m.w, m.bodyHeight()
-	m.picker.SetSize(bw, bh)
-	m.editor.SetSize(bw, bh)
-	m.dash.SetSize(bw, bh)
-	m.runs.SetSize(bw, bh)
-	m.watch.SetSize(bw, bh)
+	for _, sc := range m.screens {
+		sc.SetSize(bw, bh)
+	}
 }
 
 // The smallest terminal the app draws in; below it, it says so.
 const minW, minH = 40, 12
 
+// footer is the question being asked, or the active screen's key help,
+// wrapped to the width rather than cut.
 func (m *Model) footer() string {
+	th := &m.th
 	switch m.confirm {
 	case confirmQuit:
-		if m.canDetach() {
-			return m.th.Bad.Render("Stop the training and quit?") + " y: stop, keep a checkpoint, quit · d: detach, it keeps training · n: go back"
+		n := m.runs.active()
+		q := "Stop the training and quit?"
+		if n > 1 {
+			q = fmt.Sprintf("Stop the %d trainings and quit?", n)
 		}
-		return m.th.Bad.Render("Stop the training and quit?") + " y: stop, keep a checkpoint, quit · n: go back"
+		opts := []string{"y: stop, keep a checkpoint, quit", "n: go back"}
+		short := []string{"y: stop & quit", "n: back"}
+		if m.canDetach() {
+			opts = []string{opts[0], "d: detach, it keeps training", opts[1]}
+			short = []string{short[0], "d: detach", short[1]}
+		}
+		return m.ask(q, opts, short)
 	case confirmStop:
-		return m.th.Bad.Render("Stop the training?") + " y: stop and keep a checkpoint · n: go back"
+		name := ""
+		if r := m.runs.byID(m.stopRun); r != nil && len(m.runs.runs) > 1 {
+			name = " " + r.name()
+		}
+		return m.ask("Stop the training"+name+"?", []string{"y: stop and keep a checkpoint", "n: go back"}, []string{"y: stop", "n: back"})
 	}
 	if m.quitting {
-		return m.th.Warn.Render("Stopping: waiting for the trainer to finish the iteration and save… ") + m.th.Dim.Render("ctrl+c quits at once")
+		return wrapWords(th.Warn.Render("Stopping: waiting for the trainer to finish the iteration and save…")+" "+th.Dim.Render("ctrl+c quits at once"), m.w, 2)
 	}
-	return m.help.View(m.screenHelp())
+	if m.help.ShowAll {
+		return m.help.View(m.screen().Help())
+	}
+	return helpLine(th, m.screen().Help(), m.w, 2)
+}
+
+// ask prints a question and its answers: the long answers when they fit
+// on a line, else the short ones, wrapped.
+func (m *Model) ask(q string, long, short []string) string {
+	line := m.th.Bad.Render(q) + " " + strings.Join(long, " · ")
+	if lipgloss.Width(line) <= m.w {
+		return line
+	}
+	return wrapWords(m.th.Bad.Render(q)+" "+strings.Join(short, " · "), m.w, 2)
 }
 
 func (m *Model) bodyHeight() int {
 	return max(m.h-1-lipgloss.Height(m.footer()), 1)
-}
-
-func (m *Model) screenHelp() help.KeyMap {
-	switch m.screen {
-	case scrEditor:
-		return m.editor.help()
-	case scrDashboard:
-		return m.dash.help()
-	case scrRuns:
-		return m.runs.help()
-	case scrWatch:
-		return m.watch.help()
-	}
-	return m.picker.help()
 }
 
 func (m *Model) View() string {
@@ -609,19 +726,7 @@ func (m *Model) View() string {
 		return fit("agenttrainer needs a terminal of at least 40×12; this one is "+
 			itoa(m.w)+"×"+itoa(m.h)+".", m.w, m.h)
 	}
-	var body string
-	switch m.screen {
-	case scrPicker:
-		body = m.picker.View()
-	case scrEditor:
-		body = m.editor.View()
-	case scrDashboard:
-		body = m.dash.View()
-	case scrRuns:
-		body = m.runs.View()
-	case scrWatch:
-		body = m.watch.View()
-	}
+	body := m.screen().View()
 	footer := m.footer()
 	// The footer height may change with the screen (full help); keep the
 	// body in step with it.
@@ -629,38 +734,46 @@ func (m *Model) View() string {
 	return m.header() + "\n" + fit(body, m.w, bh) + "\n" + fit(footer, m.w, m.h-1-bh)
 }
 
-// header shows where the user is, and the training's state from any screen.
+// header is the tab bar (1–4) and the state of the trainings, from any
+// screen; narrow terminals get shorter names.
 func (m *Model) header() string {
 	th := &m.th
-	tabs := []struct {
-		s    screen
-		name string
-	}{{scrPicker, "pick"}, {scrEditor, "config"}, {scrDashboard, "train"}, {scrRuns, "runs"}}
-	current := m.screen
-	if current == scrWatch {
-		current = scrRuns // watching is part of the runs browser
-	}
-	var parts []string
-	for _, t := range tabs {
-		if t.s == current {
-			parts = append(parts, th.Title.Render("["+t.name+"]"))
-		} else {
-			parts = append(parts, th.Dim.Render(" "+t.name+" "))
-		}
-	}
-	left := th.Title.Render("agenttrainer") + " " + strings.Join(parts, "")
 	right := m.note
-	if m.link != nil && m.screen != scrDashboard {
-		right = "training: " + string(m.dash.state)
-		if m.dash.have && m.dash.total > 0 {
-			right += " " + itoa(int(100*min(float64(m.dash.last.Step)/float64(m.dash.total), 1))) + "%"
+	if r := m.runs.focused(); r != nil && (m.active != scrDashboard || len(m.runs.runs) > 1) {
+		right = string(r.state) + " " + r.percent()
+		if n := m.runs.active(); n > 1 {
+			right = fmt.Sprintf("%d training · #%d %s", n, r.id, right)
+		} else {
+			right = "training: " + right
 		}
 	}
-	gap := m.w - lipgloss.Width(left) - lipgloss.Width(right)
-	if gap < 1 {
-		return fitLine(left, m.w)
+	for _, short := range []bool{false, true} {
+		var parts []string
+		for i := 0; i < tabs; i++ {
+			name := m.screens[i].Title()
+			if short {
+				name = name[:1]
+			}
+			label := itoa(i+1) + " " + name
+			if i == m.tab() {
+				parts = append(parts, th.Title.Render("["+label+"]"))
+			} else {
+				parts = append(parts, th.Dim.Render(" "+label+" "))
+			}
+		}
+		left := th.Title.Render("agenttrainer") + " " + strings.Join(parts, "")
+		if short {
+			left = strings.Join(parts, "")
+		}
+		gap := m.w - lipgloss.Width(left) - lipgloss.Width(right)
+		if gap >= 1 {
+			return left + strings.Repeat(" ", gap) + th.Dim.Render(right)
+		}
+		if short {
+			return fitLine(left+" "+th.Dim.Render(cut(right, max(m.w-lipgloss.Width(left)-1, 0))), m.w)
+		}
 	}
-	return left + strings.Repeat(" ", gap) + th.Dim.Render(right)
+	return ""
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

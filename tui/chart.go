@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,8 +30,64 @@ const (
 	chClipFrac
 	chExplVar
 	chSPS
+	chEpisodes
+	chLR
+	chGradNorm
+	chRolloutS
+	chUpdateS
+	chTime
+	chValReturn  // val_return_mean (validation records only)
+	chValSuccess // val_success_rate (validation records only)
 	numChannels
 )
+
+// metricDef is one scalar of metrics.jsonl that can be charted.
+type metricDef struct {
+	name string  // as in metrics.jsonl
+	ch   channel // where a history keeps it
+	grid bool    // one of the grid's small charts
+}
+
+// metricDefs lists every scalar of trainer.Metrics the app charts, in the
+// metric picker's order; val_* appear only when a run has them.
+var metricDefs = []metricDef{
+	{"ep_return_mean", chReturn, true},
+	{"ep_return_min", chReturnMin, false},
+	{"ep_return_max", chReturnMax, false},
+	{"ep_length_mean", chLength, true},
+	{"policy_loss", chPolicyLoss, true},
+	{"value_loss", chValueLoss, true},
+	{"entropy", chEntropy, true},
+	{"approx_kl", chApproxKL, true},
+	{"clipfrac", chClipFrac, true},
+	{"explained_variance", chExplVar, true},
+	{"lr", chLR, true},
+	{"sps", chSPS, true},
+	{"grad_norm", chGradNorm, false},
+	{"episodes", chEpisodes, false},
+	{"rollout_s", chRolloutS, false},
+	{"update_s", chUpdateS, false},
+	{"time_s", chTime, false},
+	{"val_return_mean", chValReturn, true},
+	{"val_success_rate", chValSuccess, true},
+}
+
+// metricByName finds a metric's definition.
+func metricByName(name string) (metricDef, bool) {
+	for _, d := range metricDefs {
+		if d.name == name {
+			return d, true
+		}
+	}
+	return metricDef{}, false
+}
+
+func optFloat(f *trainer.Float) float64 {
+	if f == nil {
+		return math.NaN()
+	}
+	return float64(*f)
+}
 
 // emaWeight is the smoothing weight per metrics record (TensorBoard's
 // slider, debiased so the start is not dragged toward zero).
@@ -84,7 +141,8 @@ func (a agg) mean() float64 {
 
 // bucket aggregates the records whose step lies in [start, start+span).
 type bucket struct {
-	start, last int64 // bucket start, last step seen in it
+	start, last int64   // bucket start, last step seen in it
+	time        float64 // wall seconds of the last record in it
 	ch          [numChannels]agg
 }
 
@@ -125,11 +183,17 @@ func (h *history) add(m trainer.Metrics) {
 	}
 	b := h.bucketFor(m.Step)
 	b.last = max(b.last, m.Step)
+	if t := float64(m.TimeS); !math.IsNaN(t) {
+		b.time = math.Max(b.time, t)
+	}
 	vals := [numChannels]float64{
 		chReturn: ret, chReturnMin: float64(m.EpReturnMin), chReturnMax: float64(m.EpReturnMax),
 		chReturnEMA: smoothed, chLength: float64(m.EpLengthMean), chPolicyLoss: float64(m.PolicyLoss),
 		chValueLoss: float64(m.ValueLoss), chEntropy: float64(m.Entropy), chApproxKL: float64(m.ApproxKL),
 		chClipFrac: float64(m.ClipFrac), chExplVar: float64(m.ExplainedVariance), chSPS: float64(m.SPS),
+		chEpisodes: float64(m.Episodes), chLR: float64(m.LR), chGradNorm: float64(m.GradNorm),
+		chRolloutS: float64(m.RolloutS), chUpdateS: float64(m.UpdateS), chTime: float64(m.TimeS),
+		chValReturn: optFloat(m.ValReturnMean), chValSuccess: optFloat(m.ValSuccessRate),
 	}
 	for c, v := range vals {
 		b.ch[c].add(v)
@@ -159,6 +223,7 @@ func (h *history) compact() {
 		if n := len(out); n > 0 && out[n-1].start == b.start {
 			o := &out[n-1]
 			o.last = max(o.last, b.last)
+			o.time = math.Max(o.time, b.time)
 			for c := range o.ch {
 				o.ch[c].merge(b.ch[c])
 			}
@@ -181,8 +246,40 @@ const (
 	statMax
 )
 
-// series returns one channel as chart points, one per bucket that has data.
-func (h *history) series(c channel, s stat) []point {
+// series returns one channel as chart points over env steps, one per
+// bucket that has data.
+func (h *history) series(c channel, s stat) []point { return h.seriesOn(c, s, false) }
+
+// has reports whether a channel holds any value.
+func (h *history) has(c channel) bool {
+	for _, b := range h.buckets {
+		if b.ch[c].n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// lastTime is the wall seconds of the latest record.
+func (h *history) lastTime() float64 {
+	if len(h.buckets) == 0 {
+		return 0
+	}
+	return h.buckets[len(h.buckets)-1].time
+}
+
+// last is a channel's latest value (NaN when it has none).
+func (h *history) last(c channel) float64 {
+	for i := len(h.buckets) - 1; i >= 0; i-- {
+		if a := h.buckets[i].ch[c]; a.n > 0 {
+			return a.lastVal
+		}
+	}
+	return math.NaN()
+}
+
+// seriesOn is series with x in wall seconds when wall is set.
+func (h *history) seriesOn(c channel, s stat, wall bool) []point {
 	pts := make([]point, 0, len(h.buckets))
 	for _, b := range h.buckets {
 		a := b.ch[c]
@@ -196,7 +293,11 @@ func (h *history) series(c channel, s stat) []point {
 		case statMax:
 			y = a.hi
 		}
-		pts = append(pts, point{float64(b.last), y})
+		x := float64(b.last)
+		if wall {
+			x = b.time
+		}
+		pts = append(pts, point{x, y})
 	}
 	return pts
 }
@@ -228,15 +329,19 @@ type curve struct {
 // chartSpec describes a chart to draw.
 type chartSpec struct {
 	w, h    int
-	xmax    float64   // right end of the X axis in steps; 0 means the data's
+	xmin    float64   // left end of the X axis (zoomed charts start later)
+	xmax    float64   // right end of the X axis; 0 means the data's
+	xTime   bool      // X is wall-clock seconds (labels m:ss), not env steps
+	logY    bool      // log-scale Y: values ≤ 0 are left out
 	curves  []curve   // drawn in order: later curves win shared cells
-	markers []float64 // steps of live edits, drawn as dotted columns
+	markers []float64 // X of live edits, drawn as dotted columns
 	empty   string    // shown when no curve has a point
 }
 
 // renderChart draws curves as a braille line chart with ntcharts'
-// time-series chart: X holds environment steps as Unix seconds, and both
-// ranges are set explicitly (the chart's automatic ranges start at now).
+// time-series chart: X holds environment steps (or seconds) as Unix
+// seconds, and both ranges are set explicitly (the chart's automatic ranges
+// start at now).
 func renderChart(th *theme, s chartSpec) string { return new(chartCanvas).render(th, s) }
 
 // chartCanvas keeps an ntcharts chart between redraws of the same size: a
@@ -247,14 +352,131 @@ type chartCanvas struct {
 	w, h int
 }
 
+// ticks are a chart axis's round values: multiples of step from lo to hi.
+type ticks struct{ lo, hi, step float64 }
+
+// niceStep is 1, 2, 2.5 or 5 times a power of ten, at least span/n.
+func niceStep(span float64, n int) float64 {
+	if span <= 0 || n < 1 {
+		return 1
+	}
+	raw := span / float64(n)
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*p >= raw*(1-1e-9) {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+// niceTicks widens [lo, hi] to multiples of a round step, with at most n
+// intervals.
+func niceTicks(lo, hi float64, n int) ticks {
+	n = max(n, 2) // a range across zero needs two intervals
+	step := niceStep(hi-lo, n)
+	for range 64 {
+		t := ticks{math.Floor(lo/step+1e-9) * step, math.Ceil(hi/step-1e-9) * step, step}
+		if t.hi <= t.lo {
+			t.hi = t.lo + step
+		}
+		if (t.hi-t.lo)/step <= float64(n)+1e-9 {
+			return t
+		}
+		step = niceStep(step*float64(n)*1.01, n)
+	}
+	return ticks{lo, hi, hi - lo}
+}
+
+// values lists the ticks; zero is exactly zero (never -0).
+func (t ticks) values() []float64 {
+	var out []float64
+	for k := math.Round(t.lo / t.step); k*t.step <= t.hi+t.step*1e-6; k++ {
+		v := k * t.step
+		if k == 0 || math.Abs(v) < t.step*1e-9 {
+			v = 0
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// timeStep is a round interval of wall-clock seconds, at least span/n.
+func timeStep(span float64, n int) float64 {
+	raw := span / float64(max(n, 1))
+	for _, s := range []float64{1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400} {
+		if s >= raw {
+			return s
+		}
+	}
+	return niceStep(span/86400, n) * 86400
+}
+
+// noNegZero turns "-0", "-0.00" into "0", "0.00".
+func noNegZero(s string) string {
+	if strings.HasPrefix(s, "-") && strings.Trim(s[1:], "0.") == "" {
+		return s[1:]
+	}
+	return s
+}
+
+// tickLabel prints an axis value with the decimals its step needs.
+func tickLabel(v, step float64) string {
+	if math.Abs(v) >= 1e4 {
+		return noNegZero(steps(v))
+	}
+	dec := 0
+	for d := step; dec < 6 && math.Abs(d-math.Round(d)) > 1e-9*math.Max(step, 1); d *= 10 {
+		dec++
+	}
+	return noNegZero(fmt.Sprintf("%.*f", dec, v))
+}
+
+// logLabel prints 10^v compactly (a log axis's tick): 320, 1, 0.05, 1e-5.
+func logLabel(v float64) string {
+	x := math.Pow(10, v)
+	e := math.Floor(v + 1e-9)
+	p := math.Pow(10, e-1)
+	x = math.Round(x/p) * p // two significant digits
+	switch {
+	case x >= 1e4:
+		return steps(x)
+	case x >= 0.01:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	m := strconv.FormatFloat(math.Round(x/math.Pow(10, e)*10)/10, 'f', -1, 64)
+	return m + "e" + strconv.Itoa(int(e))
+}
+
 func (cc *chartCanvas) render(th *theme, s chartSpec) string {
-	if s.w < 12 || s.h < 4 {
+	if s.w < 12 || s.h < 3 {
 		return fit("", max(s.w, 0), max(s.h, 0))
 	}
+	ty := func(y float64) (float64, bool) {
+		if math.IsNaN(y) || math.IsInf(y, 0) {
+			return 0, false
+		}
+		if s.logY {
+			if y <= 0 {
+				return 0, false
+			}
+			return math.Log10(y), true
+		}
+		return y, true
+	}
+	xmin := s.xmin
 	ymin, ymax, xmax := math.Inf(1), math.Inf(-1), s.xmax
-	for _, c := range s.curves {
+	curves := make([]curve, len(s.curves))
+	for i, c := range s.curves {
+		curves[i] = c
+		curves[i].pts = nil
 		for _, p := range c.pts {
-			ymin, ymax = math.Min(ymin, p.y), math.Max(ymax, p.y)
+			y, ok := ty(p.y)
+			if !ok || p.x < xmin {
+				continue
+			}
+			curves[i].pts = append(curves[i].pts, point{p.x, y})
+			ymin, ymax = math.Min(ymin, y), math.Max(ymax, y)
 			xmax = math.Max(xmax, p.x)
 		}
 	}
@@ -263,33 +485,92 @@ func (cc *chartCanvas) render(th *theme, s chartSpec) string {
 		if msg == "" {
 			msg = "no data yet"
 		}
+		for _, c := range s.curves {
+			if s.logY && len(c.pts) > 0 {
+				msg = "no positive values to draw on a log scale"
+			}
+		}
 		pad := strings.Repeat("\n", max(s.h/2-1, 0))
-		return fit(pad+lipgloss.PlaceHorizontal(s.w, lipgloss.Center, th.Dim.Render(msg)), s.w, s.h)
+		return fit(pad+lipgloss.PlaceHorizontal(s.w, lipgloss.Center, th.Dim.Render(cut(msg, s.w))), s.w, s.h)
 	}
-	ymin, ymax = padRange(ymin, ymax)
-	xmax = math.Max(math.Ceil(xmax), 1)
+	xmax = math.Max(math.Ceil(xmax), xmin+1)
+	xAxis := s.h >= 5 // room for the X axis and its labels
+	gh := s.h
+	if xAxis {
+		gh = s.h - 2
+	}
+	// Y: round ticks, the range widened to them, a label every other row
+	// or more.
+	if ymax-ymin < 1e-12*math.Max(math.Abs(ymax), 1) {
+		pad := math.Max(math.Abs(ymax)*0.05, 0.5)
+		if s.logY {
+			pad = 0.5
+		}
+		ymin, ymax = ymin-pad, ymax+pad
+	}
+	var yt ticks
+	if s.logY {
+		yt = niceTicks(ymin, ymax, max(gh/2, 1))
+		if yt.step < 1 && ymax-ymin >= 1 {
+			yt = ticks{math.Floor(ymin), math.Ceil(ymax), math.Max(1, math.Ceil((math.Ceil(ymax)-math.Floor(ymin))/float64(max(gh/2, 1))))}
+		}
+	} else {
+		yt = niceTicks(ymin, ymax, max(gh/2, 1))
+	}
+	ylo, yhi := yt.lo, yt.hi
+	yLabels := map[int]string{}
+	for _, v := range yt.values() {
+		row := int(math.Round((v - ylo) / (yhi - ylo) * float64(gh)))
+		if s.logY {
+			yLabels[row] = logLabel(v)
+		} else {
+			yLabels[row] = tickLabel(v, yt.step)
+		}
+	}
 
-	ystep := 2
-	if s.h >= 14 {
-		ystep = 3
-	}
 	if cc.c == nil || cc.w != s.w || cc.h != s.h {
-		c := tslc.New(s.w, s.h,
-			tslc.WithXYSteps(max(s.w/6, 8), ystep),
-			tslc.WithAxesStyles(th.Axis, th.Label),
-			tslc.WithXLabelFormatter(func(_ int, v float64) string { return steps(v) }),
-		)
+		xs := 1
+		if !xAxis {
+			xs = 0
+		}
+		c := tslc.New(s.w, s.h, tslc.WithXYSteps(xs, 1), tslc.WithAxesStyles(th.Axis, th.Label))
 		cc.c, cc.w, cc.h = &c, s.w, s.h
 	}
 	c := cc.c
 	c.ClearAllData() // its point buffers never trim: refill them from the history
-	c.YLabelFormatter = yLabels(ymax - ymin)
-	c.SetTimeRange(time.Unix(0, 0), time.Unix(int64(xmax), 0))
-	c.SetViewTimeRange(time.Unix(0, 0), time.Unix(int64(xmax), 0))
-	c.SetYRange(ymin, ymax)
-	c.SetViewYRange(ymin, ymax)
+	c.YLabelFormatter = func(i int, _ float64) string { return yLabels[i] }
+	// X: round ticks over [xmin, xmax], placed once the Y labels' width
+	// has fixed the graph's.
+	var xLabels map[int]string
+	c.XLabelFormatter = func(i int, _ float64) string {
+		if xLabels == nil {
+			xLabels = map[int]string{}
+			gw := c.GraphWidth()
+			n := max(gw/9, 1)
+			var step float64
+			if s.xTime {
+				step = timeStep(xmax-xmin, n)
+			} else {
+				step = niceStep(xmax-xmin, n)
+			}
+			xt := ticks{math.Ceil(xmin/step-1e-9) * step, xmax, step}
+			for _, v := range xt.values() {
+				col := int(math.Round((v - xmin) / (xmax - xmin) * float64(gw)))
+				if s.xTime {
+					xLabels[col] = duration(time.Duration(v) * time.Second)
+				} else {
+					xLabels[col] = noNegZero(steps(v))
+				}
+			}
+		}
+		return xLabels[i]
+	}
+	c.SetTimeRange(time.Unix(int64(xmin), 0), time.Unix(int64(xmax), 0))
+	c.SetViewTimeRange(time.Unix(int64(xmin), 0), time.Unix(int64(xmax), 0))
+	c.SetYRange(ylo, yhi)
+	c.SetViewYRange(ylo, yhi)
 	var names []string
-	for i, cv := range s.curves {
+	for i, cv := range curves {
 		if len(cv.pts) == 0 {
 			continue // ntcharts stops drawing at the first empty data set
 		}
@@ -303,14 +584,17 @@ func (cc *chartCanvas) render(th *theme, s chartSpec) string {
 	c.DrawBrailleDataSets(names)
 
 	// Column and row of a data point inside the graph area.
-	o, gw, gh := c.Origin(), c.GraphWidth(), c.GraphHeight()
+	o, gw, gH := c.Origin(), c.GraphWidth(), c.GraphHeight()
 	col := func(x float64) int {
-		return o.X + 1 + min(max(int(x/xmax*float64(gw)), 0), gw-1)
+		return o.X + 1 + min(max(int((x-xmin)/(xmax-xmin)*float64(gw)), 0), gw-1)
 	}
 	row := func(y float64) int {
-		return o.Y - 1 - min(max(int((y-ymin)/(ymax-ymin)*float64(gh)), 0), gh-1)
+		return o.Y - 1 - min(max(int((y-ylo)/(yhi-ylo)*float64(gH)), 0), gH-1)
 	}
 	for _, x := range s.markers {
+		if x < xmin || x > xmax {
+			continue
+		}
 		cx := col(x)
 		for y := 0; y < o.Y; y++ {
 			p := canvas.Point{X: cx, Y: y}
@@ -320,7 +604,7 @@ func (cc *chartCanvas) render(th *theme, s chartSpec) string {
 		}
 		c.Canvas.SetCell(canvas.Point{X: cx, Y: 0}, canvas.NewCellWithStyle('▾', th.Marker))
 	}
-	for _, cv := range s.curves {
+	for _, cv := range curves {
 		if cv.label == "" || len(cv.pts) == 0 {
 			continue
 		}
@@ -394,39 +678,6 @@ func niceCeil(v float64) float64 {
 		}
 	}
 	return 10 * p
-}
-
-// padRange widens a value range by 5% each side (and to a sane width when
-// all values are equal), keeping non-negative data non-negative.
-func padRange(lo, hi float64) (float64, float64) {
-	pad := (hi - lo) * 0.05
-	if pad == 0 {
-		pad = math.Max(math.Abs(hi)*0.05, 0.5)
-	}
-	nlo := lo - pad
-	if lo >= 0 && nlo < 0 {
-		nlo = 0
-	}
-	return nlo, hi + pad
-}
-
-// yLabels formats Y ticks with as many decimals as the range needs.
-func yLabels(span float64) func(int, float64) string {
-	dec := 0
-	switch {
-	case span < 0.1:
-		dec = 3
-	case span < 1:
-		dec = 2
-	case span < 10:
-		dec = 1
-	}
-	return func(_ int, v float64) string {
-		if math.Abs(v) >= 1e4 {
-			return steps(v)
-		}
-		return fmt.Sprintf("%.*f", dec, v)
-	}
 }
 
 // sparkline draws values as a one-line bar sparkline of width w, averaging

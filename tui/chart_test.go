@@ -100,7 +100,7 @@ func TestFormatting(t *testing.T) {
 	tests := []struct{ got, want string }{
 		{steps(0), "0"}, {steps(512), "512"}, {steps(12500), "12.5k"}, {steps(100000), "100k"},
 		{steps(1_250_000), "1.25M"}, {thousands(1234567), "1,234,567"}, {thousands(-1000), "-1,000"},
-		{num(math.NaN()), "-"}, {num(0), "0"}, {num(487.234), "487.2"}, {num(0.00123), "1.23e-03"}, {num(0.5), "0.5"},
+		{num(math.NaN()), "-"}, {num(0), "0"}, {num(487.234), "487.2"}, {num(0.00123), "1.23e-3"}, {num(-3.28e-5), "-3.28e-5"}, {noNegZero("-0.00"), "0.00"}, {noNegZero("-0.5"), "-0.5"}, {num(0.5), "0.5"},
 		{duration(0), "0:00"}, {duration(61e9), "1:01"}, {duration(3723e9), "1:02:03"},
 		{cut("abcdef", 4), "abc…"}, {cutLeft("/a/b/c/run", 6), "…c/run"},
 	}
@@ -120,7 +120,7 @@ func TestRenderChart(t *testing.T) {
 		has  []string
 	}{
 		{"empty", chartSpec{w: 40, h: 10, empty: "nothing yet"}, []string{"nothing yet"}},
-		{"curve", chartSpec{w: 40, h: 10, xmax: 8192, curves: []curve{{pts: pts, style: th.Curve}}}, []string{"└", "1.8k"}},
+		{"curve", chartSpec{w: 40, h: 10, xmax: 8192, curves: []curve{{pts: pts, style: th.Curve}}}, []string{"└", "5k", "40"}},
 		{"marker", chartSpec{w: 40, h: 10, xmax: 8192, curves: []curve{{pts: pts}}, markers: []float64{4096}}, []string{"▾", "┊"}},
 		{"label", chartSpec{w: 40, h: 10, xmax: 8192, curves: []curve{{pts: pts, label: "1"}}}, []string{"1"}},
 		{"flat", chartSpec{w: 40, h: 10, curves: []curve{{pts: []point{{1, 5}, {2, 5}}}}}, []string{"└"}},
@@ -161,13 +161,17 @@ func BenchmarkDashboardFrame(b *testing.B) {
 	for _, size := range [][2]int{{120, 40}, {200, 60}} {
 		b.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(b *testing.B) {
 			th, keys := defaultTheme(nil), defaultKeys()
-			d := newDashboard(&th, &keys, func() time.Time { return epoch })
-			d.attach(newFakeTrainer(config.Default()), trainer.Info{EnvID: "CartPole-v1", Agent: "mlp", TotalSteps: 1 << 30})
+			ft := newFakeTrainer(config.Default())
+			var runs runSet
+			sh := &shared{th: &th, keys: &keys, runs: &runs, now: func() time.Time { return epoch }, detachable: func() bool { return false }}
+			r := runs.add(&Link{Trainer: ft, Events: ft.events}, trainer.Info{EnvID: "CartPole-v1", Agent: "mlp", TotalSteps: 1 << 30}, sh.now)
+			runs.focus = r.id
+			d := newDashboard(sh)
 			d.SetSize(size[0], size[1]-2)
-			d.handle(metricsEvents(1, 5000))
+			r.handle(metricsEvents(1, 5000))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				d.handle(metricsEvents(5000+10*i, 5000+10*i+9))
+				r.handle(metricsEvents(5000+10*i, 5000+10*i+9))
 				_ = d.View()
 			}
 		})

@@ -5,10 +5,12 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/progress"
+	"github.com/charmbracelet/bubbles/textinput"
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -16,274 +18,220 @@ import (
 	"github.com/agenttrainer/agenttrainer/trainer"
 )
 
-// runState is what the dashboard knows of the run's lifecycle; the
-// in-between states cover the time from a key press to the trainer's
-// acknowledgement at its next iteration boundary.
-type runState string
-
-const (
-	stStarting runState = "starting"
-	stRunning  runState = "running"
-	stPausing  runState = "pausing…"
-	stPaused   runState = "paused"
-	stResuming runState = "resuming…"
-	stStopping runState = "stopping…"
-	stDone     runState = "done"
-	stStopped  runState = "stopped"
-	stFailed   runState = "failed"
+// Messages the dashboard sends the root.
+type (
+	// openLiveEditorMsg asks for the editor on run's running config.
+	openLiveEditorMsg struct{ run int }
+	// askStopMsg asks the root to confirm stopping a run.
+	askStopMsg struct{ run int }
+	// newRunMsg asks for the picker, to start another run.
+	newRunMsg struct{}
 )
 
-func (s runState) ended() bool { return s == stDone || s == stStopped || s == stFailed }
+// zooms are the shares of the X axis the dashboard shows, in turn.
+var zooms = []int{100, 50, 25, 10}
 
-// openLiveEditorMsg asks the app to open the editor on the running config.
-type openLiveEditorMsg struct{}
-
-// logLines bounds the log pane's memory.
-const logLines = 500
-
-// dashboard watches one run: the reward curve, episode and loss figures,
-// speed, progress and a log, and sends the run its controls.
-type dashboard struct {
-	th   *theme
-	keys *keyMap
-	t    Trainer
-	// detachable: the run lives in its own process and D leaves it running.
-	detachable bool
-	info       trainer.Info
-	now        func() time.Time
-
-	state   runState
-	err     error
-	last    trainer.Metrics
-	have    bool
-	total   int64
-	hist    *history
-	edits   []trainer.Edit
-	logs    []string
-	logView viewport.Model
-	smooth  bool
-	band    bool
-	bar     progress.Model
-	chart   string // cached: redrawn only when data, size or toggles change
-	chartOK bool
-	canvas  chartCanvas
-	w, h    int
-	compact bool // narrow or short terminal: no side panel, no log
-
-	checkpoints       int                // saved so far
-	lastWasCheckpoint bool               // the last log line is a checkpoint's
-	early             *[]trainer.Metrics // live records kept until backfill (attached runs)
-	chartW            int
-	chartH            int
-	sideW             int
-	logH              int
-	lastDraw          time.Time
+// chartOpts are the viewer's choices of what the charts show; they outlive
+// runs and apply to every run.
+type chartOpts struct {
+	metric string // the big chart's metric (a metricDefs name)
+	smooth bool   // return: the EMA over the raw mean
+	band   bool   // return: the min/max band
+	grid   bool   // a grid of small charts instead of one
+	wall   bool   // X in wall-clock time instead of env steps
+	logY   bool
+	zoom   int // index into zooms
 }
 
-func newDashboard(th *theme, keys *keyMap, now func() time.Time) dashboard {
+// dashboard watches the focused run of the shared run set: a chart of any
+// metric (or a grid of them), the figures, progress and a log; it lists the
+// live runs and switches between them, and sends the focused run its
+// controls.
+type dashboard struct {
+	sh   *shared
+	opts chartOpts
+
+	// The metric picker: a filterable list of the metrics.
+	picking bool
+	filter  textinput.Model
+	choices []string
+	listCursor
+
+	logView viewport.Model
+	logKey  [2]int // run id and version the log view shows
+	bar     progress.Model
+	canvas  chartCanvas
+	cells   []chartCanvas
+	chart   string // cached: redrawn only when data, size or options change
+	drawn   drawKey
+
+	w, h    int
+	compact bool // narrow or short terminal: no side panel, no log
+	chartW  int
+	chartH  int
+	sideW   int
+	logH    int
+}
+
+// drawKey is what a cached chart was drawn from.
+type drawKey struct {
+	run, version, w, h int
+	opts               chartOpts
+}
+
+func newDashboard(sh *shared) *dashboard {
+	th := sh.th
 	bar := progress.New(progress.WithSolidFill(th.BarFull), progress.WithoutPercentage(),
 		progress.WithColorProfile(th.r.ColorProfile()))
 	bar.EmptyColor = th.BarEmpty
-	return dashboard{th: th, keys: keys, now: now, hist: newHistory(), band: true, smooth: true,
-		bar: bar, logView: viewport.New(10, 3)}
+	f := textinput.New()
+	f.Prompt = "/"
+	f.Placeholder = "filter metrics"
+	f.Cursor.SetMode(cursor.CursorStatic)
+	th.input(&f)
+	return &dashboard{sh: sh, bar: bar, logView: viewport.New(10, 3), filter: f,
+		opts: chartOpts{metric: "ep_return_mean", smooth: true, band: true}}
 }
 
-// attach points the dashboard at a new run.
-func (d *dashboard) attach(t Trainer, info trainer.Info) {
-	w, h, smooth, band, detachable := d.w, d.h, d.smooth, d.band, d.detachable
-	*d = newDashboard(d.th, d.keys, d.now)
-	d.detachable = detachable
-	d.t, d.info, d.state, d.total = t, info, stStarting, info.TotalSteps
-	d.smooth, d.band = smooth, band // the viewer's choice outlives a run
-	d.SetSize(w, h)
-}
+func (d *dashboard) Init() tea.Cmd { return nil }
+func (d *dashboard) Title() string { return "train" }
 
-func (d *dashboard) active() bool { return d.t != nil && !d.state.ended() }
+// Capturing: the metric picker's filter takes typed keys.
+func (d *dashboard) Capturing() bool { return d.picking }
 
-// handle folds a batch of events in; the chart is redrawn once per batch.
-func (d *dashboard) handle(events []trainer.Event) {
-	for _, e := range events {
-		switch e.Kind {
-		case trainer.EventStarted:
-			d.info.RunDir = e.Message
-			if d.state == stStarting {
-				d.state = stRunning
-			}
-			d.logf(e.Time, "run directory %s", e.Message)
-		case trainer.EventMetrics:
-			d.last, d.have = e.Metrics, true
-			d.hist.add(e.Metrics)
-			if d.early != nil {
-				*d.early = append(*d.early, e.Metrics)
-			}
-			d.chartOK = false
-			if d.state == stStarting {
-				d.state = stRunning
-			}
-		case trainer.EventLog:
-			d.logf(e.Time, "%s", e.Message)
-		case trainer.EventEdit:
-			d.edits = append(d.edits, e.Edit)
-			if e.Edit.Key == "ppo.total_timesteps" {
-				if n, err := strconv.ParseInt(e.Edit.Value, 10, 64); err == nil {
-					d.total = n
-				}
-			}
-			d.chartOK = false
-			d.logf(e.Time, "%s", e.Message)
-		case trainer.EventCheckpoint:
-			d.checkpoints++
-			d.logCheckpoint(e)
-		case trainer.EventState:
-			if d.state != stStopping {
-				switch e.State {
-				case trainer.StatePaused:
-					d.state = stPaused
-				case trainer.StateRunning:
-					d.state = stRunning
-				}
-			}
-			d.logf(e.Time, "%s", e.Message)
-		case trainer.EventDone:
-			d.state = runState(e.State)
-			d.err = e.Err
-			d.logf(e.Time, "%s", e.Message)
-		}
-	}
-}
+func (d *dashboard) run() *run { return d.sh.runs.focused() }
 
-// awaitBackfill keeps the records that arrive until backfill has read the
-// run's earlier ones from its directory.
-func (d *dashboard) awaitBackfill() { d.early = new([]trainer.Metrics) }
-
-// backfill puts an attached run's past (metrics.jsonl, edits.jsonl) before
-// what arrived live.
-func (d *dashboard) backfill(past []trainer.Metrics, edits []trainer.Edit) {
-	if d.early == nil {
-		return
-	}
-	live := *d.early
-	d.early = nil
-	h := newHistory()
-	for _, m := range past {
-		if len(live) == 0 || m.Step < live[0].Step {
-			h.add(m)
-		}
-	}
-	for _, m := range live {
-		h.add(m)
-	}
-	d.hist = h
-	if !d.have && len(past) > 0 {
-		d.last, d.have = past[len(past)-1], true
-	}
-	seen := map[trainer.Edit]bool{}
-	for _, e := range d.edits {
-		seen[e] = true
-	}
-	var all []trainer.Edit
-	for _, e := range edits {
-		if !seen[e] {
-			all = append(all, e)
-		}
-	}
-	d.edits = append(all, d.edits...)
-	d.chartOK = false
-}
-
-// logCheckpoint keeps one log line for a streak of checkpoints: a fast run
-// saves several a second and would push everything else out of the pane.
-func (d *dashboard) logCheckpoint(e trainer.Event) {
-	msg := fmt.Sprintf("%s (%d so far)", e.Message, d.checkpoints)
-	if n := len(d.logs); n > 0 && d.lastWasCheckpoint {
-		d.logs = d.logs[:n-1]
-	}
-	d.logf(e.Time, "%s", msg)
-	d.lastWasCheckpoint = true
-}
-
-func (d *dashboard) logf(t time.Time, format string, args ...any) {
-	d.lastWasCheckpoint = false
-	stamp := ""
-	if !t.IsZero() {
-		stamp = t.Format("15:04:05") + " "
-	}
-	for _, l := range strings.Split(fmt.Sprintf(format, args...), "\n") {
-		d.logs = append(d.logs, stamp+l)
-	}
-	if n := len(d.logs); n > logLines {
-		d.logs = append(d.logs[:0], d.logs[n-logLines:]...)
-	}
-	follow := d.logView.AtBottom()
-	d.logView.SetContent(strings.Join(d.logs, "\n"))
-	if follow {
-		d.logView.GotoBottom()
-	}
-}
-
-// closed is called when the event stream ends without EventDone (a lost
-// connection to a run in another process).
-func (d *dashboard) closed() {
-	if !d.state.ended() {
-		d.state = stStopped
-		d.logf(d.now(), "lost the run's event stream")
-	}
-}
-
+// Update handles the dashboard's keys.
 func (d *dashboard) Update(msg tea.Msg) tea.Cmd {
 	km, ok := msg.(tea.KeyMsg)
-	if !ok || d.t == nil {
+	if !ok {
 		return nil
 	}
-	k, t := d.keys, d.t
+	if d.picking {
+		return d.updatePicker(km)
+	}
+	k := d.sh.keys
+	r := d.run()
 	switch {
+	case key.Matches(km, k.NewRun):
+		return func() tea.Msg { return newRunMsg{} }
+	case r == nil:
+		return nil
+	case key.Matches(km, k.NextRun), key.Matches(km, k.PrevRun):
+		runs := d.sh.runs
+		if n := len(runs.runs); n > 1 {
+			step := 1
+			if key.Matches(km, k.PrevRun) {
+				step = n - 1
+			}
+			runs.focus = runs.runs[(runs.index()+step)%n].id
+		}
+	case key.Matches(km, k.Metric):
+		d.openPicker()
+		return d.filter.Focus()
+	case key.Matches(km, k.Grid):
+		d.opts.grid = !d.opts.grid
+	case key.Matches(km, k.XAxis):
+		d.opts.wall = !d.opts.wall
+	case key.Matches(km, k.LogY):
+		d.opts.logY = !d.opts.logY
+	case key.Matches(km, k.Zoom):
+		d.opts.zoom = (d.opts.zoom + 1) % len(zooms)
 	case key.Matches(km, k.Smooth):
-		d.smooth = !d.smooth
-		d.chartOK = false
+		d.opts.smooth = !d.opts.smooth
 	case key.Matches(km, k.Band):
-		d.band = !d.band
-		d.chartOK = false
+		d.opts.band = !d.opts.band
 	case key.Matches(km, k.LogUp):
+		d.syncLog(r)
 		d.logView.HalfPageUp()
 	case key.Matches(km, k.LogDown):
+		d.syncLog(r)
 		d.logView.HalfPageDown()
-	case !d.active():
+	case !r.active():
 		return nil
+	case key.Matches(km, k.StopRun):
+		id := r.id
+		return func() tea.Msg { return askStopMsg{run: id} }
 	case key.Matches(km, k.Pause):
-		switch d.state {
+		t := r.t
+		switch r.state {
 		case stPaused, stPausing:
-			d.state = stResuming
-			d.logf(d.now(), "resuming")
+			r.state = stResuming
+			r.logf(r.now(), "resuming")
 			return func() tea.Msg { t.Resume(); return nil }
 		case stRunning, stStarting, stResuming:
-			d.state = stPausing
-			d.logf(d.now(), "pausing at the end of this iteration")
+			r.state = stPausing
+			r.logf(r.now(), "pausing at the end of this iteration")
 			return func() tea.Msg { t.Pause(); return nil }
 		}
 	case key.Matches(km, k.Save):
-		d.logf(d.now(), "checkpoint requested")
+		r.logf(r.now(), "checkpoint requested")
+		t := r.t
 		return func() tea.Msg { t.SaveCheckpoint(); return nil }
 	case key.Matches(km, k.LiveEdit):
-		return func() tea.Msg { return openLiveEditorMsg{} }
+		id := r.id
+		return func() tea.Msg { return openLiveEditorMsg{run: id} }
 	}
 	return nil
 }
 
-// stop asks the run to end; the app quits when its stream closes.
-func (d *dashboard) stop() tea.Cmd {
-	if !d.active() {
+// openPicker lists the metrics the focused run has (val_* only when present).
+func (d *dashboard) openPicker() {
+	d.picking = true
+	d.filter.SetValue("")
+	d.refilter()
+	for i, c := range d.choices {
+		if c == d.opts.metric {
+			d.cursor = i
+		}
+	}
+}
+
+func (d *dashboard) refilter() {
+	q := strings.ToLower(strings.TrimSpace(d.filter.Value()))
+	r := d.run()
+	d.choices = d.choices[:0]
+	for _, m := range metricDefs {
+		if (m.ch == chValReturn || m.ch == chValSuccess) && (r == nil || !r.hist.has(m.ch)) {
+			continue
+		}
+		if q == "" || strings.Contains(m.name, q) {
+			d.choices = append(d.choices, m.name)
+		}
+	}
+	d.cursor = min(d.cursor, max(len(d.choices)-1, 0))
+}
+
+func (d *dashboard) updatePicker(km tea.KeyMsg) tea.Cmd {
+	switch km.Type {
+	case tea.KeyEsc:
+		d.picking = false
+		d.filter.Blur()
+		return nil
+	case tea.KeyEnter:
+		if d.cursor < len(d.choices) {
+			d.opts.metric = d.choices[d.cursor]
+			d.opts.grid = false
+		}
+		d.picking = false
+		d.filter.Blur()
+		return nil
+	case tea.KeyUp:
+		d.cursor = max(d.cursor-1, 0)
+		return nil
+	case tea.KeyDown:
+		d.cursor = min(d.cursor+1, max(len(d.choices)-1, 0))
 		return nil
 	}
-	d.state = stStopping
-	d.logf(d.now(), "stopping: finishing the iteration and writing a checkpoint")
-	t := d.t
-	return func() tea.Msg { t.Stop(); return nil }
+	var cmd tea.Cmd
+	d.filter, cmd = d.filter.Update(km)
+	d.refilter()
+	return cmd
 }
 
 func (d *dashboard) SetSize(w, h int) {
 	d.w, d.h = w, h
-	d.compact = w < 80 || h < 22
-	// Rows: title, run line, chart, progress, log, with the rest to the chart.
+	d.compact = w < 80 || h < 21 // 80×24 with a two-line help keeps the panels
 	d.sideW = 0
 	if !d.compact {
 		d.sideW = 34
@@ -295,86 +243,321 @@ func (d *dashboard) SetSize(w, h int) {
 	if !d.compact {
 		d.logH = min(max(h/4, 4), 10)
 	}
-	extra := 3 // title, run line, progress
-	if d.compact {
-		extra = 5 // title, progress, two lines of figures, edits
-	}
-	d.chartW = w - d.sideW
-	d.chartH = max(h-extra-d.logH, 4)
 	d.logView.Width, d.logView.Height = max(w-2, 1), max(d.logH-2, 1)
-	d.logView.SetContent(strings.Join(d.logs, "\n"))
-	d.logView.GotoBottom()
-	d.bar.Width = max(w-34, 10)
-	d.chartOK = false
+	d.logKey = [2]int{}
+	d.drawn = drawKey{}
 }
 
-// redraw renders the chart if anything it shows has changed.
-func (d *dashboard) redraw() {
-	if d.chartOK {
-		return
+// runLines is how many lines the list of runs takes: none for one run,
+// one per run (up to 4) otherwise, one in compact layouts.
+func (d *dashboard) runLines() int {
+	n := len(d.sh.runs.runs)
+	switch {
+	case n <= 1:
+		return 0
+	case d.compact:
+		return 1
 	}
-	d.chartOK = true
-	th := d.th
-	var curves []curve
-	if d.band {
-		curves = append(curves,
-			curve{pts: d.hist.series(chReturnMin, statMin), style: th.Band},
-			curve{pts: d.hist.series(chReturnMax, statMax), style: th.Band})
+	return min(n, 4)
+}
+
+// layout sizes the chart for the current run list.
+func (d *dashboard) layout() {
+	extra := 3 // title, run line, progress
+	if d.compact {
+		extra = 5 // title, progress, three lines of figures
+		if d.h < 16 || d.opts.grid {
+			extra = 2 // title, progress
+		}
 	}
-	if d.smooth {
-		curves = append(curves,
-			curve{pts: d.hist.series(chReturn, statMean), style: th.Dim},
-			curve{pts: d.hist.series(chReturnEMA, statMean), style: th.Smooth})
+	sideW, logH := d.sideW, d.logH
+	if d.opts.grid {
+		// The grid's cells name their latest values: no figures panel,
+		// and a shorter log.
+		sideW, logH = 0, min(logH, 4)
+		if d.h < 30 {
+			logH = 0
+		}
+	}
+	d.logView.Width, d.logView.Height = max(d.w-2, 1), max(logH-2, 1)
+	d.chartW = d.w - sideW
+	d.chartH = max(d.h-extra-logH-d.runLines(), 3)
+	d.bar.Width = max(d.w-34, 10)
+}
+
+// xRange is the chart's X axis for r: [lo, hi] in steps or seconds, zoomed
+// to the last share.
+func (d *dashboard) xRange(r *run) (float64, float64) {
+	var hi float64
+	if d.opts.wall {
+		hi = math.Max(niceCeil(r.hist.lastTime()), 1)
+		if r.hist.lastTime() >= 60 {
+			hi = math.Max(math.Ceil(r.hist.lastTime()), 1)
+		}
 	} else {
-		curves = append(curves, curve{pts: d.hist.series(chReturn, statMean), style: th.Curve})
+		hi = xExtent(r.hist.lastStep(), r.total)
+	}
+	lo := 0.0
+	if z := zooms[d.opts.zoom]; z < 100 {
+		last := float64(r.hist.lastStep())
+		if d.opts.wall {
+			last = r.hist.lastTime()
+		}
+		hi = math.Max(last, 1)
+		lo = hi * (1 - float64(z)/100)
+	}
+	return lo, hi
+}
+
+// spec is the chart of one metric of r in w×h cells (inside a box).
+func (d *dashboard) spec(r *run, metric string, w, h int, main bool) (chartSpec, string) {
+	th := d.sh.th
+	def, _ := metricByName(metric)
+	wall := d.opts.wall
+	var curves []curve
+	title := metric
+	if def.ch == chReturn && main {
+		if d.opts.band {
+			curves = append(curves,
+				curve{pts: r.hist.seriesOn(chReturnMin, statMin, wall), style: th.Band},
+				curve{pts: r.hist.seriesOn(chReturnMax, statMax, wall), style: th.Band})
+		}
+		if d.opts.smooth {
+			curves = append(curves,
+				curve{pts: r.hist.seriesOn(chReturn, statMean, wall), style: th.Dim},
+				curve{pts: r.hist.seriesOn(chReturnEMA, statMean, wall), style: th.Smooth})
+		} else {
+			curves = append(curves, curve{pts: r.hist.seriesOn(chReturn, statMean, wall), style: th.Curve})
+		}
+	} else {
+		curves = append(curves, curve{pts: r.hist.seriesOn(def.ch, statMean, wall), style: th.Curve})
 	}
 	var marks []float64
-	for _, e := range d.edits {
-		marks = append(marks, float64(e.Step))
+	for _, e := range r.edits {
+		if wall {
+			marks = append(marks, e.TimeS)
+		} else {
+			marks = append(marks, float64(e.Step))
+		}
 	}
-	title := "ep_return_mean over env steps"
-	if d.chartW < 60 {
-		title = "return"
+	if main {
+		if wall {
+			title += " over wall-clock time"
+		} else {
+			title += " over env steps"
+		}
+		if def.ch == chReturn && d.opts.smooth {
+			title += " · smoothed"
+		}
+		if def.ch == chReturn && d.opts.band {
+			title += " · min/max"
+		}
+	} else if v := r.hist.last(def.ch); !math.IsNaN(v) {
+		title += " " + num(v)
 	}
-	if d.smooth {
-		title += " · smoothed"
+	if d.opts.logY {
+		title += " · log"
 	}
-	if d.band {
-		title += " · min/max"
+	if z := zooms[d.opts.zoom]; z < 100 {
+		title += fmt.Sprintf(" · last %d%%", z)
 	}
 	empty := "waiting for the first metrics…"
-	if d.have {
-		empty = "no episode has finished yet"
+	if r.have {
+		empty = "no value yet"
+		if def.ch == chReturn {
+			empty = "no episode has finished yet"
+		}
 	}
-	inner := d.canvas.render(th, chartSpec{w: d.chartW - 2, h: d.chartH - 2, xmax: xExtent(d.hist.lastStep(), d.total),
-		curves: curves, markers: marks, empty: empty})
-	d.chart = box(th, title, inner, d.chartW, d.chartH)
+	lo, hi := d.xRange(r)
+	return chartSpec{w: w, h: h, xmin: lo, xmax: hi, xTime: wall, logY: d.opts.logY,
+		curves: curves, markers: marks, empty: empty}, title
+}
+
+// gridMetrics are the small charts of the grid view.
+func (d *dashboard) gridMetrics(r *run) []string {
+	var out []string
+	for _, m := range metricDefs {
+		if !m.grid || ((m.ch == chValReturn || m.ch == chValSuccess) && !r.hist.has(m.ch)) {
+			continue
+		}
+		out = append(out, m.name)
+	}
+	return out
+}
+
+// redraw renders the chart (or grid) if anything it shows has changed.
+func (d *dashboard) redraw(r *run) {
+	k := drawKey{run: r.id, version: r.version, w: d.chartW, h: d.chartH, opts: d.opts}
+	if k == d.drawn && d.chart != "" {
+		return
+	}
+	d.drawn = k
+	th := d.sh.th
+	if !d.opts.grid {
+		spec, title := d.spec(r, d.opts.metric, d.chartW-2, d.chartH-2, true)
+		if d.chartW < 60 {
+			title = strings.Replace(title, " over env steps", "", 1)
+			title = strings.Replace(title, " over wall-clock time", " (time)", 1)
+		}
+		d.chart = box(th, title, d.canvas.render(th, spec), d.chartW, d.chartH)
+		return
+	}
+	names := d.gridMetrics(r)
+	cols := max(d.chartW/26, 1)
+	rows := (len(names) + cols - 1) / cols
+	for rows > 1 && d.chartH/rows < 5 {
+		rows--
+	}
+	names = names[:min(len(names), rows*cols)]
+	if len(d.cells) < len(names) {
+		d.cells = make([]chartCanvas, len(names))
+	}
+	cellH := d.chartH / max(rows, 1)
+	var lines []string
+	for row := 0; row < rows; row++ {
+		var blocks []string
+		h := cellH
+		if row == rows-1 {
+			h = d.chartH - cellH*(rows-1)
+		}
+		for col := 0; col < cols; col++ {
+			w := d.chartW / cols
+			if col == cols-1 {
+				w = d.chartW - (d.chartW/cols)*(cols-1)
+			}
+			i := row*cols + col
+			if i >= len(names) {
+				blocks = append(blocks, fit("", w, h))
+				continue
+			}
+			spec, title := d.spec(r, names[i], w-2, h-2, false)
+			blocks = append(blocks, box(th, title, d.cells[i].render(th, spec), w, h))
+		}
+		lines = append(lines, columns(blocks...))
+	}
+	d.chart = strings.Join(lines, "\n")
+}
+
+// syncLog shows r's log in the log pane, following its end unless the
+// viewer scrolled up.
+func (d *dashboard) syncLog(r *run) {
+	key := [2]int{r.id, r.version}
+	if d.logKey == key {
+		return
+	}
+	follow := d.logView.AtBottom() || d.logKey[0] != r.id
+	d.logKey = key
+	d.logView.SetContent(strings.Join(r.logs, "\n"))
+	if follow {
+		d.logView.GotoBottom()
+	}
 }
 
 func (d *dashboard) View() string {
-	if d.t == nil {
-		return fit(d.th.Dim.Render("No training yet: pick an environment and start one."), d.w, d.h)
+	r := d.run()
+	if r == nil {
+		return fit(d.sh.th.Dim.Render("No training yet: pick an environment and start one (1 or n)."), d.w, d.h)
 	}
-	d.redraw()
+	d.layout()
+	if d.picking {
+		return d.viewPicker()
+	}
+	d.redraw(r)
 	var parts []string
-	parts = append(parts, d.titleLine())
-	if !d.compact {
-		parts = append(parts, d.runLine())
-		parts = append(parts, columns(d.chart, d.side()))
-	} else {
-		parts = append(parts, d.chart, d.compactFigures())
+	parts = append(parts, d.titleLine(r))
+	if l := d.runList(); l != "" {
+		parts = append(parts, l)
 	}
-	parts = append(parts, d.progressLine())
-	if d.logH > 0 {
-		parts = append(parts, box(d.th, "log", d.logView.View(), d.w, d.logH))
+	switch {
+	case d.opts.grid:
+		if !d.compact {
+			parts = append(parts, d.runLine(r))
+		}
+		parts = append(parts, d.chart)
+	case !d.compact:
+		parts = append(parts, d.runLine(r), columns(d.chart, d.side(r)))
+	case d.h >= 16:
+		parts = append(parts, d.chart, d.compactFigures(r))
+	default:
+		parts = append(parts, d.chart)
+	}
+	parts = append(parts, d.progressLine(r))
+	if d.logH > 0 && !(d.opts.grid && d.h < 30) {
+		d.syncLog(r)
+		parts = append(parts, box(d.sh.th, "log", d.logView.View(), d.w, d.logView.Height+2))
 	}
 	return fit(strings.Join(parts, "\n"), d.w, d.h)
 }
 
-func (d *dashboard) stateBadge() string {
-	th := d.th
-	s := string(d.state)
-	switch d.state {
+// viewPicker is the metric picker: a filter and the metrics that pass it.
+func (d *dashboard) viewPicker() string {
+	th := d.sh.th
+	var b strings.Builder
+	b.WriteString(th.Title.Render("Chart a metric") + th.Dim.Render("  type to filter · ↑/↓ · enter charts it · esc keeps the chart") + "\n")
+	b.WriteString(d.filter.View() + "\n")
+	rows := max(d.h-3, 1)
+	d.follow(len(d.choices), rows)
+	for i := d.offset; i < len(d.choices) && i < d.offset+rows; i++ {
+		name := d.choices[i]
+		def, _ := metricByName(name)
+		last := "-"
+		if r := d.run(); r != nil {
+			last = num(r.hist.last(def.ch))
+		}
+		line := fitLine("  "+name, 26) + th.Dim.Render(last)
+		if i == d.cursor {
+			line = th.Selected.Render(fitLine("▸ "+name, 26) + last)
+		}
+		b.WriteString(line + "\n")
+	}
+	if len(d.choices) == 0 {
+		b.WriteString(th.Dim.Render("  no metric matches"))
+	}
+	return fit(b.String(), d.w, d.h)
+}
+
+// runList lists the runs with their state, step, speed and time left, the
+// focused one marked; compact layouts show one line.
+func (d *dashboard) runList() string {
+	n := d.runLines()
+	if n == 0 {
+		return ""
+	}
+	th := d.sh.th
+	runs := d.sh.runs
+	i := runs.index()
+	if d.compact {
+		r := runs.runs[i]
+		return cut(th.Dim.Render(fmt.Sprintf("run %d of %d ([ ]): ", i+1, len(runs.runs)))+
+			r.name()+" "+string(r.state)+" "+r.percent()+" "+r.eta(), d.w)
+	}
+	start := max(0, min(i-n/2, len(runs.runs)-n))
+	var lines []string
+	for j := start; j < start+n; j++ {
+		r := runs.runs[j]
+		mark := "  "
+		if j == i {
+			mark = "▸ "
+		}
+		bg := ""
+		if r.background {
+			bg = " (background)"
+		}
+		line := mark + fitLine(cut(r.name()+bg, 34), 35) + fitLine(string(r.state), 11) +
+			fitLine(steps(float64(r.last.Step))+"/"+steps(float64(r.total))+" "+r.percent(), 20) +
+			fitLine(r.sps()+" steps/s", 18) + r.eta()
+		if j == i {
+			line = th.Selected.Render(fitLine(line, d.w))
+		}
+		lines = append(lines, cut(line, d.w))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (d *dashboard) stateBadge(r *run) string {
+	th := d.sh.th
+	s := string(r.state)
+	switch r.state {
 	case stRunning:
 		return th.Good.Render("● " + s)
 	case stPaused, stPausing, stResuming, stStopping, stStarting:
@@ -385,10 +568,10 @@ func (d *dashboard) stateBadge() string {
 	return th.Heading.Render("■ " + s)
 }
 
-func (d *dashboard) titleLine() string {
-	th := d.th
-	left := th.Title.Render(d.info.EnvID) + th.Dim.Render(" · ") + d.info.Agent + "  " + d.stateBadge()
-	right := th.Dim.Render("device ") + d.info.Device
+func (d *dashboard) titleLine(r *run) string {
+	th := d.sh.th
+	left := th.Title.Render(r.info.EnvID) + th.Dim.Render(" · ") + r.info.Agent + "  " + d.stateBadge(r)
+	right := th.Dim.Render("device ") + r.info.Device
 	if d.compact {
 		return cut(left, d.w)
 	}
@@ -399,35 +582,24 @@ func (d *dashboard) titleLine() string {
 	return left + strings.Repeat(" ", gap) + right
 }
 
-func (d *dashboard) runLine() string {
-	dir := d.info.RunDir
+func (d *dashboard) runLine(r *run) string {
+	dir := r.info.RunDir
 	if dir == "" {
 		dir = "(being created)"
 	}
-	line := d.th.Dim.Render("run ") + cutLeft(dir, d.w-4)
-	if d.err != nil {
-		line = d.th.Bad.Render(cut("✗ "+d.err.Error(), d.w))
+	line := d.sh.th.Dim.Render("run ") + cutLeft(dir, d.w-4)
+	if r.err != nil {
+		line = d.sh.th.Bad.Render(cut("✗ "+r.err.Error(), d.w))
 	}
 	return line
 }
 
 // progressLine is the bar with step counts and the time left.
-func (d *dashboard) progressLine() string {
-	frac := 0.0
-	if d.total > 0 {
-		frac = math.Min(float64(d.last.Step)/float64(d.total), 1)
-	}
-	eta := "ETA -"
-	switch {
-	case d.state.ended():
-		eta = "ended"
-	case d.have && d.last.SPS > 0:
-		eta = "ETA " + duration(time.Duration(float64(d.total-d.last.Step)/float64(d.last.SPS)*float64(time.Second)))
-	}
-	elapsed := duration(time.Duration(float64(d.last.TimeS) * float64(time.Second)))
-	text := fmt.Sprintf(" %3.0f%% %s/%s · %s · %s", 100*frac, steps(float64(d.last.Step)), steps(float64(d.total)), elapsed, eta)
+func (d *dashboard) progressLine(r *run) string {
+	elapsed := duration(timeS(r.last.TimeS))
+	text := fmt.Sprintf(" %4s %s/%s · %s · %s", r.percent(), steps(float64(r.last.Step)), steps(float64(r.total)), elapsed, r.eta())
 	d.bar.Width = max(d.w-lipgloss.Width(text)-1, 5)
-	return d.bar.ViewAs(frac) + text
+	return d.bar.ViewAs(r.fraction()) + text
 }
 
 // figure is one labelled number in the side panel.
@@ -437,12 +609,12 @@ type figure struct {
 	hasSpark     bool
 }
 
-func (d *dashboard) figures() []figure {
-	m := d.last
+func (d *dashboard) figures(r *run) []figure {
+	m := r.last
 	f := func(v trainer.Float) string { return num(float64(v)) }
-	return []figure{
-		{label: "step", value: steps(float64(m.Step)) + " of " + steps(float64(d.total))},
-		{label: "steps/s", value: thousands(int64(math.Round(float64(m.SPS)))), spark: chSPS, hasSpark: true},
+	figs := []figure{
+		{label: "step", value: steps(float64(m.Step)) + " of " + steps(float64(r.total))},
+		{label: "steps/s", value: r.sps(), spark: chSPS, hasSpark: true},
 		{label: "episodes", value: thousands(m.Episodes)},
 		{label: "return", value: f(m.EpReturnMean), spark: chReturn, hasSpark: true},
 		{label: " min / max", value: f(m.EpReturnMin) + " / " + f(m.EpReturnMax)},
@@ -456,78 +628,101 @@ func (d *dashboard) figures() []figure {
 		{label: "learning rate", value: f(m.LR)},
 		{label: "iteration", value: strconv.Itoa(m.Iter)},
 	}
+	if v := r.hist.last(chValReturn); !math.IsNaN(v) {
+		figs = append(figs, figure{label: "val return", value: num(v), spark: chValReturn, hasSpark: true})
+	}
+	return figs
 }
 
 // side is the panel of figures beside the chart, each with a sparkline of
-// its history when there is room.
-func (d *dashboard) side() string {
-	th := d.th
+// its history when there is room; a value never gives up its digits to a
+// sparkline.
+func (d *dashboard) side(r *run) string {
+	th := d.sh.th
 	inner := d.sideW - 2
-	figs := d.figures()
 	sparkW := 0
 	if inner >= 38 {
 		sparkW = 10
 	}
 	var b strings.Builder
-	for i, fg := range figs {
+	for i, fg := range d.figures(r) {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		valW := inner - 14 - sparkW
-		line := th.Dim.Render(fitLine(fg.label, 14)) + fitLine(cut(fg.value, valW-1), valW)
-		if sparkW > 0 && fg.hasSpark {
-			line += th.Curve.Render(sparkline(d.hist.values(fg.spark), sparkW))
+		valW := inner - 14
+		sw := 0
+		if sparkW > 0 && fg.hasSpark && lipgloss.Width(fg.value)+1 <= valW-sparkW {
+			sw = sparkW
+		}
+		line := th.Dim.Render(fitLine(fg.label, 14)) + fitLine(cut(fg.value, valW-sw), valW-sw)
+		if sw > 0 {
+			line += th.Curve.Render(sparkline(r.hist.values(fg.spark), sw))
 		}
 		b.WriteString(line)
 	}
-	if len(d.edits) > 0 {
-		b.WriteString("\n" + th.Marker.Render(fmt.Sprintf("┊ %d live edit(s), last:", len(d.edits))))
-		e := d.edits[len(d.edits)-1]
+	if len(r.edits) > 0 {
+		b.WriteString("\n" + th.Marker.Render(fmt.Sprintf("┊ %d live edit(s), last:", len(r.edits))))
+		e := r.edits[len(r.edits)-1]
 		b.WriteString("\n" + th.Marker.Render(cut(fmt.Sprintf("  %s = %s @ %s", e.Key, e.Value, steps(float64(e.Step))), inner)))
 	}
-	return box(th, "figures", b.String(), d.sideW, d.chartH)
+	h := d.chartH
+	return box(th, "figures", b.String(), d.sideW, h)
 }
 
-// compactFigures is the side panel squeezed into two lines.
-func (d *dashboard) compactFigures() string {
-	m := d.last
+// compactFigures is the side panel squeezed into three lines.
+func (d *dashboard) compactFigures(r *run) string {
+	m := r.last
 	f := func(v trainer.Float) string { return num(float64(v)) }
 	l1 := fmt.Sprintf("return %s [%s, %s]  len %s  %s steps/s", f(m.EpReturnMean), f(m.EpReturnMin), f(m.EpReturnMax),
-		f(m.EpLengthMean), thousands(int64(math.Round(float64(m.SPS)))))
+		f(m.EpLengthMean), r.sps())
 	l2 := fmt.Sprintf("pol %s  val %s  ent %s  kl %s  clip %s  ev %s", f(m.PolicyLoss), f(m.ValueLoss), f(m.Entropy),
 		f(m.ApproxKL), f(m.ClipFrac), f(m.ExplainedVariance))
-	l3 := d.th.Dim.Render("device " + d.info.Device)
-	if len(d.edits) > 0 {
-		e := d.edits[len(d.edits)-1]
-		l3 = d.th.Marker.Render(fmt.Sprintf("┊ %d edit(s); last %s = %s", len(d.edits), e.Key, e.Value))
+	l3 := d.sh.th.Dim.Render("device " + r.info.Device)
+	if len(r.edits) > 0 {
+		e := r.edits[len(r.edits)-1]
+		l3 = d.sh.th.Marker.Render(fmt.Sprintf("┊ %d edit(s); last %s = %s", len(r.edits), e.Key, e.Value))
 	}
 	return cut(l1, d.w) + "\n" + cut(l2, d.w) + "\n" + cut(l3, d.w)
 }
 
-func (d *dashboard) help() helpKeys {
-	k := d.keys
+func (d *dashboard) Help() help.KeyMap {
+	k := d.sh.keys
+	if d.picking {
+		return helpKeys{short: []key.Binding{
+			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "chart it")),
+			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
+		}}
+	}
+	r := d.run()
+	charts := []key.Binding{k.Metric, k.Grid, k.XAxis, k.LogY, k.Zoom, k.Smooth, k.Band, k.LogUp}
+	if r == nil {
+		return helpKeys{short: []key.Binding{k.NewRun, k.Screens, k.Quit, k.Help}, full: [][]key.Binding{{k.NewRun, k.Screens, k.Help, k.Quit}}}
+	}
 	pause := k.Pause
-	if d.state == stPaused || d.state == stPausing {
+	if r.state == stPaused || r.state == stPausing {
 		pause.SetHelp("p", "resume")
 	}
 	quit := k.Quit
-	if d.active() {
+	if d.sh.runs.active() > 0 {
 		quit.SetHelp("q", "stop & quit")
 	}
-	if !d.active() {
-		return helpKeys{
-			short: []key.Binding{k.NewRun, k.Runs, k.Smooth, k.Quit, k.Help, k.Band},
-			full:  [][]key.Binding{{k.NewRun, k.Runs}, {k.Smooth, k.Band, k.LogUp}, {k.Help, k.Quit}},
-		}
+	switchRuns := []key.Binding{}
+	if len(d.sh.runs.runs) > 1 {
+		switchRuns = append(switchRuns, k.NextRun)
 	}
-	if d.detachable {
-		return helpKeys{
-			short: []key.Binding{pause, k.Save, k.LiveEdit, k.Smooth, quit, k.Detach, k.Help, k.Runs},
-			full:  [][]key.Binding{{pause, k.Save, k.LiveEdit, k.StopRun}, {k.Smooth, k.Band, k.LogUp}, {k.Runs, k.Help, quit, k.Detach}},
-		}
+	if !r.active() {
+		short := append(append([]key.Binding{k.NewRun}, switchRuns...), k.Metric, k.Grid, k.XAxis, k.LogY, k.Zoom, k.Screens, k.Quit, k.Help)
+		return helpKeys{short: short,
+			full: [][]key.Binding{{k.NewRun, k.NextRun, k.PrevRun}, charts, {k.Screens, k.Runs, k.Help, quit}}}
 	}
-	return helpKeys{
-		short: []key.Binding{pause, k.Save, k.LiveEdit, k.Smooth, quit, k.Help, k.Runs},
-		full:  [][]key.Binding{{pause, k.Save, k.LiveEdit, k.StopRun}, {k.Smooth, k.Band, k.LogUp}, {k.Runs, k.Help, quit}},
+	short := append([]key.Binding{pause, k.Save, k.LiveEdit, k.NewRun}, switchRuns...)
+	short = append(short, k.Metric, k.Grid, k.XAxis, k.LogY, k.Zoom, quit)
+	last := []key.Binding{k.Screens, k.Runs, k.Help, quit}
+	if d.sh.detachable() {
+		short = append(short, k.Detach)
+		last = append(last, k.Detach)
 	}
+	short = append(short, k.Help)
+	return helpKeys{short: short,
+		full: [][]key.Binding{{pause, k.Save, k.LiveEdit, k.StopRun, k.NewRun, k.NextRun, k.PrevRun}, charts, last}}
 }

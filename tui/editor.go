@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
@@ -17,9 +18,27 @@ import (
 // startMsg asks the app to start training with cfg.
 type startMsg struct{ cfg config.Config }
 
-// closeEditorMsg leaves the editor (back to the picker, or to the dashboard
-// when editing a running training).
-type closeEditorMsg struct{}
+// Messages of the editor: what it sends (closeEditorMsg, draftMsg,
+// startMsg) and what the root sends it.
+type (
+	// closeEditorMsg leaves the editor: back to the picker, or to the
+	// dashboard when it was editing a running training (live).
+	closeEditorMsg struct{ live bool }
+	// draftMsg is the config the next run starts from, after a change.
+	draftMsg struct{ cfg config.Config }
+	// openEditorMsg opens the editor on cfg: a draft when live is nil,
+	// else a running training's config.
+	openEditorMsg struct {
+		cfg   config.Config
+		live  Trainer
+		title string
+	}
+	// startFailedMsg says why the trainer refused the draft.
+	startFailedMsg struct{ err error }
+	// liveEndedMsg says that the training t ended: a live editor on it goes
+	// back to the draft.
+	liveEndedMsg struct{ t Trainer }
+)
 
 // editDoneMsg is the trainer's answer to a live edit.
 type editDoneMsg struct {
@@ -34,12 +53,16 @@ type editDoneMsg struct {
 // run (live) it sends edits of live keys to the trainer and shows
 // restart-only keys as locked.
 type editor struct {
+	sh     *shared
 	th     *theme
 	keys   *keyMap
 	schema []config.Key
 	cfg    config.Config
 	live   Trainer // nil before a run starts
 	title  string  // e.g. "CartPole-v1 · mlp"
+	// The draft, kept while the editor shows a running training.
+	draft      config.Config
+	draftTitle string
 
 	shown []int // schema indices passing the filter
 	listCursor
@@ -55,7 +78,8 @@ type editor struct {
 	w, h     int
 }
 
-func newEditor(th *theme, keys *keyMap) editor {
+func newEditor(sh *shared, cfg config.Config, title string) *editor {
+	th, keys := sh.th, sh.keys
 	in := textinput.New()
 	in.Prompt = ""
 	in.Cursor.SetMode(cursor.CursorStatic)
@@ -65,15 +89,25 @@ func newEditor(th *theme, keys *keyMap) editor {
 	f.Cursor.SetMode(cursor.CursorStatic)
 	th.input(&in)
 	th.input(&f)
-	e := editor{th: th, keys: keys, schema: config.Schema(), input: in, filter: f,
+	e := &editor{sh: sh, th: th, keys: keys, schema: config.Schema(), input: in, filter: f,
 		errs: map[string]string{}, problems: map[string]string{}}
 	e.refilter()
+	e.open(cfg, nil, title)
 	return e
 }
+
+func (e *editor) Init() tea.Cmd { return nil }
+func (e *editor) Title() string { return "config" }
+
+// Capturing: a value or the filter is being typed.
+func (e *editor) Capturing() bool { return e.capturing() }
 
 // open starts editing cfg: before a run when live is nil, else the
 // running training's config.
 func (e *editor) open(cfg config.Config, live Trainer, title string) {
+	if live != nil && e.live == nil {
+		e.draft, e.draftTitle = e.cfg.Clone(), e.title
+	}
 	e.cfg, e.live, e.title = cfg.Clone(), live, title
 	e.editing, e.note, e.inFlight = false, "", ""
 	e.input.Blur()
@@ -182,6 +216,18 @@ func (e *editor) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case editDoneMsg:
 		return e.editDone(msg)
+	case openEditorMsg:
+		e.open(msg.cfg, msg.live, msg.title)
+		return nil
+	case startFailedMsg:
+		e.startFailed(msg.err)
+		return nil
+	case liveEndedMsg:
+		if e.live == nil || e.live != msg.t {
+			return nil
+		}
+		e.leaveLive()
+		return func() tea.Msg { return closeEditorMsg{live: true} }
 	case tea.KeyMsg:
 		switch {
 		case e.editing:
@@ -266,6 +312,10 @@ func (e *editor) updateKeys(msg tea.KeyMsg) tea.Cmd {
 			e.refilter()
 			return nil
 		}
+		if e.live != nil {
+			e.leaveLive()
+			return func() tea.Msg { return closeEditorMsg{live: true} }
+		}
 		return func() tea.Msg { return closeEditorMsg{} }
 	}
 	e.scroll()
@@ -306,7 +356,8 @@ func (e *editor) commit(k config.Key, raw string) tea.Cmd {
 	if len(e.problems) > 0 {
 		e.note += fmt.Sprintf(" · %d problem(s) to fix before starting", len(e.problems))
 	}
-	return nil
+	cfg := e.cfg.Clone()
+	return func() tea.Msg { return draftMsg{cfg: cfg} }
 }
 
 func (e *editor) editDone(m editDoneMsg) tea.Cmd {
@@ -539,7 +590,14 @@ func (e *editor) detail() string {
 	return lipgloss.NewStyle().Width(e.w).Render(out)
 }
 
-func (e *editor) help() helpKeys {
+// leaveLive goes back to the draft the editor showed before a running
+// training's config.
+func (e *editor) leaveLive() {
+	e.live = nil
+	e.open(e.draft, nil, e.draftTitle)
+}
+
+func (e *editor) Help() help.KeyMap {
 	k := e.keys
 	switch {
 	case e.editing:
@@ -557,13 +615,13 @@ func (e *editor) help() helpKeys {
 	if e.live != nil {
 		back.SetHelp("esc", "dashboard")
 		return helpKeys{
-			short: []key.Binding{k.Edit, k.Reset, k.Filter, back, k.Help},
+			short: []key.Binding{k.Edit, k.Reset, k.Filter, back, k.Screens, k.Help},
 			full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Edit, k.Reset, k.Filter, back}, {k.Help, k.Quit}},
 		}
 	}
 	back.SetHelp("esc", "picker")
 	return helpKeys{
-		short: []key.Binding{k.Start, k.Edit, k.Reset, k.Filter, back, k.Quit, k.Help, k.Runs},
-		full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Start, k.Edit, k.Reset, k.Filter, back}, {k.Runs, k.Help, k.Quit}},
+		short: []key.Binding{k.Start, k.Edit, k.Reset, k.Filter, back, k.Screens, k.Quit, k.Help},
+		full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Start, k.Edit, k.Reset, k.Filter, back}, {k.Screens, k.Runs, k.Help, k.Quit}},
 	}
 }

@@ -403,3 +403,17 @@ func jsonMarshal(v any) (string, error) {
 }
 
 func writeFileString(path, data string) error { return os.WriteFile(path, []byte(data), 0o644) }
+
+// The screens and the focused run, for tests that look inside.
+func (m *Model) pk() *picker      { return m.screens[scrPicker].(*picker) }
+func (m *Model) ed() *editor      { return m.screens[scrEditor].(*editor) }
+func (m *Model) db() *dashboard   { return m.screens[scrDashboard].(*dashboard) }
+func (m *Model) rb() *runsBrowser { return m.screens[scrRuns].(*runsBrowser) }
+func (m *Model) cur() *run {
+	if r := m.runs.focused(); r != nil {
+		return r
+	}
+	return &run{hist: newHistory()}
+}
+
+func teaSize(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: h} }

@@ -1,12 +1,20 @@
 package tui
 
-import "github.com/charmbracelet/bubbles/key"
+import (
+	"strings"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/lipgloss"
+)
 
 // keyMap is every key binding of the app. Screens pick the bindings they
 // use; each screen's help is a helpKeys value (help.KeyMap) built from them,
 // so the help line always shows what the keys do on the screen at hand.
 type keyMap struct {
 	Help, Quit, ForceQuit key.Binding
+
+	Screens, NextTab, PrevTab key.Binding // the tab bar, everywhere
 
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
 	Filter, Choose, Back, Tab               key.Binding
@@ -16,6 +24,7 @@ type keyMap struct {
 	Edit, Reset, Start key.Binding // editor
 
 	Pause, Save, LiveEdit, Smooth, Band, NewRun, StopRun, LogUp, LogDown key.Binding // dashboard
+	NextRun, PrevRun, Metric, Grid, XAxis, LogY, Zoom                    key.Binding // dashboard: runs and charts
 
 	Mark, Compare, Refresh, Attach, Watch key.Binding // runs browser
 
@@ -32,6 +41,9 @@ func defaultKeys() keyMap {
 		Help:      b([]string{"?"}, "?", "help"),
 		Quit:      b([]string{"q", "ctrl+c"}, "q", "quit"),
 		ForceQuit: b([]string{"ctrl+c"}, "ctrl+c", "quit now"),
+		Screens:   b([]string{"1", "2", "3", "4"}, "1-4/tab", "screens"),
+		NextTab:   b([]string{"tab"}, "tab", "next screen"),
+		PrevTab:   b([]string{"shift+tab"}, "shift+tab", "previous screen"),
 
 		Up:       b([]string{"up", "k"}, "↑/k", "up"),
 		Down:     b([]string{"down", "j"}, "↓/j", "down"),
@@ -42,7 +54,7 @@ func defaultKeys() keyMap {
 		Filter:   b([]string{"/"}, "/", "filter"),
 		Choose:   b([]string{"enter"}, "enter", "choose"),
 		Back:     b([]string{"esc"}, "esc", "back"),
-		Tab:      b([]string{"tab", "shift+tab", "left", "right", "h", "l"}, "tab", "switch list"),
+		Tab:      b([]string{"left", "right", "h", "l"}, "←/→", "switch list"),
 
 		StartNow: b([]string{"s"}, "s", "start now"),
 		Runs:     b([]string{"R"}, "R", "runs"),
@@ -60,6 +72,13 @@ func defaultKeys() keyMap {
 		StopRun:  b([]string{"x"}, "x", "stop run"),
 		LogUp:    b([]string{"pgup", "ctrl+u"}, "pgup/pgdn", "scroll log"),
 		LogDown:  b([]string{"pgdown", "ctrl+d"}, "pgdn", "scroll log"),
+		NextRun:  b([]string{"]"}, "[/]", "switch run"),
+		PrevRun:  b([]string{"["}, "[", "previous run"),
+		Metric:   b([]string{"c"}, "c", "chart metric"),
+		Grid:     b([]string{"g"}, "g", "grid"),
+		XAxis:    b([]string{"t"}, "t", "x: steps/time"),
+		LogY:     b([]string{"l"}, "l", "log y"),
+		Zoom:     b([]string{"z"}, "z", "zoom"),
 
 		Mark:    b([]string{" ", "space"}, "space", "mark"),
 		Compare: b([]string{"c"}, "c", "compare marked"),
@@ -81,3 +100,49 @@ type helpKeys struct {
 
 func (h helpKeys) ShortHelp() []key.Binding  { return h.short }
 func (h helpKeys) FullHelp() [][]key.Binding { return h.full }
+
+// helpLine is a short help line: "key desc" pairs joined by " · ", wrapped
+// onto at most lines lines instead of cut (the last one is cut).
+func helpLine(th *theme, km help.KeyMap, w, lines int) string {
+	var items []string
+	st := th.helpStyles()
+	for _, b := range km.ShortHelp() {
+		if !b.Enabled() || b.Help().Key == "" {
+			continue
+		}
+		items = append(items, st.ShortKey.Render(b.Help().Key)+" "+st.ShortDesc.Render(b.Help().Desc))
+	}
+	return wrapItems(items, " · ", w, lines)
+}
+
+// wrapWords wraps text at spaces onto at most lines lines of w cells.
+func wrapWords(s string, w, lines int) string { return wrapItems(strings.Fields(s), " ", w, lines) }
+
+// wrapItems joins items with sep, starting a new line where the next item
+// would not fit; past lines lines, the rest is cut.
+func wrapItems(items []string, sep string, w, lines int) string {
+	var out []string
+	cur := ""
+	for _, it := range items {
+		switch {
+		case cur == "":
+			cur = it
+		case lipgloss.Width(cur+sep+it) <= w:
+			cur += sep + it
+		default:
+			out = append(out, cur)
+			cur = it
+		}
+	}
+	if cur != "" {
+		out = append(out, cur)
+	}
+	if len(out) > lines {
+		last := strings.Join(out[lines-1:], sep)
+		out = append(out[:lines-1], cut(last, w))
+	}
+	for i := range out {
+		out[i] = cut(out[i], w)
+	}
+	return strings.Join(out, "\n")
+}

@@ -51,6 +51,24 @@ func cut(s string, w int) string {
 	return ansi.Truncate(s, w, "…")
 }
 
+// cutMiddle shortens s to at most w cells by cutting its middle: run names
+// differ at both ends (date first, a -2 suffix last).
+func cutMiddle(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	n := ansi.StringWidth(s)
+	if n <= w {
+		return s
+	}
+	if w < 5 {
+		return cut(s, w)
+	}
+	head := (w - 1) / 2
+	tail := w - 1 - head
+	return ansi.Truncate(s, head, "") + "…" + ansi.TruncateLeft(s, n-tail, "")
+}
+
 // cutLeft keeps the end of s (paths are most telling at the end).
 func cutLeft(s string, w int) string {
 	if w <= 0 {
@@ -118,9 +136,11 @@ func num(v float64) string {
 	case math.Abs(v) >= 100:
 		return fmt.Sprintf("%.1f", v)
 	case math.Abs(v) < 0.01:
-		return fmt.Sprintf("%.2e", v)
+		// 1.23e-3, not 1.23e-03: a panel's column stays narrow.
+		s := fmt.Sprintf("%.2e", v)
+		return strings.Replace(strings.Replace(s, "e-0", "e-", 1), "e+0", "e", 1)
 	}
-	return fmt.Sprintf("%.4g", v)
+	return noNegZero(fmt.Sprintf("%.4g", v))
 }
 
 // steps prints an environment step count as 0, 512, 12.5k, 1.2M.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -67,8 +68,13 @@ type pickedMsg struct {
 	start      bool
 }
 
+// pickerResetMsg puts the picker back on choosing an environment, with
+// env and agent chosen.
+type pickerResetMsg struct{ env, agent string }
+
 // picker is the first screen: environments and agents side by side.
 type picker struct {
+	sh          *shared
 	th          *theme
 	keys        *keyMap
 	envs        []EnvChoice
@@ -78,8 +84,9 @@ type picker struct {
 	w, h        int
 }
 
-func newPicker(th *theme, keys *keyMap, env, agent string) picker {
-	p := picker{th: th, keys: keys,
+func newPicker(sh *shared, env, agent string) *picker {
+	th, keys := sh.th, sh.keys
+	p := &picker{sh: sh, th: th, keys: keys,
 		envList:   newChoiceList(th, keys, "Environment"),
 		agentList: newChoiceList(th, keys, "Agent")}
 	p.envList.chosen, p.agentList.chosen = env, agent
@@ -100,7 +107,14 @@ func (p *picker) setRegistry(es []EnvChoice, as []AgentChoice) {
 	}
 	p.agentList.setItems(items)
 	p.agentList.selectID(p.agentList.chosen)
+	p.SetSize(p.w, p.h) // the lists are as tall as what they hold
 }
+
+func (p *picker) Init() tea.Cmd { return nil }
+func (p *picker) Title() string { return "pick" }
+
+// Capturing reports whether typed keys belong to a filter.
+func (p *picker) Capturing() bool { return p.capturing() }
 
 // capturing reports whether typed keys belong to a text field.
 func (p *picker) capturing() bool { return p.envList.typing || p.agentList.typing }
@@ -113,6 +127,17 @@ func (p *picker) focused() *choiceList {
 }
 
 func (p *picker) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case registryMsg:
+		p.setRegistry(msg.envs, msg.agents)
+		return nil
+	case pickerResetMsg:
+		p.envList.chosen, p.agentList.chosen = msg.env, msg.agent
+		p.envList.selectID(msg.env)
+		p.agentList.selectID(msg.agent)
+		p.focusAgents = false
+		return nil
+	}
 	km, ok := msg.(tea.KeyMsg)
 	if !ok {
 		return nil
@@ -177,6 +202,9 @@ func (p *picker) View() string {
 	th := p.th
 	title := th.Title.Render("Pick an environment and an agent") +
 		th.Dim.Render("  enter chooses, s starts right away")
+	if n := p.sh.runs.active(); n > 0 {
+		title = th.Title.Render("Pick an environment and an agent") + "  " + th.Good.Render(p.trainingNote(n))
+	}
 	lw, aw, lh := p.layout()
 	envBox := box(th, "Environment", p.envList.View(!p.focusAgents), lw, lh)
 	agentBox := box(th, "Agent", p.agentList.View(p.focusAgents), aw, lh)
@@ -195,6 +223,24 @@ func (p *picker) View() string {
 		return fit(title+"\n"+body+"\n"+box(th, "Details", strings.Join(details, "\n"), p.w, min(rest, len(details)+2)), p.w, p.h)
 	}
 	return fit(title+"\n"+body+"\n"+cut(details[0], p.w), p.w, p.h)
+}
+
+// trainingNote says which runs train now, those found in the background
+// at start-up first.
+func (p *picker) trainingNote(n int) string {
+	bg := 0
+	for _, r := range p.sh.runs.runs {
+		if r.background && r.active() {
+			bg++
+		}
+	}
+	switch {
+	case bg == n:
+		return fmt.Sprintf("%d run(s) found training in the background · 3 shows them", n)
+	case bg > 0:
+		return fmt.Sprintf("%d training (%d found in the background) · 3 shows them", n, bg)
+	}
+	return fmt.Sprintf("%d training · 3 shows them", n)
 }
 
 // details describes the highlighted environment and agent, most telling
@@ -235,7 +281,7 @@ func (p *picker) details(w int) []string {
 	return lines
 }
 
-func (p *picker) help() helpKeys {
+func (p *picker) Help() help.KeyMap {
 	k := p.keys
 	if p.capturing() {
 		return helpKeys{short: []key.Binding{
@@ -244,11 +290,11 @@ func (p *picker) help() helpKeys {
 		}}
 	}
 	return helpKeys{
-		short: []key.Binding{k.Choose, k.StartNow, k.Tab, k.Filter, k.Quit, k.Help, k.Runs},
+		short: []key.Binding{k.Choose, k.StartNow, k.Tab, k.Filter, k.Screens, k.Quit, k.Help},
 		full: [][]key.Binding{
 			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 			{k.Choose, k.StartNow, k.Tab, k.Filter},
-			{k.Runs, k.Help, k.Quit},
+			{k.Screens, k.Runs, k.Help, k.Quit},
 		},
 	}
 }

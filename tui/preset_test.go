@@ -33,8 +33,8 @@ func TestPickerRefocusesEnvironmentsAfterTheEditor(t *testing.T) {
 	m := New(Options{Config: config.Default()})
 	m.Update(pickedMsg{env: "Pendulum-v1", agent: "mlp"})
 	m.Update(closeEditorMsg{})
-	if m.screen != scrPicker || m.picker.focusAgents {
-		t.Fatalf("screen %v, agents focused %v", m.screen, m.picker.focusAgents)
+	if m.active != scrPicker || m.pk().focusAgents {
+		t.Fatalf("screen %v, agents focused %v", m.active, m.pk().focusAgents)
 	}
 }
 
@@ -42,11 +42,12 @@ func TestPickerRefocusesEnvironmentsAfterTheEditor(t *testing.T) {
 func TestWatchOpensAndCloses(t *testing.T) {
 	m := New(Options{Config: config.Default()})
 	m.Update(watchRunMsg{dir: t.TempDir()}) // not a run: the view says so
-	if m.screen != scrWatch {
-		t.Fatalf("screen %v after watchRunMsg", m.screen)
+	if m.active != scrWatch {
+		t.Fatalf("screen %v after watchRunMsg", m.active)
 	}
-	m.Update(tea.KeyMsg{Type: tea.KeyEsc})
-	if m.screen != scrRuns {
-		t.Fatalf("esc left the screen at %v", m.screen)
+	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyEsc})
+	m.Update(cmd())
+	if m.active != scrRuns {
+		t.Fatalf("esc left the screen at %v", m.active)
 	}
 }

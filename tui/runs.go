@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -45,6 +46,9 @@ type runsLoadedMsg struct {
 
 // closeRunsMsg leaves the runs browser.
 type closeRunsMsg struct{}
+
+// runsProblemMsg is shown at the foot of the list until the next key.
+type runsProblemMsg struct{ text string }
 
 // loadedRun is one run read back from its directory.
 type loadedRun struct {
@@ -146,6 +150,7 @@ const (
 // Runs whose training goes on right now (here, in another terminal, over
 // SSH) are marked, and the app can attach to them.
 type runsBrowser struct {
+	sh      *shared
 	th      *theme
 	keys    *keyMap
 	dir     string
@@ -164,9 +169,16 @@ type runsBrowser struct {
 	w, h   int
 }
 
-func newRunsBrowser(th *theme, keys *keyMap, probe func(string) bool, refresh time.Duration) runsBrowser {
-	return runsBrowser{th: th, keys: keys, probe: probe, refresh: refresh}
+func newRunsBrowser(sh *shared, probe func(string) bool, refresh time.Duration) *runsBrowser {
+	return &runsBrowser{sh: sh, th: sh.th, keys: sh.keys, probe: probe, refresh: refresh}
 }
+
+func (r *runsBrowser) Init() tea.Cmd   { return nil }
+func (r *runsBrowser) Title() string   { return "runs" }
+func (r *runsBrowser) Capturing() bool { return false }
+
+// Focus reads the runs directory again each time the browser is shown.
+func (r *runsBrowser) Focus() tea.Cmd { return r.open(r.sh.runsDir) }
 
 // open shows the list of runs under dir, reloading it.
 func (r *runsBrowser) open(dir string) tea.Cmd {
@@ -244,6 +256,9 @@ func (r *runsBrowser) Update(msg tea.Msg) tea.Cmd {
 		return refreshRunsCmd(r.dir, r.gen, r.runs, r.live, r.probe)
 	case runsLoadedMsg:
 		r.loading, r.loaded = false, msg.runs
+		return nil
+	case runsProblemMsg:
+		r.problem = msg.text
 		return nil
 	case tea.KeyMsg:
 		if r.mode != runsList {
@@ -351,19 +366,24 @@ func (r *runsBrowser) viewList() string {
 		title += th.Dim.Render(fmt.Sprintf(" · %d marked", len(r.marked)))
 	}
 	b.WriteString(title + "\n")
-	// Columns: the date shortens, then the agent goes, on narrow screens.
-	wide, dateW, dateFmt, agentW := r.w >= 100, 17, "2006-01-02 15:04", 8
-	if r.w < 80 {
-		dateW, dateFmt = 12, "01-02 15:04"
-	}
-	if r.w < 64 {
-		agentW = 0
-	}
-	envW := min(20, max(r.w-5-dateW-agentW-19, 8))
-	head := "     " + fitLine("STARTED", dateW) + fitLine("ENV", envW) + fitLine("AGENT", agentW) + fitLine("STEPS", 10) + fitLine("BEST", 9)
+	// Columns never touch (each keeps a blank cell) and the run's name is
+	// cut in its middle, keeping the suffix that tells runs apart. Wide
+	// screens split the name into date, env and agent; narrower ones show
+	// the name itself (which holds them) and the numbers.
+	wide := r.w >= 110
+	numW := 10
+	var head string
+	nameW := max(r.w-5-3*numW, 12)
+	envW := 0
 	if wide {
-		head += fitLine("LAST", 9) + fitLine("EDITS", 6) + "DIRECTORY"
+		envW = min(22, max(r.w-5-17-9-4*numW-6-20, 12))
+		nameW = max(r.w-5-17-envW-9-3*numW-6, 12)
+		head = "     " + fitLine("STARTED", 17) + fitLine("ENV", envW) + fitLine("AGENT", 9) +
+			fitLine("STEPS", numW) + fitLine("BEST", numW) + fitLine("LAST", numW) + fitLine("EDITS", 6) + "NAME"
+	} else {
+		head = "     " + fitLine("NAME", nameW) + fitLine("STEPS", numW) + fitLine("BEST", numW) + "LAST"
 	}
+	col := func(s string, w int) string { return fitLine(cut(s, w-1), w) }
 	b.WriteString(th.Heading.Render(fitLine(head, r.w)) + "\n")
 	switch {
 	case r.loading && len(r.runs) == 0:
@@ -392,11 +412,14 @@ func (r *runsBrowser) viewList() string {
 		if run.TotalSteps > 0 && run.Steps < run.TotalSteps-run.TotalSteps/100 {
 			stepsCol += "/" + steps(float64(run.TotalSteps))
 		}
-		line := string(mark) + fitLine(run.Started.Format(dateFmt), dateW) +
-			fitLine(cut(run.EnvID, envW-1), envW) + fitLine(cut(run.Agent, agentW-1), agentW) + fitLine(cut(stepsCol, 9), 10) +
-			fitLine(fmtReturn(run.Best), 9)
+		var line string
 		if wide {
-			line += fitLine(fmtReturn(run.Last), 9) + fitLine(fmt.Sprint(run.Edits), 6) + run.Name
+			line = string(mark) + col(run.Started.Format("2006-01-02 15:04"), 17) + col(run.EnvID, envW) + col(run.Agent, 9) +
+				col(stepsCol, numW) + col(fmtReturn(run.Best), numW) + col(fmtReturn(run.Last), numW) +
+				col(fmt.Sprint(run.Edits), 6) + cutMiddle(run.Name, nameW)
+		} else {
+			line = string(mark) + col(cutMiddle(run.Name, nameW-1), nameW) + col(stepsCol, numW) +
+				col(fmtReturn(run.Best), numW) + cut(fmtReturn(run.Last), numW)
 		}
 		if run.Err != nil {
 			line += " !"
@@ -572,7 +595,7 @@ func configDiff(runs []loadedRun) []diffRow {
 	return out
 }
 
-func (r *runsBrowser) help() helpKeys {
+func (r *runsBrowser) Help() help.KeyMap {
 	k := r.keys
 	back := k.Back
 	if r.mode != runsList {

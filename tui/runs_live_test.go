@@ -133,19 +133,19 @@ func TestRunsAttachOpensTheDashboard(t *testing.T) {
 		t.Fatalf("attached to %v, want [%s]", fl.attached, newerRun)
 	}
 	m := hs.m
-	if m.screen != scrDashboard {
-		t.Fatalf("screen = %d, want the dashboard", m.screen)
+	if m.active != scrDashboard {
+		t.Fatalf("screen = %d, want the dashboard", m.active)
 	}
 	// As Options.Attach does: its past is read back from the run directory,
 	// its present comes from the events.
-	if n := m.dash.hist.records; n != 120 {
+	if n := m.cur().hist.records; n != 120 {
 		t.Errorf("history holds %d records, want the 120 of metrics.jsonl", n)
 	}
 	tr := fl.trainers[newerRun]
 	tr.publish(metricsEvents(121, 125)...)
 	hs.pump()
-	if m.dash.last.Iter != 125 {
-		t.Errorf("last iteration %d, want 125", m.dash.last.Iter)
+	if m.cur().last.Iter != 125 {
+		t.Errorf("last iteration %d, want 125", m.cur().last.Iter)
 	}
 	v := hs.view()
 	if !strings.Contains(v, newerRun) {
@@ -166,8 +166,8 @@ func TestRunsAttachRefusals(t *testing.T) {
 	t.Run("not live", func(t *testing.T) {
 		hs, fl := liveHarness(t, 120, 40, nil)
 		hs.press("R", "down", "a")
-		if len(fl.attached) != 0 || hs.m.screen != scrRuns {
-			t.Fatalf("attached to %v, screen %d", fl.attached, hs.m.screen)
+		if len(fl.attached) != 0 || hs.m.active != scrRuns {
+			t.Fatalf("attached to %v, screen %d", fl.attached, hs.m.active)
 		}
 		if v := hs.view(); !strings.Contains(v, "not training now; `agenttrainer train --resume "+olderRun) {
 			t.Errorf("no explanation:\n%s", v)
@@ -180,8 +180,8 @@ func TestRunsAttachRefusals(t *testing.T) {
 	t.Run("no AttachTo", func(t *testing.T) {
 		hs, _ := liveHarness(t, 120, 40, func(o *Options) { o.AttachTo = nil })
 		hs.press("R", "a")
-		if hs.m.screen != scrRuns {
-			t.Fatalf("screen = %d", hs.m.screen)
+		if hs.m.active != scrRuns {
+			t.Fatalf("screen = %d", hs.m.active)
 		}
 		if v := hs.view(); !strings.Contains(v, "this app cannot attach to runs; `agenttrainer attach "+newerRun+"` can") {
 			t.Errorf("no explanation:\n%s", v)
@@ -191,8 +191,8 @@ func TestRunsAttachRefusals(t *testing.T) {
 		hs, fl := liveHarness(t, 120, 40, nil)
 		fl.err = errors.New("the training in runs/x (pid 7) is not running any more")
 		hs.press("R", "a")
-		if hs.m.screen != scrRuns || hs.m.link != nil || hs.m.starting {
-			t.Fatalf("screen %d, link %v, starting %v", hs.m.screen, hs.m.link, hs.m.starting)
+		if hs.m.active != scrRuns || len(hs.m.runs.runs) != 0 || hs.m.starting {
+			t.Fatalf("screen %d, runs %d, starting %v", hs.m.active, len(hs.m.runs.runs), hs.m.starting)
 		}
 		if v := hs.view(); !strings.Contains(v, "cannot attach: the training in runs/x (pid 7) is not running") {
 			t.Errorf("no error shown:\n%s", v)
@@ -201,33 +201,38 @@ func TestRunsAttachRefusals(t *testing.T) {
 	t.Run("a run trains inside the app", func(t *testing.T) {
 		hs, fl := liveHarness(t, 120, 40, nil) // Launch trains "in process", Detachable is false
 		training(hs, 10)
-		hs.press("R", "a")
-		if len(fl.attached) != 0 || hs.m.screen != scrRuns || hs.m.link.Trainer != hs.fake {
-			t.Fatalf("attached to %v, screen %d", fl.attached, hs.m.screen)
+		hs.press("R", "a") // a second run, beside the first
+		if len(fl.attached) != 1 || hs.m.active != scrDashboard || len(hs.m.runs.runs) != 2 {
+			t.Fatalf("attached to %v, screen %d, %d runs", fl.attached, hs.m.active, len(hs.m.runs.runs))
 		}
-		if v := hs.view(); !strings.Contains(v, "a training runs inside this app: stop it") {
-			t.Errorf("no explanation:\n%s", v)
+		if hs.m.runs.runs[0].t != hs.fake || !hs.m.runs.runs[0].active() {
+			t.Error("the run trained inside the app was lost")
 		}
 	})
-	t.Run("switching between detachable runs", func(t *testing.T) {
+	t.Run("several attached runs", func(t *testing.T) {
 		hs, fl := liveHarness(t, 120, 40, func(o *Options) { o.Detachable = true })
 		fl.set(olderRun, true)
 		hs.press("R", "a") // the newer run
-		first := hs.m.link
+		first := hs.m.runs.focus
 		hs.press("R", "down", "a")
-		if len(fl.attached) != 2 || fl.attached[1] != olderRun || hs.m.link == first {
+		if len(fl.attached) != 2 || fl.attached[1] != olderRun || hs.m.runs.focus == first || len(hs.m.runs.runs) != 2 {
 			t.Fatalf("attached to %v", fl.attached)
 		}
-		if len(fl.closed) != 1 || fl.closed[0] != newerRun {
-			t.Errorf("closed %v: the first run's subscription should end (the run goes on)", fl.closed)
+		if len(fl.closed) != 0 {
+			t.Errorf("closed %v: both runs stay watched", fl.closed)
 		}
 		if calls := fl.trainers[newerRun].Calls(); len(calls) != 0 {
 			t.Errorf("the first run was steered: %v", calls)
 		}
-		// Attaching to the run on the dashboard only shows the dashboard.
+		// ] and [ switch the dashboard between them.
+		hs.press("]")
+		if hs.m.runs.focus != first {
+			t.Errorf("] focused run %d, want %d", hs.m.runs.focus, first)
+		}
+		// Attaching to a run already watched only shows it.
 		hs.press("R", "down", "a")
-		if len(fl.attached) != 2 || hs.m.screen != scrDashboard {
-			t.Errorf("attached again: %v, screen %d", fl.attached, hs.m.screen)
+		if len(fl.attached) != 2 || hs.m.active != scrDashboard || hs.m.cur().info.RunDir != olderRun {
+			t.Errorf("attached again: %v, screen %d", fl.attached, hs.m.active)
 		}
 	})
 }
@@ -254,7 +259,7 @@ func TestRunsLookAgain(t *testing.T) {
 	if fl.probeCount() != probes+3 {
 		t.Errorf("probed %d runs, want 3", fl.probeCount()-probes)
 	}
-	r := &hs.m.runs
+	r := hs.m.rb()
 	if len(r.runs) != 3 || r.runs[0].Dir != third {
 		t.Fatalf("runs after looking again: %+v", r.runs)
 	}

@@ -16,7 +16,7 @@ func TestPickerKeys(t *testing.T) {
 	tests := []struct {
 		name        string
 		keys        []string
-		screen      screen
+		screen      int
 		env, agent  string
 		launched    int
 		filterShown int // -1: do not check
@@ -37,7 +37,7 @@ func TestPickerKeys(t *testing.T) {
 			screen: scrPicker, env: "CartPole-v1", agent: "mlp", filterShown: 4},
 		{name: "nothing matches: enter chooses nothing", keys: []string{"/", "type:zzz", "enter", "enter"},
 			screen: scrPicker, env: "CartPole-v1", agent: "mlp", filterShown: 0},
-		{name: "tab to agents", keys: []string{"tab", "down", "enter"},
+		{name: "right to agents", keys: []string{"right", "down", "enter"},
 			screen: scrEditor, env: "CartPole-v1", agent: "random", filterShown: -1},
 		{name: "s starts right away", keys: []string{"down", "s"},
 			screen: scrDashboard, env: "MountainCar-v0", agent: "mlp", launched: 1, filterShown: -1},
@@ -49,22 +49,22 @@ func TestPickerKeys(t *testing.T) {
 			hs := newHarness(t, 80, 24)
 			hs.press(tt.keys...)
 			m := hs.m
-			if m.screen != tt.screen {
-				t.Errorf("screen = %d, want %d", m.screen, tt.screen)
+			if m.active != tt.screen {
+				t.Errorf("screen = %d, want %d", m.active, tt.screen)
 			}
 			if m.cfg.Env.ID != tt.env || m.cfg.Agent.Name != tt.agent {
 				if tt.screen != scrPicker {
 					t.Errorf("chose %s/%s, want %s/%s", m.cfg.Env.ID, m.cfg.Agent.Name, tt.env, tt.agent)
 				}
 			}
-			if tt.screen == scrEditor && (m.editor.cfg.Env.ID != tt.env || m.editor.cfg.Agent.Name != tt.agent) {
-				t.Errorf("editor holds %s/%s", m.editor.cfg.Env.ID, m.editor.cfg.Agent.Name)
+			if tt.screen == scrEditor && (m.ed().cfg.Env.ID != tt.env || m.ed().cfg.Agent.Name != tt.agent) {
+				t.Errorf("editor holds %s/%s", m.ed().cfg.Env.ID, m.ed().cfg.Agent.Name)
 			}
 			if hs.launchs != tt.launched {
 				t.Errorf("launched %d runs, want %d", hs.launchs, tt.launched)
 			}
-			if tt.filterShown >= 0 && len(m.picker.envList.shown) != tt.filterShown {
-				t.Errorf("filter shows %d environments, want %d", len(m.picker.envList.shown), tt.filterShown)
+			if tt.filterShown >= 0 && len(m.pk().envList.shown) != tt.filterShown {
+				t.Errorf("filter shows %d environments, want %d", len(m.pk().envList.shown), tt.filterShown)
 			}
 			if hs.quit {
 				t.Error("the app quit")
@@ -87,7 +87,7 @@ func TestEditorKeys(t *testing.T) {
 		err      string // the inline error of the selected key
 		problem  string // the Validate problem shown
 		editing  bool
-		screen   screen
+		screen   int
 		launched int
 	}{
 		{name: "edit a float", keys: editKey("ent_coef", "0.05"),
@@ -127,33 +127,33 @@ func TestEditorKeys(t *testing.T) {
 			hs := newHarness(t, 100, 30)
 			hs.press(tt.keys...)
 			m := hs.m
-			cfg := m.editor.cfg
+			cfg := m.ed().cfg
 			if tt.screen == scrPicker {
 				cfg = m.cfg
 			}
 			if tt.launched > 0 {
 				cfg = hs.fake.Config()
 			}
-			if m.screen != tt.screen {
-				t.Fatalf("screen = %d, want %d (note %q)", m.screen, tt.screen, m.editor.note)
+			if m.active != tt.screen {
+				t.Fatalf("screen = %d, want %d (note %q)", m.active, tt.screen, m.ed().note)
 			}
 			if tt.check != nil && !tt.check(cfg) && !(tt.editing && tt.err != "") {
 				t.Errorf("config not as expected:\n%s", cfg.TOML())
 			}
-			k, _ := m.editor.current()
-			if got := m.editor.errs[k.Name]; !strings.Contains(got, tt.err) || (tt.err == "") != (got == "") {
+			k, _ := m.ed().current()
+			if got := m.ed().errs[k.Name]; !strings.Contains(got, tt.err) || (tt.err == "") != (got == "") {
 				t.Errorf("inline error = %q, want %q", got, tt.err)
 			}
-			if got := m.editor.problems[k.Name]; !strings.Contains(got, tt.problem) || (tt.problem == "") != (got == "") {
+			if got := m.ed().problems[k.Name]; !strings.Contains(got, tt.problem) || (tt.problem == "") != (got == "") {
 				t.Errorf("problem = %q, want %q", got, tt.problem)
 			}
-			if m.editor.editing != tt.editing {
-				t.Errorf("editing = %v, want %v", m.editor.editing, tt.editing)
+			if m.ed().editing != tt.editing {
+				t.Errorf("editing = %v, want %v", m.ed().editing, tt.editing)
 			}
 			if hs.launchs != tt.launched {
 				t.Errorf("launched %d runs, want %d", hs.launchs, tt.launched)
 			}
-			if tt.err != "" && m.screen == scrEditor && !strings.Contains(stripWrap(hs.view()), tt.err) {
+			if tt.err != "" && m.active == scrEditor && !strings.Contains(stripWrap(hs.view()), tt.err) {
 				t.Errorf("the error is not on screen:\n%s", hs.view())
 			}
 		})
@@ -193,25 +193,25 @@ func TestLiveEditor(t *testing.T) {
 			training(hs, 10)
 			hs.press(tt.keys...)
 			m := hs.m
-			if m.screen != scrEditor || m.editor.live == nil {
-				t.Fatalf("not in the live editor (screen %d)", m.screen)
+			if m.active != scrEditor || m.ed().live == nil {
+				t.Fatalf("not in the live editor (screen %d)", m.active)
 			}
 			if got := hs.fake.Calls(); !slices.Equal(got, tt.calls) {
 				t.Errorf("trainer calls = %q, want %q", got, tt.calls)
 			}
-			k, _ := m.editor.current()
-			if got := m.editor.errs[k.Name]; !strings.Contains(got, tt.err) || (tt.err == "") != (got == "") {
+			k, _ := m.ed().current()
+			if got := m.ed().errs[k.Name]; !strings.Contains(got, tt.err) || (tt.err == "") != (got == "") {
 				t.Errorf("inline error = %q, want %q", got, tt.err)
 			}
-			if tt.check != nil && !tt.check(m.editor.cfg) {
+			if tt.check != nil && !tt.check(m.ed().cfg) {
 				t.Errorf("the editor does not show the run's new config")
 			}
 			if hs.launchs != 1 {
 				t.Errorf("launched %d runs", hs.launchs)
 			}
 			hs.press("esc", "esc", "esc") // the field, the filter, the editor
-			if m.screen != scrDashboard {
-				t.Errorf("esc went to screen %d, want the dashboard", m.screen)
+			if m.active != scrDashboard {
+				t.Errorf("esc went to screen %d, want the dashboard", m.active)
 			}
 		})
 	}
@@ -228,7 +228,7 @@ func TestDashboardKeys(t *testing.T) {
 		calls  []string
 		state  runState
 		quit   bool
-		screen screen
+		screen int
 		check  func(*testing.T, *Model)
 	}{
 		{name: "pause waits for the trainer", keys: []string{"p"}, calls: []string{"pause"}, state: stPausing},
@@ -252,26 +252,30 @@ func TestDashboardKeys(t *testing.T) {
 		}},
 		{name: "ctrl+c while stopping quits at once", keys: []string{"q", "y", "ctrl+c"}, calls: []string{"stop"}, state: stStopping, quit: true},
 		{name: "smoothing and band toggle", keys: []string{"m", "b"}, state: stRunning, check: func(t *testing.T, m *Model) {
-			if m.dash.smooth || m.dash.band {
+			if m.db().opts.smooth || m.db().opts.band {
 				t.Error("toggles did not switch off")
 			}
 		}},
 		{name: "runs browser and back", keys: []string{"R", "esc"}, state: stRunning},
-		{name: "n does nothing while training", keys: []string{"n"}, state: stRunning},
+		{name: "n opens the picker while training", keys: []string{"n"}, state: stRunning, check: func(t *testing.T, m *Model) {
+			if m.active != scrPicker {
+				t.Errorf("screen = %d, want the picker", m.active)
+			}
+		}},
 		{name: "x asks, then stops without quitting", keys: []string{"x", "y"}, calls: []string{"stop"}, state: stStopping},
 		{name: "x then n keeps training", keys: []string{"x", "n"}, state: stRunning},
 		{name: "a live edit of total_timesteps moves the goal", events: []trainer.Event{{Kind: trainer.EventEdit, Time: epoch,
 			Edit: trainer.Edit{Step: 5120, Key: "ppo.total_timesteps", Value: "200000", Old: "102400"}, Message: "edit"}},
 			state: stRunning, check: func(t *testing.T, m *Model) {
-				if m.dash.total != 200000 || len(m.dash.edits) != 2 {
-					t.Errorf("total = %d, edits = %d", m.dash.total, len(m.dash.edits))
+				if m.cur().total != 200000 || len(m.cur().edits) != 2 {
+					t.Errorf("total = %d, edits = %d", m.cur().total, len(m.cur().edits))
 				}
 			}},
 		{name: "log scrolls", keys: []string{"pgup", "pgdown", "ctrl+u"}, state: stRunning},
 		{name: "a streak of checkpoints takes one log line", events: []trainer.Event{saved, saved, saved},
 			state: stRunning, check: func(t *testing.T, m *Model) {
-				if n := len(m.dash.logs); n != 4 || !strings.Contains(m.dash.logs[n-1], "(3 so far)") {
-					t.Errorf("log = %q", m.dash.logs)
+				if n := len(m.cur().logs); n != 4 || !strings.Contains(m.cur().logs[n-1], "(3 so far)") {
+					t.Errorf("log = %q", m.cur().logs)
 				}
 			}},
 	}
@@ -288,14 +292,14 @@ func TestDashboardKeys(t *testing.T) {
 			if got := hs.fake.Calls(); !slices.Equal(got, tt.calls) {
 				t.Errorf("trainer calls = %q, want %q", got, tt.calls)
 			}
-			if m.dash.state != tt.state {
-				t.Errorf("state = %q, want %q", m.dash.state, tt.state)
+			if m.cur().state != tt.state {
+				t.Errorf("state = %q, want %q", m.cur().state, tt.state)
 			}
 			if hs.quit != tt.quit {
 				t.Errorf("quit = %v, want %v", hs.quit, tt.quit)
 			}
-			if want := max(tt.screen, scrDashboard); m.screen != want {
-				t.Errorf("screen = %d, want %d", m.screen, want)
+			if want := max(tt.screen, scrDashboard); m.active != want && tt.name != "n opens the picker while training" {
+				t.Errorf("screen = %d, want %d", m.active, want)
 			}
 			if tt.check != nil {
 				tt.check(t, m)
@@ -340,12 +344,12 @@ func TestFinishedRun(t *testing.T) {
 		t.Errorf("calls after the end: %q", got)
 	}
 	hs.press("n")
-	if hs.m.screen != scrPicker {
-		t.Fatalf("n went to screen %d, want the picker", hs.m.screen)
+	if hs.m.active != scrPicker {
+		t.Fatalf("n went to screen %d, want the picker", hs.m.active)
 	}
 	hs.press("s") // a second run
-	if hs.launchs != 2 || hs.m.screen != scrDashboard || hs.m.dash.have {
-		t.Errorf("second run: launched %d, screen %d, stale metrics %v", hs.launchs, hs.m.screen, hs.m.dash.have)
+	if hs.launchs != 2 || hs.m.active != scrDashboard || hs.m.cur().have {
+		t.Errorf("second run: launched %d, screen %d, stale metrics %v", hs.launchs, hs.m.active, hs.m.cur().have)
 	}
 	hs.press("q")
 	if hs.m.confirm != confirmQuit {
@@ -356,9 +360,9 @@ func TestFinishedRun(t *testing.T) {
 func TestStaleEventsIgnored(t *testing.T) {
 	hs := newHarness(t, 80, 24)
 	training(hs, 5)
-	hs.m.Update(eventsMsg{run: hs.m.runID - 1, events: metricsEvents(50, 60), closed: true})
-	if hs.m.dash.last.Iter != 5 || hs.m.dash.state.ended() {
-		t.Errorf("another run's events changed the dashboard: iter %d, state %s", hs.m.dash.last.Iter, hs.m.dash.state)
+	hs.m.Update(eventsMsg{run: hs.m.runs.focus + 99, events: metricsEvents(50, 60), closed: true})
+	if hs.m.cur().last.Iter != 5 || hs.m.cur().state.ended() {
+		t.Errorf("another run's events changed the dashboard: iter %d, state %s", hs.m.cur().last.Iter, hs.m.cur().state)
 	}
 }
 
@@ -384,7 +388,7 @@ func TestRunsBrowserKeys(t *testing.T) {
 		marked  int
 		loaded  int
 		diffs   []string
-		screen  screen
+		screen  int
 		visible []string
 	}{
 		{name: "list", keys: []string{"R"}, screen: scrRuns, visible: []string{"2024-01-03 10:15", "2024-01-02 03:04"}},
@@ -404,9 +408,9 @@ func TestRunsBrowserKeys(t *testing.T) {
 			writeTwoRuns(t)
 			hs := newHarness(t, 120, 40)
 			hs.press(tt.keys...)
-			r := &hs.m.runs
-			if hs.m.screen != tt.screen {
-				t.Fatalf("screen = %d, want %d", hs.m.screen, tt.screen)
+			r := hs.m.rb()
+			if hs.m.active != tt.screen {
+				t.Fatalf("screen = %d, want %d", hs.m.active, tt.screen)
 			}
 			if tt.screen != scrRuns {
 				return
@@ -521,17 +525,17 @@ func TestAttach(t *testing.T) {
 	hs := &harness{t: t, m: m, w: 120, h: 40}
 	hs.send(tea.WindowSizeMsg{Width: 120, Height: 40})
 	hs.run(m.Init())
-	if m.screen != scrDashboard {
-		t.Fatalf("screen = %d, want the dashboard", m.screen)
+	if m.active != scrDashboard {
+		t.Fatalf("screen = %d, want the dashboard", m.active)
 	}
-	if n := m.dash.hist.records; n != 60 {
+	if n := m.cur().hist.records; n != 60 {
 		t.Errorf("history holds %d records, want 50 read back and 10 live", n)
 	}
-	if len(m.dash.edits) != 1 || m.dash.last.Iter != 60 {
-		t.Errorf("edits %d, last iteration %d", len(m.dash.edits), m.dash.last.Iter)
+	if len(m.cur().edits) != 1 || m.cur().last.Iter != 60 {
+		t.Errorf("edits %d, last iteration %d", len(m.cur().edits), m.cur().last.Iter)
 	}
-	if m.runsDir() != "runs" {
-		t.Errorf("runs dir = %q", m.runsDir())
+	if m.sh.runsDir != "runs" {
+		t.Errorf("runs dir = %q", m.sh.runsDir)
 	}
 	hs.view()
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -21,6 +22,7 @@ const watchEpisodes = 5
 // episodes run in a goroutine; the view takes the newest frame at each tick,
 // so a slow terminal only skips frames.
 type watcher struct {
+	sh     *shared
 	th     *theme
 	keys   *keyMap
 	w, h   int
@@ -37,7 +39,14 @@ type watcher struct {
 
 type watchTickMsg struct{ gen int }
 
-func newWatcher(th *theme, keys *keyMap) watcher { return watcher{th: th, keys: keys} }
+// closeWatchMsg leaves the watch view, back to the runs browser.
+type closeWatchMsg struct{}
+
+func newWatcher(sh *shared) *watcher { return &watcher{sh: sh, th: sh.th, keys: sh.keys} }
+
+func (w *watcher) Init() tea.Cmd   { return nil }
+func (w *watcher) Title() string   { return "watch" }
+func (w *watcher) Capturing() bool { return false }
 
 // open starts playing the run in dir.
 func (w *watcher) open(dir string) tea.Cmd {
@@ -85,9 +94,19 @@ func (w *watcher) close() {
 
 func (w *watcher) SetSize(width, height int) { w.w, w.h = width, height }
 
-// Update redraws on its ticks until the episodes end; esc (handled by the
-// app) leaves.
+// Update opens a run, redraws on its ticks until the episodes end; esc
+// leaves.
 func (w *watcher) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case watchRunMsg:
+		return w.open(msg.dir)
+	case tea.KeyMsg:
+		if key.Matches(msg, w.keys.Back) {
+			w.close()
+			return func() tea.Msg { return closeWatchMsg{} }
+		}
+		return nil
+	}
 	if t, ok := msg.(watchTickMsg); ok && t.gen == w.gen {
 		w.mu.Lock()
 		done := w.result != nil || w.err != nil
@@ -118,7 +137,7 @@ func (w *watcher) View() string {
 	return box(w.th, title, body, w.w, w.h)
 }
 
-func (w *watcher) help() helpKeys {
+func (w *watcher) Help() help.KeyMap {
 	back := key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back"))
 	return helpKeys{short: []key.Binding{back, w.keys.Help}, full: [][]key.Binding{{back, w.keys.Help}}}
 }

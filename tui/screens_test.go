@@ -1,0 +1,286 @@
+package tui
+
+import (
+	"math"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/agenttrainer/agenttrainer/trainer"
+	"github.com/agenttrainer/agenttrainer/trainer/config"
+)
+
+// Every screen is behind the Screen interface, and the tab bar names them.
+func TestScreensBehindOneInterface(t *testing.T) {
+	hs := newHarness(t, 120, 40)
+	for i, want := range []string{"1 pick", "2 config", "3 train", "4 runs"} {
+		if hs.m.screens[i] == nil || !strings.Contains(hs.view(), want) {
+			t.Errorf("tab %d (%s) missing", i+1, want)
+		}
+	}
+}
+
+// 1–4 jump, tab and shift+tab cycle, also while a run trains; keys typed
+// into a filter stay in it.
+func TestTabBarNavigation(t *testing.T) {
+	hs := newHarness(t, 80, 24)
+	steps := []struct {
+		key  string
+		want int
+	}{{"2", scrEditor}, {"3", scrDashboard}, {"4", scrRuns}, {"1", scrPicker}, {"tab", scrEditor}, {"shift+tab", scrPicker}, {"shift+tab", scrRuns}, {"tab", scrPicker}}
+	for _, s := range steps {
+		hs.press(s.key)
+		if hs.m.active != s.want {
+			t.Fatalf("after %s: screen %d, want %d", s.key, hs.m.active, s.want)
+		}
+	}
+	training(hs, 20)
+	for _, k := range []string{"1", "2", "4", "tab", "3"} {
+		hs.press(k)
+	}
+	if hs.m.active != scrDashboard || hs.m.cur().state != stRunning || len(hs.fake.Calls()) != 0 {
+		t.Fatalf("screen %d, state %s, calls %v", hs.m.active, hs.m.cur().state, hs.fake.Calls())
+	}
+	// The picker's filter takes digits and tab is not a screen key there.
+	hs.press("1", "/", "type:12", "tab")
+	if hs.m.active != scrPicker || hs.m.pk().focused().filter.Value() != "12" {
+		t.Errorf("screen %d, filter %q: typed keys left the filter", hs.m.active, hs.m.pk().focused().filter.Value())
+	}
+	// So does the editor's value field.
+	hs.press("esc", "2", "/", "type:3")
+	if hs.m.active != scrEditor || hs.m.ed().filter.Value() != "3" {
+		t.Errorf("screen %d, editor filter %q", hs.m.active, hs.m.ed().filter.Value())
+	}
+}
+
+// Defect 2: the picker's lists are sized from the window once the
+// registry arrives after the first size.
+func TestPickerSizesListsFromTheWindow(t *testing.T) {
+	ids := []string{"Acrobot-v1", "CartPole-v1", "FrozenLake-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1", "Remote-v0"}
+	hs := newHarnessWith(t, 120, 40, func(o *Options) {
+		o.Registry = func() ([]EnvChoice, []AgentChoice) {
+			var es []EnvChoice
+			for _, id := range ids {
+				es = append(es, EnvChoice{ID: id, Action: "discrete(2)"})
+			}
+			_, as := testRegistry()
+			return es, as
+		}
+	})
+	v := hs.view()
+	for _, id := range ids {
+		if !strings.Contains(v, id) {
+			t.Errorf("%s not shown at 120×40:\n%s", id, v)
+		}
+	}
+}
+
+// Several runs train at once; ] and [ switch the dashboard, which lists
+// them with state, step, speed and ETA; past the cores each new run gets
+// trainer.threads=1.
+func TestSeveralRuns(t *testing.T) {
+	var launched []config.Config
+	hs := newHarnessWith(t, 120, 40, func(o *Options) { o.Cores = 1 })
+	launch := hs.m.opts.Launch
+	hs.m.opts.Launch = func(c config.Config) (*Link, error) { launched = append(launched, c); return launch(c) }
+	training(hs, 20)
+	first := hs.m.runs.focus
+	hs.press("n", "down", "s") // a second run, on MountainCar-v0
+	if len(hs.m.runs.runs) != 2 || hs.m.runs.focus == first || hs.m.active != scrDashboard {
+		t.Fatalf("%d runs, focus %d", len(hs.m.runs.runs), hs.m.runs.focus)
+	}
+	if launched[0].Trainer.Threads == 1 || launched[1].Trainer.Threads != 1 {
+		t.Errorf("threads %d then %d, want the second at 1", launched[0].Trainer.Threads, launched[1].Trainer.Threads)
+	}
+	if logs := hs.m.cur().logs; len(logs) == 0 || !strings.Contains(logs[0], "2 runs on 1 cores") {
+		t.Errorf("the second run's log does not say why it has one thread: %q", logs)
+	}
+	v := hs.view()
+	for _, want := range []string{"#1 CartPole-v1·mlp", "▸ #2 MountainCar-v0·mlp", "steps/s", "ETA", "2 training"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("%q missing:\n%s", want, v)
+		}
+	}
+	hs.press("]")
+	if hs.m.runs.focus != first || !strings.Contains(hs.view(), "▸ #1 CartPole-v1·mlp") {
+		t.Errorf("] did not switch to the first run")
+	}
+	hs.press("[")
+	if hs.m.runs.focus == first {
+		t.Errorf("[ did not switch back")
+	}
+	hs.press("q")
+	if !strings.Contains(hs.view(), "Stop the 2 trainings and quit?") {
+		t.Errorf("quitting does not count the trainings:\n%s", hs.view())
+	}
+}
+
+// Runs found training at start-up are attached to, and the first screen
+// says so.
+func TestBackgroundRunsAtStartup(t *testing.T) {
+	hs, fl := liveHarness(t, 120, 40, func(o *Options) {
+		o.Background = func(string) []string { return []string{newerRun} }
+	})
+	if len(fl.attached) != 1 || len(hs.m.runs.runs) != 1 || hs.m.active != scrPicker {
+		t.Fatalf("attached %v, %d runs, screen %d", fl.attached, len(hs.m.runs.runs), hs.m.active)
+	}
+	if v := hs.view(); !strings.Contains(v, "1 run(s) found training in the background · 3 shows them") {
+		t.Errorf("the picker does not mention the background run:\n%s", v)
+	}
+	hs.press("3")
+	if v := hs.view(); !strings.Contains(v, "CartPole-v1") || hs.m.active != scrDashboard {
+		t.Errorf("3 does not show the background run:\n%s", v)
+	}
+}
+
+// Any metric can be charted (c, a filter, enter), a grid shows the usual
+// ones, and the X axis, log scale and zoom toggle.
+func TestChartControls(t *testing.T) {
+	hs := newHarness(t, 120, 40)
+	training(hs, 120)
+	hs.press("c", "type:entr")
+	if v := hs.view(); !strings.Contains(v, "▸ entropy") || strings.Contains(v, "approx_kl") {
+		t.Errorf("the metric filter does not narrow to entropy:\n%s", v)
+	}
+	hs.press("enter")
+	if v := hs.view(); !strings.Contains(v, "entropy over env steps") {
+		t.Errorf("no entropy chart:\n%s", v)
+	}
+	hs.press("g")
+	v := hs.view()
+	for _, want := range []string{"ep_return_mean", "ep_length_mean", "policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "explained_variance", "lr", "sps"} {
+		if !strings.Contains(v, "─ "+want+" ") {
+			t.Errorf("the grid has no %s chart:\n%s", want, v)
+		}
+	}
+	hs.press("g", "t")
+	if v := hs.view(); !strings.Contains(v, "entropy over wall-clock time") || !strings.Contains(v, "0:01") {
+		t.Errorf("no wall-clock axis:\n%s", v)
+	}
+	hs.press("t", "l", "z")
+	if v := hs.view(); !strings.Contains(v, "· log · last 50%") {
+		t.Errorf("log y and zoom not shown in the title:\n%s", v)
+	}
+	golden(t, "dashboard-entropy-log-zoom-120x40", hs.view())
+	hs.press("l", "z", "z", "z", "g")
+	golden(t, "dashboard-grid-120x40", hs.view())
+}
+
+var negZero = regexp.MustCompile(`(^|[^0-9.])-0(\.0+)?([^0-9.]|$)`)
+
+// Defect 8: ticks are round, evenly spaced, and zero is never -0.
+func TestTicks(t *testing.T) {
+	for _, tt := range []struct{ lo, hi float64 }{{-0.0013, 0.0011}, {-3e-5, 2e-5}, {-1, 1}, {0, 487}, {-200, -83}, {0.1, 0.3}} {
+		tk := niceTicks(tt.lo, tt.hi, 4)
+		vals := tk.values()
+		if tk.lo > tt.lo || tk.hi < tt.hi || len(vals) < 2 || len(vals) > 5 {
+			t.Errorf("niceTicks(%g, %g) = %+v %v", tt.lo, tt.hi, tk, vals)
+		}
+		for _, v := range vals {
+			if l := tickLabel(v, tk.step); negZero.MatchString(l) {
+				t.Errorf("label %q for %g", l, v)
+			}
+			if math.Signbit(v) && v == 0 {
+				t.Errorf("negative zero tick in %v", vals)
+			}
+		}
+	}
+	th := defaultTheme(nil)
+	pts := []point{{0, -0.0011}, {500, 0.0009}, {1000, -0.0004}}
+	for _, h := range []int{4, 8, 20} {
+		got := renderChart(&th, chartSpec{w: 40, h: h, xmax: 1000, curves: []curve{{pts: pts}}})
+		if negZero.MatchString(got) {
+			t.Errorf("-0 on the axis:\n%s", got)
+		}
+		if !strings.Contains(got, "0.001") && !strings.Contains(got, "0.002") {
+			t.Errorf("no round tick:\n%s", got)
+		}
+	}
+	if got := logLabel(2.5); got != "320" {
+		t.Errorf("logLabel(2.5) = %q", got)
+	}
+	if got := logLabel(-5); got != "1e-5" {
+		t.Errorf("logLabel(-5) = %q", got)
+	}
+}
+
+// Defects 7, 9, 22: figures keep their digits, the header and the
+// dashboard agree on the percentage, and no ETA shows while paused.
+func TestSmallTexts(t *testing.T) {
+	hs := newHarness(t, 120, 40)
+	training(hs, 10)
+	m := fakeMetrics(11)
+	m.PolicyLoss, m.Step = -3.28e-5, 101900 // 99.5% of 102400
+	hs.fake.publish(trainer.Event{Kind: trainer.EventMetrics, Time: epoch, Metrics: m})
+	hs.pump()
+	if v := hs.view(); !strings.Contains(v, "-3.28e-5") {
+		t.Errorf("the policy loss is cut:\n%s", v)
+	}
+	hs.press("p")
+	hs.fake.publish(trainer.Event{Kind: trainer.EventState, Time: epoch, State: trainer.StatePaused, Message: "paused"})
+	hs.pump()
+	if v := hs.view(); strings.Contains(v, "ETA") || !strings.Contains(v, "· paused") {
+		t.Errorf("ETA while paused:\n%s", v)
+	}
+	hs.fake.finish(trainer.StateDone)
+	hs.pump()
+	if v := hs.view(); !strings.Contains(v, "100% 101.9k/102.4k") {
+		t.Errorf("the dashboard does not say 100%%:\n%s", v)
+	}
+	hs.press("1")
+	if v := hs.view(); !strings.Contains(v, "training: done 100%") {
+		t.Errorf("the header does not say 100%%:\n%s", v)
+	}
+}
+
+// Defect 19: at 80×24 the quit question keeps "n: back"; at 60×20 the
+// chart's top Y label shows; at 40×12 the chart is drawn.
+func TestSmallTerminals(t *testing.T) {
+	hs := newHarness(t, 80, 24)
+	training(hs, 60)
+	hs.press("q")
+	if v := hs.view(); !strings.Contains(v, "n: go back") && !strings.Contains(v, "n: back") {
+		t.Errorf("the quit question is cut at 80×24:\n%s", v)
+	}
+	hs.press("n")
+	for _, size := range [][2]int{{60, 20}, {40, 12}} {
+		hs.w, hs.h = size[0], size[1]
+		hs.send(teaSize(size[0], size[1]))
+		v := hs.view()
+		if !strings.Contains(v, "└") || !regexp.MustCompile(`[⠁-⣿]`).MatchString(v) {
+			t.Errorf("no chart at %dx%d:\n%s", size[0], size[1], v)
+		}
+		lines := strings.Split(v, "\n")
+		top := -1
+		for i, l := range lines {
+			if strings.Contains(l, "╭─ ep_return_mean") {
+				top = i
+			}
+		}
+		if top < 0 || !regexp.MustCompile(`│ *[0-9]+│`).MatchString(lines[top+1]) {
+			t.Errorf("no Y label on the chart's top row at %dx%d:\n%s", size[0], size[1], v)
+		}
+	}
+}
+
+// Defect 6: columns keep a blank between them and names are cut in the
+// middle, keeping the suffix that tells runs apart.
+func TestRunsColumns(t *testing.T) {
+	if got := cutMiddle("20240102-030405-CartPole-v1-mlp-2", 20); !strings.HasSuffix(got, "mlp-2") || len([]rune(got)) != 20 {
+		t.Errorf("cutMiddle = %q", got)
+	}
+	t.Chdir(t.TempDir())
+	writeRun(t, "runs", "20240102-030405-MountainCarContinuous-v0-mlp", func(c *config.Config) { c.Env.ID = "MountainCarContinuous-v0" }, 50, -0.0000062, nil)
+	writeRun(t, "runs", "20240102-030405-MountainCarContinuous-v0-mlp-2", func(c *config.Config) { c.Env.ID = "MountainCarContinuous-v0" }, 50, 1, nil)
+	for _, w := range []int{80, 120} {
+		hs := newHarness(t, w, 24)
+		hs.press("4")
+		v := hs.view()
+		if !strings.Contains(v, "mlp-2") || !strings.Contains(v, "LAST") {
+			t.Errorf("at %d columns the suffix or a column is lost:\n%s", w, v)
+		}
+		if regexp.MustCompile(`e-[0-9]+[0-9-]`).MatchString(v) && regexp.MustCompile(`e-0[0-9]`).MatchString(v) {
+			t.Errorf("columns collide at %d:\n%s", w, v)
+		}
+	}
+}
