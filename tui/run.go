@@ -164,12 +164,18 @@ func (r *run) backfill(past []trainer.Metrics, edits []trainer.Edit) {
 
 // logCheckpoint keeps one log line for a streak of checkpoints: a fast run
 // saves several a second and would push everything else out of the pane.
+// A checkpoint asked for by hand (pinned) keeps a line of its own; the
+// rotating ones share one that shows the newest. (No count: a viewer that
+// attached late has not seen them all.)
 func (r *run) logCheckpoint(e trainer.Event) {
-	msg := fmt.Sprintf("%s (%d so far)", e.Message, r.checkpoints)
+	if e.Pinned {
+		r.logf(e.Time, "%s", e.Message)
+		return
+	}
 	if n := len(r.logs); n > 0 && r.lastWasCheckpoint {
 		r.logs = r.logs[:n-1]
 	}
-	r.logf(e.Time, "%s", msg)
+	r.logf(e.Time, "%s", e.Message)
 	r.lastWasCheckpoint = true
 }
 

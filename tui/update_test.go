@@ -221,6 +221,8 @@ func TestDashboardKeys(t *testing.T) {
 	paused := trainer.Event{Kind: trainer.EventState, Time: epoch, State: trainer.StatePaused, Message: "paused at step 5120"}
 	resumed := trainer.Event{Kind: trainer.EventState, Time: epoch, State: trainer.StateRunning, Message: "resumed"}
 	saved := trainer.Event{Kind: trainer.EventCheckpoint, Time: epoch, Checkpoint: "run/checkpoints/step-5120.safetensors", Message: "checkpoint saved: step-5120.safetensors"}
+	pinned := trainer.Event{Kind: trainer.EventCheckpoint, Time: epoch, Checkpoint: "run/checkpoints/step-5632.safetensors", Pinned: true,
+		Message: "checkpoint saved at step 5632 as asked: step-5632.safetensors (pinned: the rotation keeps it)"}
 	tests := []struct {
 		name   string
 		keys   []string
@@ -274,8 +276,15 @@ func TestDashboardKeys(t *testing.T) {
 		{name: "log scrolls", keys: []string{"pgup", "pgdown", "ctrl+u"}, state: stRunning},
 		{name: "a streak of checkpoints takes one log line", events: []trainer.Event{saved, saved, saved},
 			state: stRunning, check: func(t *testing.T, m *Model) {
-				if n := len(m.cur().logs); n != 4 || !strings.Contains(m.cur().logs[n-1], "(3 so far)") {
+				if n := len(m.cur().logs); n != 4 || !strings.HasSuffix(m.cur().logs[n-1], "checkpoint saved: step-5120.safetensors") {
 					t.Errorf("log = %q", m.cur().logs)
+				}
+			}},
+		{name: "a checkpoint asked for keeps its own line", events: []trainer.Event{saved, pinned, saved},
+			state: stRunning, check: func(t *testing.T, m *Model) {
+				logs := m.cur().logs
+				if n := len(logs); n != 6 || !strings.Contains(logs[n-2], "pinned") || !strings.Contains(logs[n-3], "step-5120") {
+					t.Errorf("log = %q", logs)
 				}
 			}},
 	}
