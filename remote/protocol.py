@@ -1,4 +1,4 @@
-"""Server side of the agenttrainer remote environment protocol, version 1.
+"""Server side of the agenttrainer remote environment protocol, version 2.
 
 Standard library only, Python 3.9+. See PROTOCOL.md next to this file for the
 wire format. A server supplies a *backend factory*: a callable taking
@@ -20,6 +20,9 @@ wire format. A server supplies a *backend factory*: a callable taking
 and serves with serve_main(factory, args) from its __main__ block, where
 args come from a parser given add_server_args (--listen, --num-envs, --once,
 --allow-remote, --max-frame-bytes): stdio by default, TCP with --listen.
+
+Every reply, errors included, echoes the "id" of the request it answers
+(Channel.write adds it); a backend's handle() need not.
 """
 
 import json
@@ -32,7 +35,7 @@ import threading
 import traceback
 from array import array
 
-VERSION = 1
+VERSION = 2
 MAGIC = b"AGTP"
 PREFIX = struct.Struct("<4sII")
 MAX_HEADER = 1 << 20
@@ -136,6 +139,8 @@ class Channel(object):
         self.rfile = rfile
         self.wfile = wfile
         self.max_frame = max_frame
+        # The id of the request being answered: write() echoes it.
+        self.request_id = None
 
     def _read_exact(self, n):
         chunks = []
@@ -174,6 +179,13 @@ class Channel(object):
         return header, body[hlen:]
 
     def write(self, header, payload=b""):
+        """Send one frame; the header gets the id of the request being
+        answered, right after its type ({"type":"step","id":7,...}, the
+        form the client reads fastest)."""
+        if self.request_id is not None and "id" not in header:
+            h = {"type": header.get("type"), "id": self.request_id}
+            h.update(header)
+            header = h
         self.wfile.write(encode_frame(header, payload))
         self.wfile.flush()
 
@@ -198,7 +210,14 @@ def serve_connection(channel, factory, fixed_num_envs=None, name="server"):
                 return
             header, payload = msg
             kind = header["type"]
+            rid = header.get("id")
+            channel.request_id = rid if _is_id(rid) else None
             try:
+                if rid is None and kind != "hello":
+                    # (a hello without one is refused by its version check)
+                    raise ProtocolError("a %r request without an \"id\" (protocol %d numbers every request)" % (kind, VERSION))
+                if rid is not None and not _is_id(rid):
+                    raise ProtocolError("request id %r is not a whole number" % (rid,))
                 if kind == "hello":
                     if backend is not None:
                         raise ProtocolError("a second hello")
@@ -214,7 +233,7 @@ def serve_connection(channel, factory, fixed_num_envs=None, name="server"):
                         raise ProtocolError("reset seed %r is not an integer or null" % (seed,))
                     obs = f32_bytes(backend.reset(seed))
                     _check_len("reset observations", len(obs), 4 * backend.num_envs * backend.observation_space["dim"])
-                    channel.write({"type": "reset"}, obs)
+                    channel.write({"type": "reset", "id": channel.request_id}, obs)
                 elif kind == "step":
                     _step(channel, backend, payload)
                 else:
@@ -244,6 +263,10 @@ def serve_connection(channel, factory, fixed_num_envs=None, name="server"):
                 pass
 
 
+def _is_id(v):
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 64
+
+
 def _send_error(channel, message, tb=None):
     header = {"type": "error", "message": message}
     if tb:
@@ -263,6 +286,8 @@ def _hello(channel, header, factory, fixed_num_envs):
     version = header.get("protocol")
     if version != VERSION:
         raise ProtocolError("client speaks protocol version %r, this server speaks %d" % (version, VERSION))
+    if header.get("id") is None:
+        raise ProtocolError("hello without an \"id\" (protocol %d numbers every request)" % VERSION)
     n = header.get("num_envs")
     if not isinstance(n, int) or n < 1:
         raise ProtocolError("num_envs %r is not a positive integer" % (n,))
@@ -316,7 +341,7 @@ def _step(channel, backend, payload):
         fo = f32_bytes(r.final_obs[i])
         _check_len("final observations", len(fo), 4 * d)
         parts.append(fo)
-    header = {"type": "step"}
+    header = {"type": "step", "id": channel.request_id}
     if getattr(backend, "reports_success", False):
         success = r.success or {}
         header["success"] = [bool(success.get(i, False)) for i in ended]

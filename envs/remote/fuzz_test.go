@@ -3,9 +3,12 @@ package remote
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,23 +30,24 @@ func (m memTransport) String() string              { return "in memory" }
 
 // fuzzConversation is a well-formed server output: hello for 3
 // sub-environments with 2-float observations, a reset reply and two step
-// replies (in the second, sub-environment 1 terminates).
+// replies (in the second, sub-environment 1 terminates), answering request
+// ids 1 to 4.
 func fuzzConversation(actKind string) []byte {
 	const n, d = 3, 2
 	act := encodeSpace(envs.Space{Kind: envs.Discrete, N: 2})
 	if actKind == "box" {
 		act = encodeSpace(envs.Space{Kind: envs.Box, Dim: 2, Low: []float32{-1, -1}, High: []float32{1, 1}})
 	}
-	b, _ := appendFrame(nil, map[string]any{"type": "hello", "protocol": 1, "num_envs": n, "env": "fuzz",
+	b, _ := appendFrame(nil, map[string]any{"type": "hello", "id": 1, "protocol": RemoteProtocolVersion, "num_envs": n, "env": "fuzz",
 		"observation_space": encodeSpace(envs.Space{Kind: envs.Box, Dim: d, Low: []float32{-1, float32(math.Inf(-1))}, High: []float32{1, 2}}),
 		"action_space":      act, "reports_success": true}, nil)
 	obs := []float32{0.1, 0.2, 0.3, 0.4, 0.5, 0.6}
-	b, _ = appendFrame(b, map[string]any{"type": "reset"}, appendF32(nil, obs))
+	b, _ = appendFrame(b, []byte(`{"type":"reset","id":2}`), appendF32(nil, obs))
 	lay := stepLayout{n, d}
 	p := lay.encode(nil, obs, obs, []float64{1, 1, 1}, []bool{false, false, false}, []bool{false, false, false})
-	b, _ = appendFrame(b, map[string]any{"type": "step", "success": []bool{}}, p)
+	b, _ = appendFrame(b, map[string]any{"type": "step", "id": 3, "success": []bool{}}, p)
 	p = lay.encode(nil, obs, obs, []float64{1, 0, 1}, []bool{false, true, false}, []bool{false, false, false})
-	b, _ = appendFrame(b, map[string]any{"type": "step", "success": []bool{true}}, p)
+	b, _ = appendFrame(b, map[string]any{"type": "step", "id": 4, "success": []bool{true}}, p)
 	return b
 }
 
@@ -54,8 +58,10 @@ func fuzzConversation(actKind string) []byte {
 func FuzzDecodeFrame(f *testing.F) {
 	f.Add(fuzzConversation("discrete"))
 	f.Add(fuzzConversation("box"))
-	errFrame, _ := appendFrame(nil, map[string]any{"type": "error", "message": "boom", "traceback": "tb"}, nil)
+	errFrame, _ := appendFrame(nil, map[string]any{"type": "error", "id": 1, "message": "boom", "traceback": "tb"}, nil)
 	f.Add(errFrame)
+	f.Add([]byte("AGTP\x16\x00\x00\x00\x00\x00\x00\x00{\"type\":\"step\",\"id\":3}"))
+	f.Add([]byte("AGTP\x18\x00\x00\x00\x00\x00\x00\x00{\"type\":\"reset\",\"id\":007}"))
 	f.Add([]byte("Traceback (most recent call last):\n"))
 	f.Add([]byte("AGTP\x02\x00\x00\x00\x00\x00\x00\x00{}"))
 	f.Add([]byte("AGTP\xff\xff\xff\xff\xff\xff\xff\xff"))
@@ -72,20 +78,39 @@ func FuzzDecodeFrame(f *testing.F) {
 				t.Fatalf("decoded %+v with a %d-byte payload", fr.Header, len(fr.Payload))
 			}
 			// Spaces and payloads decode or fail cleanly.
-			decodeSpace(fr.Header.ObservationSpace, "observation_space", 1<<12)
-			decodeSpace(fr.Header.ActionSpace, "action_space", 1<<12)
+			fits := func(dim int) error {
+				if dim > 1<<12 {
+					return frameErrorf("too big")
+				}
+				return nil
+			}
+			decodeSpace(fr.Header.ObservationSpace, "observation_space", fits)
+			decodeSpace(fr.Header.ActionSpace, "action_space", nil)
+			// The hand-written fast path agrees with the JSON decoder.
+			hdr := data[framePrefixLen : framePrefixLen+binary.LittleEndian.Uint32(data[4:8])]
+			if typ, id, ok := fastHeader(hdr); ok {
+				var slow wireHeader
+				if json.Unmarshal(hdr, &slow) != nil || slow.Type != typ || string(slow.ID) != strconv.FormatUint(id, 10) {
+					t.Fatalf("fast path read %q id %d, the JSON decoder %+v", typ, id, slow)
+				}
+			}
 			lay := stepLayout{3, 2}
 			obs, fin := make([]float32, 6), make([]float32, 6)
 			if _, err := lay.decode(fr.Payload, obs, fin, make([]float64, 3), make([]bool, 3), make([]bool, 3)); err == nil && len(fr.Payload) < lay.size(0) {
 				t.Fatal("a short step payload decoded")
 			}
-			// Re-encoding the payload under the same type decodes to the same bytes.
-			b, err := appendFrame(nil, map[string]any{"type": fr.Header.Type}, fr.Payload)
+			// Re-encoding the payload under the same type and id decodes to
+			// the same bytes.
+			h := map[string]any{"type": fr.Header.Type}
+			if fr.Header.HasID {
+				h["id"] = fr.Header.ID
+			}
+			b, err := appendFrame(nil, h, fr.Payload)
 			if err != nil {
 				t.Fatal(err)
 			}
 			fr2, _, err := readFrame(bytes.NewReader(b), nil, maxPayload)
-			if err != nil || fr2.Header.Type != fr.Header.Type || !bytes.Equal(fr2.Payload, fr.Payload) {
+			if err != nil || fr2.Header.Type != fr.Header.Type || fr2.Header.HasID != fr.Header.HasID || fr2.Header.ID != fr.Header.ID || !bytes.Equal(fr2.Payload, fr.Payload) {
 				t.Fatalf("round trip: %v %+v", err, fr2.Header)
 			}
 		}

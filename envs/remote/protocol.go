@@ -19,7 +19,9 @@ import (
 // and a raw little-endian payload.
 
 // RemoteProtocolVersion is the protocol version this client speaks.
-const RemoteProtocolVersion = 1
+// Version 2 added request ids: every request carries one and every reply
+// echoes it.
+const RemoteProtocolVersion = 2
 
 const (
 	frameMagic     = "AGTP"
@@ -35,6 +37,10 @@ const (
 // the ones its type defines and the rest stay zero.
 type frameHeader struct {
 	Type string `json:"type"`
+	// ID is the request id (protocol version 2): a request's, or the one a
+	// reply echoes; HasID says whether the header had one.
+	ID    uint64 `json:"-"`
+	HasID bool   `json:"-"`
 
 	// hello
 	Protocol         int             `json:"protocol,omitempty"`
@@ -134,29 +140,87 @@ func readFrame(r io.Reader, buf []byte, maxPayload int) (frame, []byte, error) {
 }
 
 // decodeHeader parses a JSON header, which must be an object with a
-// non-empty string "type".
+// non-empty string "type" and, when it has an "id", a whole number there.
 func decodeHeader(b []byte, h *frameHeader) error {
-	// The common replies, as protocol.py writes them, skip the JSON decoder.
-	switch string(b) {
-	case `{"type":"step"}`:
-		*h = frameHeader{Type: "step"}
-		return nil
-	case `{"type":"reset"}`:
-		*h = frameHeader{Type: "reset"}
+	// The common replies, as protocol.py writes them, skip the JSON decoder
+	// (and allocate nothing).
+	if typ, id, ok := fastHeader(b); ok {
+		*h = frameHeader{Type: typ, ID: id, HasID: true}
 		return nil
 	}
 	if !utf8.Valid(b) {
 		return frameErrorf("frame header is not UTF-8 text: %s", quoteBytes(b))
 	}
-	var d frameHeader // not h, which would then escape on the fast path too
+	var d wireHeader // not h, which would then escape on the fast path too
 	if err := json.Unmarshal(b, &d); err != nil {
 		return frameErrorf("frame header is not a valid JSON object (%v): %s", err, quoteBytes(b))
 	}
 	if d.Type == "" {
 		return frameErrorf("frame header has no \"type\": %s", quoteBytes(b))
 	}
-	*h = d
+	if d.ID != nil && string(d.ID) != "null" {
+		id, err := strconv.ParseUint(string(d.ID), 10, 64)
+		if err != nil {
+			return frameErrorf("frame header has \"id\": %s, want a whole number from 0 to %d: %s", quoteBytes(d.ID), uint64(math.MaxUint64), quoteBytes(b))
+		}
+		d.frameHeader.ID, d.frameHeader.HasID = id, true
+	}
+	*h = d.frameHeader
 	return nil
+}
+
+// wireHeader is a header as JSON has it: the id is checked by hand.
+type wireHeader struct {
+	frameHeader
+	ID json.RawMessage `json:"id"`
+}
+
+// fastHeader recognises {"type":"step","id":N} and {"type":"reset","id":N}
+// exactly as protocol.py writes them, N a whole number without leading
+// zeros.
+func fastHeader(b []byte) (typ string, id uint64, ok bool) {
+	const prefix, step, reset, idKey = `{"type":"`, `step"`, `reset"`, `,"id":`
+	if len(b) < len(prefix) || string(b[:len(prefix)]) != prefix {
+		return "", 0, false
+	}
+	rest := b[len(prefix):]
+	switch {
+	case len(rest) >= len(step) && string(rest[:len(step)]) == step:
+		typ, rest = "step", rest[len(step):]
+	case len(rest) >= len(reset) && string(rest[:len(reset)]) == reset:
+		typ, rest = "reset", rest[len(reset):]
+	default:
+		return "", 0, false
+	}
+	if len(rest) < len(idKey)+2 || string(rest[:len(idKey)]) != idKey {
+		return "", 0, false
+	}
+	digits := rest[len(idKey) : len(rest)-1]
+	if rest[len(rest)-1] != '}' || len(digits) == 0 || len(digits) > 19 || (digits[0] == '0' && len(digits) > 1) {
+		return "", 0, false // 19 digits always fit in a uint64
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return "", 0, false
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return typ, id, true
+}
+
+// appendRequestHeader appends hb, an encoded JSON object, with "id": id
+// added as its last field (the client's requests).
+func appendRequestHeader(dst, hb []byte, id uint64) []byte {
+	if len(hb) < 2 || hb[len(hb)-1] != '}' {
+		return append(dst, hb...) // not an object: appendFrame's reader refuses it
+	}
+	dst = append(dst, hb[:len(hb)-1]...)
+	if len(hb) > 2 {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"id":`...)
+	dst = strconv.AppendUint(dst, id, 10)
+	return append(dst, '}')
 }
 
 // appendFrame appends one frame to dst. A header given as []byte is taken
@@ -169,6 +233,11 @@ func appendFrame(dst []byte, header any, payload []byte) ([]byte, error) {
 			return dst, err
 		}
 	}
+	return appendFrameBytes(dst, hb, payload)
+}
+
+// appendFrameBytes appends one frame with the encoded JSON header hb to dst.
+func appendFrameBytes(dst, hb, payload []byte) ([]byte, error) {
 	if len(hb) > maxHeaderBytes {
 		return dst, fmt.Errorf("frame header of %d bytes is over the limit of %d", len(hb), maxHeaderBytes)
 	}
@@ -203,13 +272,20 @@ type wireSpace struct {
 	High []*float64 `json:"high,omitempty"`
 }
 
-// maxSpaceSize bounds a declared dimension so that sizes computed from it
-// cannot overflow.
-const maxSpaceSize = 1 << 24
+// The largest spaces a server may declare (remote/PROTOCOL.md, Limits):
+// the client sizes its buffers, and the trainer its networks, from them.
+const (
+	// MaxDiscreteN bounds a discrete space's n (a policy has one output per
+	// action).
+	MaxDiscreteN = 1 << 16
+	// MaxBoxDim bounds a box space's dim (2^20 floats, e.g. 512×512×4 pixels).
+	MaxBoxDim = 1 << 20
+)
 
-// decodeSpace parses a space from a hello header; a box may have at most
-// maxDim elements (what fits in a frame), checked before allocating.
-func decodeSpace(raw json.RawMessage, what string, maxDim int) (envs.Space, error) {
+// decodeSpace parses a space from a hello header. It refuses a discrete n
+// above MaxDiscreteN, a box dim above MaxBoxDim and, when fits is not nil,
+// a box dim that fits refuses (frames too big), all before allocating.
+func decodeSpace(raw json.RawMessage, what string, fits func(dim int) error) (envs.Space, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return envs.Space{}, frameErrorf("the hello reply has no %s", what)
 	}
@@ -219,16 +295,18 @@ func decodeSpace(raw json.RawMessage, what string, maxDim int) (envs.Space, erro
 	}
 	switch w.Kind {
 	case "discrete":
-		if w.N < 1 || w.N > maxSpaceSize {
-			return envs.Space{}, frameErrorf("the %s is discrete with n = %d, want 1…%d", what, w.N, maxSpaceSize)
+		if w.N < 1 || w.N > MaxDiscreteN {
+			return envs.Space{}, frameErrorf("the %s is discrete with n = %d, outside the limit of 1…%d actions (remote/PROTOCOL.md, Limits)", what, w.N, MaxDiscreteN)
 		}
 		return envs.Space{Kind: envs.Discrete, N: w.N}, nil
 	case "box":
-		if w.Dim < 1 || w.Dim > maxSpaceSize {
-			return envs.Space{}, frameErrorf("the %s is a box with dim = %d, want 1…%d", what, w.Dim, maxSpaceSize)
+		if w.Dim < 1 || w.Dim > MaxBoxDim {
+			return envs.Space{}, frameErrorf("the %s is a box with dim = %d, outside the limit of 1…%d floats (remote/PROTOCOL.md, Limits)", what, w.Dim, MaxBoxDim)
 		}
-		if w.Dim > maxDim {
-			return envs.Space{}, &frameError{fmt.Sprintf("the %s is a box with dim = %d; more than %d do not fit in a frame (raise env.args.max_frame_bytes or use fewer env.num_envs)", what, w.Dim, maxDim)}
+		if fits != nil {
+			if err := fits(w.Dim); err != nil {
+				return envs.Space{}, err
+			}
 		}
 		s := envs.Space{Kind: envs.Box, Dim: w.Dim, Low: make([]float32, w.Dim), High: make([]float32, w.Dim)}
 		for _, b := range []struct {

@@ -3,6 +3,7 @@ package remote
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,9 @@ const (
 	DefaultRemoteTimeout          = 30 * time.Second
 	DefaultRemoteHandshakeTimeout = 15 * time.Second
 )
+
+// maxTimeoutSeconds bounds env.args.timeout_s and handshake_timeout_s.
+const maxTimeoutSeconds = 86400
 
 // ErrRemoteIsBatch is what the registry's constructor for "remote" answers:
 // a remote server steps all sub-environments with one message, so they are
@@ -75,8 +79,8 @@ var remoteArgKeys = []string{"command", "dir", "env", "address", "allow_remote",
 //	env                 a table of environment variables for command, e.g. {PYTHONPATH = "…"}
 //	address             "127.0.0.1:PORT" (instead of command)
 //	allow_remote        accept a non-loopback address (default false)
-//	timeout_s           seconds a request may take (default 30)
-//	handshake_timeout_s seconds start-up and hello may take (default 15)
+//	timeout_s           seconds a request may take (default 30; at most 86400)
+//	handshake_timeout_s seconds start-up and hello may take (default 15; at most 86400)
 //	max_frame_bytes     largest payload accepted (default 64 MiB)
 //	stderr              "capture" (default: keep the last lines for errors) or "inherit" (also copy to ours)
 //	options             a table passed to the server in hello
@@ -141,8 +145,8 @@ func ParseRemoteArgs(args envs.Params) (RemoteOptions, error) {
 			o.AllowRemote = b
 		case "timeout_s", "handshake_timeout_s":
 			f, ok := anynum.Float(v)
-			if !ok || !(f > 0) || f > 86400 {
-				return o, bad("a number of seconds above 0")
+			if !ok || !(f > 0) || f > maxTimeoutSeconds {
+				return o, bad(fmt.Sprintf("a number of seconds above 0 and at most %d (one day)", maxTimeoutSeconds))
 			}
 			d := time.Duration(f * float64(time.Second))
 			if k == "timeout_s" {
@@ -241,10 +245,11 @@ type RemoteEnv struct {
 	reportsSuccess  bool
 	success         []bool
 
-	rbuf, wbuf, payload []byte
-	steps               int64
-	broken              error // the stream failed: no more requests
-	closed              bool
+	rbuf, wbuf, hbuf, payload []byte
+	steps                     int64
+	lastID                    uint64 // the id of the last request sent
+	broken                    error  // the stream failed: no more requests
+	closed                    bool
 }
 
 // OpenRemote starts or connects to the server and performs the handshake,
@@ -286,6 +291,7 @@ func openRemote(t remoteTransport, n int, o RemoteOptions) (*RemoteEnv, error) {
 	return r, nil
 }
 
+// helloRequest is the hello request's header; call adds the id.
 type helloRequest struct {
 	Type     string         `json:"type"`
 	Protocol int            `json:"protocol"`
@@ -295,6 +301,12 @@ type helloRequest struct {
 }
 
 func (r *RemoteEnv) handshake(o RemoteOptions) error {
+	// A step reply holds at least 17 bytes per sub-environment (a 1-float
+	// observation and final observation, a reward, the flags).
+	if need := 17 * int64(r.n); need > int64(r.maxFrame) {
+		return r.errorf("handshake", "%d sub-environments (env.num_envs) need step replies of at least %d bytes, over the limit of %d (env.args.max_frame_bytes): raise env.args.max_frame_bytes or use fewer env.num_envs",
+			r.n, need, r.maxFrame)
+	}
 	f, err := r.call(helloRequest{Type: "hello", Protocol: RemoteProtocolVersion, NumEnvs: r.n, Client: "agenttrainer", Options: o.Options}, nil, "handshake", o.HandshakeTimeout)
 	if err != nil {
 		return err
@@ -309,22 +321,41 @@ func (r *RemoteEnv) handshake(o RemoteOptions) error {
 	if h.Protocol != RemoteProtocolVersion {
 		return fail("the server speaks protocol version %d, this client speaks %d: use the protocol.py that comes with this agenttrainer (remote/protocol.py)", h.Protocol, RemoteProtocolVersion)
 	}
+	if !h.HasID { // call let it through for the version check above
+		return r.breakf("handshake", "%s", idMismatch(h, r.lastID))
+	}
 	if h.NumEnvs != r.n {
 		return fail("the server serves %d sub-environments, env.num_envs asks for %d: set env.num_envs = %d or start the server without a fixed --num-envs", h.NumEnvs, r.n, h.NumEnvs)
 	}
 	if len(f.Payload) != 0 {
 		return fail("the hello reply has a %d-byte payload, want none", len(f.Payload))
 	}
-	// A step reply holds two observations and 9 bytes per sub-environment,
-	// a step request one action of 4-byte elements.
-	maxObs, maxAct := (r.maxFrame/r.n-9)/8, r.maxFrame/r.n/4
-	if r.os, err = decodeSpace(h.ObservationSpace, "observation_space", maxObs); err != nil {
+	// Frames must fit env.args.max_frame_bytes: a step reply holds two
+	// observations, a reward and the flags per sub-environment, a step
+	// request one action of 4-byte elements. Checked before any buffer is
+	// sized from the spaces.
+	n, limit := int64(r.n), int64(r.maxFrame)
+	obsFits := func(dim int) error {
+		if need := 8*n*int64(dim) + 9*n; need > limit {
+			return frameErrorf("the observation_space is a box with dim = %d: a step reply for %d sub-environments may need %d bytes (f32 obs and final_obs of %d floats, f64 reward and u8 flags each), over the limit of %d (env.args.max_frame_bytes): raise env.args.max_frame_bytes or use fewer env.num_envs",
+				dim, r.n, need, dim, limit)
+		}
+		return nil
+	}
+	actFits := func(dim int) error {
+		if need := 4 * n * int64(dim); need > limit {
+			return frameErrorf("the action_space is a box with dim = %d: a step request for %d sub-environments needs %d bytes (f32 actions[%d×%d]), over the limit of %d (env.args.max_frame_bytes): raise env.args.max_frame_bytes or use fewer env.num_envs",
+				dim, r.n, need, r.n, dim, limit)
+		}
+		return nil
+	}
+	if r.os, err = decodeSpace(h.ObservationSpace, "observation_space", obsFits); err != nil {
 		return fail("%v", err)
 	}
 	if r.os.Kind != envs.Box {
 		return fail("the observation_space is %v; observations must be a box (flatten or one-hot encode them on the server)", r.os)
 	}
-	if r.as, err = decodeSpace(h.ActionSpace, "action_space", maxAct); err != nil {
+	if r.as, err = decodeSpace(h.ActionSpace, "action_space", actFits); err != nil {
 		return fail("%v", err)
 	}
 	r.layout = stepLayout{n: r.n, d: r.os.Dim}
@@ -359,12 +390,14 @@ func (r *RemoteEnv) ReportsSuccess() bool { return r.reportsSuccess }
 // Succeeded implements BatchSuccessReporter.
 func (r *RemoteEnv) Succeeded(i int) bool { return r.success[i] }
 
+// resetRequest is the reset request's header; call adds the id.
 type resetRequest struct {
 	Type string `json:"type"`
 	Seed *int64 `json:"seed"`
 }
 
-// stepRequest is the step request's header, encoded (and boxed) once.
+// stepRequest is the step request's header, encoded (and boxed) once; call
+// adds the id.
 var stepRequest any = []byte(`{"type":"step"}`)
 
 // Reset implements BatchEnv.
@@ -491,15 +524,25 @@ func (r *RemoteEnv) Close() error {
 	return r.t.Close()
 }
 
-// call sends one request and reads its reply within timeout. Any failure
+// call sends one request and reads its reply within timeout. It gives the
+// request the next id and makes sure the reply echoes it. Any failure
 // breaks the connection for good and comes back as an error that names the
 // server, the request and what to check.
 func (r *RemoteEnv) call(header any, payload []byte, op string, timeout time.Duration) (frame, error) {
 	if r.broken != nil {
 		return frame{}, r.broken
 	}
+	hb, ok := header.([]byte)
+	if !ok {
+		var err error
+		if hb, err = json.Marshal(header); err != nil {
+			return frame{}, r.breakf(op, "cannot encode the request: %v", err)
+		}
+	}
+	r.lastID++
+	r.hbuf = appendRequestHeader(r.hbuf[:0], hb, r.lastID)
 	var err error
-	r.wbuf, err = appendFrame(r.wbuf[:0], header, payload)
+	r.wbuf, err = appendFrameBytes(r.wbuf[:0], r.hbuf, payload)
 	if err != nil {
 		return frame{}, r.breakf(op, "cannot encode the request: %v", err)
 	}
@@ -513,6 +556,13 @@ func (r *RemoteEnv) call(header any, payload []byte, op string, timeout time.Dur
 	if err != nil {
 		return frame{}, r.ioFailure(op, "waiting for the reply", timeout, err)
 	}
+	// A server of protocol version 1 sends no ids: its hello reply or error
+	// goes on to the version check (or shows its message, which names the
+	// versions).
+	v1Hello := op == "handshake" && !f.Header.HasID
+	if !v1Hello && (!f.Header.HasID || f.Header.ID != r.lastID) {
+		return frame{}, r.breakf(op, "%s", idMismatch(&f.Header, r.lastID))
+	}
 	if f.Header.Type == "error" {
 		msg := strings.TrimSpace(f.Header.Message)
 		if msg == "" {
@@ -524,6 +574,20 @@ func (r *RemoteEnv) call(header any, payload []byte, op string, timeout time.Dur
 		return frame{}, r.breakf(op, "the server reported an error: %s", msg)
 	}
 	return f, nil
+}
+
+// idMismatch describes a reply h whose id is not want, the request's.
+func idMismatch(h *frameHeader, want uint64) string {
+	what := fmt.Sprintf("the %q reply", h.Type)
+	if h.Type == "error" {
+		what = fmt.Sprintf("the error reply (%q)", strings.TrimSpace(h.Message))
+	}
+	if !h.HasID {
+		return fmt.Sprintf("%s carries no request id, want id %d: every reply must echo its request's id; the server breaks remote/PROTOCOL.md version %d",
+			what, want, RemoteProtocolVersion)
+	}
+	return fmt.Sprintf("%s carries request id %d, want %d (the id of this request): the server answered an earlier request again, or out of order, so the conversation is out of step (remote/PROTOCOL.md version %d)",
+		what, h.ID, want, RemoteProtocolVersion)
 }
 
 func (r *RemoteEnv) errorf(op, format string, args ...any) error {
@@ -571,7 +635,7 @@ func (r *RemoteEnv) ioFailure(op, doing string, timeout time.Duration, err error
 		if strings.Contains(fe.msg, "magic") {
 			msg += ": the server does not speak the agenttrainer remote protocol (remote/PROTOCOL.md), or something writes to its stdout (logs belong on stderr)"
 		} else {
-			msg += ": the server breaks remote/PROTOCOL.md version 1"
+			msg += fmt.Sprintf(": the server breaks remote/PROTOCOL.md version %d", RemoteProtocolVersion)
 		}
 	case isClosedErr(err):
 		crashed = true

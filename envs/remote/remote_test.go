@@ -30,7 +30,7 @@ func requirePython(t testing.TB) string {
 
 func cartpoleServerArgs(extra ...any) envs.Params {
 	cmd := []any{"python3", filepath.Join("..", "..", "remote", "cartpole_server.py")}
-	return envs.Params{"command": append(cmd, extra...), "timeout_s": 10, "handshake_timeout_s": 10}
+	return envs.Params{"command": append(cmd, extra...), "timeout_s": generousTimeout, "handshake_timeout_s": generousTimeout}
 }
 
 // within runs f and bounds it by d: a hang becomes a panic naming what hung
@@ -59,7 +59,7 @@ var cpThetaThreshold = 12 * 2 * math.Pi / 360
 
 func TestRemoteCartPoleStdio(t *testing.T) {
 	requirePython(t)
-	within(t, 30*time.Second, "stepping the Python CartPole", func() {
+	within(t, hangBound, "stepping the Python CartPole", func() {
 		const n = 8
 		v, err := NewRemoteVector(n, cartpoleServerArgs())
 		if err != nil {
@@ -173,8 +173,8 @@ func startPythonTCP(t testing.TB, script string, args ...string) string {
 	select {
 	case a := <-addr:
 		return a
-	case <-time.After(10 * time.Second):
-		t.Fatal("the Python server did not say where it listens")
+	case <-time.After(time.Minute):
+		t.Fatal("the Python server did not say where it listens within a minute")
 		return ""
 	}
 }
@@ -182,14 +182,15 @@ func startPythonTCP(t testing.TB, script string, args ...string) string {
 func TestRemoteCartPoleTCP(t *testing.T) {
 	requirePython(t)
 	addr := startPythonTCP(t, filepath.Join("..", "..", "remote", "cartpole_server.py"))
-	within(t, 20*time.Second, "stepping the Python CartPole over TCP", func() {
+	within(t, hangBound, "stepping the Python CartPole over TCP", func() {
 		// Two clients at once, each with its own sub-environments.
-		a, err := NewRemoteVector(4, envs.Params{"address": addr})
+		args := envs.Params{"address": addr, "timeout_s": generousTimeout, "handshake_timeout_s": generousTimeout}
+		a, err := NewRemoteVector(4, args)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer a.Close()
-		b, err := NewRemoteVector(4, envs.Params{"address": addr})
+		b, err := NewRemoteVector(4, args)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +220,7 @@ func TestRemoteCartPoleMatchesGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	within(t, 30*time.Second, "comparing CartPole physics", func() {
+	within(t, hangBound, "comparing CartPole physics", func() {
 		r, err := OpenRemote(1, o)
 		if err != nil {
 			t.Fatal(err)
@@ -240,7 +241,7 @@ func TestRemoteCartPoleMatchesGo(t *testing.T) {
 			f, err := r.call(struct {
 				Type   string      `json:"type"`
 				States [][]float64 `json:"states"`
-			}{"set_state", [][]float64{c.State()}}, nil, "set_state", time.Second)
+			}{"set_state", [][]float64{c.State()}}, nil, "set_state", r.timeout)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -269,7 +270,7 @@ func TestRemoteCartPoleMatchesGo(t *testing.T) {
 				}
 				f, err := r.call(struct {
 					Type string `json:"type"`
-				}{"get_state"}, nil, "get_state", time.Second)
+				}{"get_state"}, nil, "get_state", r.timeout)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -298,7 +299,9 @@ func TestParseRemoteArgs(t *testing.T) {
 		{envs.Params{"command": []any{}}, "command is empty"},
 		{envs.Params{"command": []any{"python3", int64(3)}}, "list of strings"},
 		{envs.Params{"comand": []any{"python3"}}, "did you mean command?"},
-		{envs.Params{"command": "x", "timeout_s": int64(0)}, "timeout_s must be a number of seconds above 0"},
+		{envs.Params{"command": "x", "timeout_s": int64(0)}, "timeout_s must be a number of seconds above 0 and at most 86400 (one day), got 0"},
+		{envs.Params{"command": "x", "handshake_timeout_s": 86400.5}, "handshake_timeout_s must be a number of seconds above 0 and at most 86400 (one day), got 86400.5"},
+		{envs.Params{"command": "x", "timeout_s": int64(86400)}, ""},
 		{envs.Params{"command": "x", "timeout_s": "5"}, "timeout_s must be"},
 		{envs.Params{"command": "x", "max_frame_bytes": 1.5}, "max_frame_bytes must be a whole number"},
 		{envs.Params{"command": "x", "stderr": "loud"}, `"capture" or "inherit"`},
@@ -378,8 +381,9 @@ func TestGymServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	within(t, 20*time.Second, "gym_server.py", func() {
+	within(t, hangBound, "gym_server.py", func() {
 		v, err := NewRemoteVector(3, envs.Params{
+			"timeout_s": generousTimeout, "handshake_timeout_s": generousTimeout,
 			"command": []any{"python3", filepath.Join("..", "..", "remote", "gym_server.py"), "--success-key", "is_success"},
 			"env":     map[string]any{"PYTHONPATH": fake},
 			"options": map[string]any{"env": "FakeWalk-v0", "kwargs": map[string]any{"size": int64(3)}},
@@ -423,20 +427,22 @@ func TestGymServer(t *testing.T) {
 			t.Errorf("final observation of sub-env 1: %v", v.FinalObs[3:6])
 		}
 	})
-	within(t, 20*time.Second, "gym_server.py errors", func() {
+	within(t, hangBound, "gym_server.py errors", func() {
 		_, err := NewRemoteVector(2, envs.Params{
-			"command": []any{"python3", filepath.Join("..", "..", "remote", "gym_server.py"), "--env", "NoSuchEnv-v9"},
-			"env":     map[string]any{"PYTHONPATH": fake},
+			"command":             []any{"python3", filepath.Join("..", "..", "remote", "gym_server.py"), "--env", "NoSuchEnv-v9"},
+			"env":                 map[string]any{"PYTHONPATH": fake},
+			"handshake_timeout_s": generousTimeout,
 		})
 		checkErr(t, err, "handshake", "the server reported an error: ValueError: fake gymnasium only has FakeWalk-v0, not 'NoSuchEnv-v9'", "server traceback:")
 		_, err = NewRemoteVector(2, envs.Params{
-			"command": []any{"python3", filepath.Join("..", "..", "remote", "gym_server.py")},
-			"env":     map[string]any{"PYTHONPATH": fake},
+			"command":             []any{"python3", filepath.Join("..", "..", "remote", "gym_server.py")},
+			"env":                 map[string]any{"PYTHONPATH": fake},
+			"handshake_timeout_s": generousTimeout,
 		})
 		checkErr(t, err, "no environment to serve: start gym_server.py with --env ID or set env.args.options.env")
 	})
 	if exec.Command("python3", "-c", "import gymnasium").Run() != nil {
-		_, err := NewRemoteVector(2, envs.Params{"command": []any{"python3", filepath.Join("..", "..", "remote", "gym_server.py"), "--env", "CartPole-v1"}})
+		_, err := NewRemoteVector(2, envs.Params{"command": []any{"python3", filepath.Join("..", "..", "remote", "gym_server.py"), "--env", "CartPole-v1"}, "handshake_timeout_s": generousTimeout})
 		checkErr(t, err, "gymnasium is not installed", "pip install gymnasium")
 	}
 }

@@ -132,8 +132,8 @@ func (p *procTransport) kill() {
 func (p *procTransport) diagnose(crashed bool) string {
 	var parts []string
 	wait := time.Duration(0)
-	if crashed {
-		wait = 2 * time.Second
+	if crashed { // its output ended: it is exiting, unless it closed stdout itself
+		wait = 5 * time.Second
 	}
 	select {
 	case <-p.exited:

@@ -10,6 +10,8 @@ Its sub-environments count steps: observation [i, t], reward 1, episodes of
     garbage       writes text instead of a frame onto the protocol stream
     error         raises ValueError in the environment
     nan           answers with a NaN observation
+    twice         sends its reply to step --at twice (the client must notice
+                  at the next step, whose reply then echoes an earlier id)
     noisy         prints to stdout (sys.stdout and fd 1) on every step; must still work
     startup-crash fails to import a module before serving
     slow-hello    takes an hour to build its environments
@@ -33,7 +35,7 @@ args = parser.parse_args()
 if args.mode == "startup-crash":
     import no_such_module_for_the_test  # noqa: F401
 
-state = {"garbage": False}
+state = {"garbage": False, "twice": False}
 _write = protocol.Channel.write
 
 
@@ -43,6 +45,9 @@ def write(self, header, payload=b""):
         self.wfile.flush()
         return
     _write(self, header, payload)
+    if state["twice"]:
+        state["twice"] = False
+        _write(self, header, payload)
 
 
 protocol.Channel.write = write
@@ -82,6 +87,8 @@ class Counter(object):
             time.sleep(3600)
         if hit and mode == "garbage":
             state["garbage"] = True
+        if hit and mode == "twice":
+            state["twice"] = True
         if hit and mode == "error":
             raise ValueError("the pole fell off the cart")
         n = self.num_envs
