@@ -28,15 +28,18 @@ type Options struct {
 // Parse reads export's command line.
 func Parse(args []string) (Options, error) {
 	var o Options
-	fs := cmdutil.NewFlags("export", "RUN_DIR --csv [--out FILE]", "export a run's metrics for spreadsheets")
-	fs.BoolVar(&o.CSV, "csv", false, "write metrics.jsonl as CSV (one row per iteration)")
+	fs := cmdutil.NewFlags("export", "RUN_DIR [--csv] [--out FILE]", "export a run's metrics as CSV for spreadsheets")
+	fs.BoolVar(&o.CSV, "csv", true, "write metrics.jsonl as CSV, one row per iteration (the only format, so the default)")
 	fs.StringVar(&o.Out, "out", "", "write to `file` instead of standard output")
 	rest, err := fs.ParseArgs(args)
 	if err != nil {
 		return o, err
 	}
-	if len(rest) != 1 || !o.CSV {
-		return o, cmdutil.Usagef("usage: agenttrainer export RUN_DIR --csv [--out FILE]")
+	if len(rest) != 1 {
+		return o, cmdutil.Usagef("usage: agenttrainer export RUN_DIR [--out FILE]")
+	}
+	if !o.CSV {
+		return o, cmdutil.Usagef("CSV is the only export format; drop --csv=false")
 	}
 	o.RunDir = rest[0]
 	return o, nil

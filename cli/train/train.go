@@ -38,7 +38,7 @@ func Parse(args []string) (Options, error) {
 	fs.StringVar(&o.RunDir, "run-dir", "", "put this run exactly in `dir` (default: a new directory under trainer.runs_dir)")
 	fs.BoolVar(&o.Quiet, "quiet", false, "print only the run directory and the final result")
 	fs.StringVar(&o.Resume, "resume", "", "continue the run in `dir` from its latest valid checkpoint (overrides may change live keys)")
-	fs.BoolVar(&o.Detach, "detach", false, "train in a background process that outlives this terminal; watch it with `agenttrainer attach`")
+	fs.BoolVar(&o.Detach, "detach", false, "train in a background process that outlives this terminal; watch it with agenttrainer attach")
 	fs.BoolVar(&o.StartPaused, "start-paused", false, "wait for a resume over the control socket before the first step (the terminal app uses it)")
 	var err error
 	if o.Overrides, err = fs.ParseArgs(args); err != nil {
