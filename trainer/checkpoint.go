@@ -422,7 +422,7 @@ func (t *Trainer) checkpoint(f *runFiles, sum *Summary, p *progress, pinned bool
 	if err != nil {
 		return err
 	}
-	sum.Checkpoint = path
+	sum.Checkpoint, p.lastSave = path, t.opts.Now()
 	if pinned {
 		return t.pin(dir, path, p.step)
 	}

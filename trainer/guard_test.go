@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
@@ -478,5 +479,35 @@ func TestAskedCheckpointIsPinned(t *testing.T) {
 	got, _ := runstore.Checkpoints(filepath.Join(dir, runstore.CheckpointsDir))
 	if len(got) != 2 || !slices.Contains(got, name) || got[0] != "step-8192.safetensors" {
 		t.Fatalf("checkpoints after the run: %v, want the last and the pinned %s", got, name)
+	}
+}
+
+// Checkpoints come by time, not by iterations, unless asked: a fast run no
+// longer thrashes the disk with several a second.
+func TestCheckpointsByTime(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { now = now.Add(time.Second); return now } // each look at the clock: 1 s
+	for _, tt := range []struct {
+		interval string
+		want     int // checkpoints written, the final one included
+	}{{"0", 1}, {"5", 4}, {"1000", 1}} {
+		dir := t.TempDir()
+		tr, err := New(testConfig(t, "ppo.total_timesteps=8192", "trainer.keep_checkpoints=0", "trainer.save_interval_s="+tt.interval), Options{RunDir: dir, Now: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		events, _ := tr.Subscribe(1024)
+		if _, err := tr.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for e := range events {
+			if e.Kind == EventCheckpoint {
+				n++
+			}
+		}
+		if (tt.want == 1 && n != 1) || (tt.want > 1 && n < 2) {
+			t.Errorf("save_interval_s=%s: %d checkpoints for 16 iterations, want %d", tt.interval, n, tt.want)
+		}
 	}
 }

@@ -85,6 +85,7 @@ type progress struct {
 	paused   time.Duration // time spent paused does not count against SPS
 	episodes *episodeWindow
 	opt      adam
+	lastSave time.Time // when the last checkpoint was written (or the run began)
 }
 
 func (p *progress) elapsed(now time.Time) time.Duration { return now.Sub(p.start) - p.paused }
@@ -92,6 +93,7 @@ func (p *progress) elapsed(now time.Time) time.Duration { return now.Sub(p.start
 // begin sets up the loop's progress: fresh, or from the resume checkpoint.
 func (t *Trainer) begin() (*progress, error) {
 	p := &progress{start: t.opts.Now(), episodes: newEpisodeWindow(100)}
+	p.lastSave = p.start
 	if t.learner != nil {
 		n := t.learner.Params().Len()
 		p.opt = adam{m: t.dev.Alloc(1, n), v: t.dev.Alloc(1, n)}
@@ -218,7 +220,8 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		t.stepsDone.Store(p.step)
 
 		asked := t.saveReq.Swap(false)
-		if asked || (c.Trainer.SaveFreq > 0 && iter%c.Trainer.SaveFreq == 0) {
+		due := c.Trainer.SaveEveryS > 0 && t.opts.Now().Sub(p.lastSave).Seconds() >= c.Trainer.SaveEveryS
+		if asked || due || (c.Trainer.SaveFreq > 0 && iter%c.Trainer.SaveFreq == 0) {
 			if err := t.checkpoint(f, &sum, p, asked); err != nil {
 				return sum, err
 			}

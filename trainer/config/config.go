@@ -84,16 +84,17 @@ type PPOConfig struct {
 
 // TrainerConfig holds everything about a run that is not the algorithm.
 type TrainerConfig struct {
-	Seed        int64  `toml:"seed" check:">=0"`
-	Device      string `toml:"device" check:"device"`
-	Threads     int    `toml:"threads" check:"[0,1024]"`
-	Name        string `toml:"name" check:"name"`
-	RunsDir     string `toml:"runs_dir" check:"nonempty"`
-	SaveFreq    int    `toml:"save_freq" live:"" check:">=0"`
-	Keep        int    `toml:"keep_checkpoints" live:"" check:">=0"`
-	TensorBoard bool   `toml:"tensorboard"`
-	TestFreq    int    `toml:"test_freq" live:"" check:">=0"`
-	ValGreedy   bool   `toml:"val_deterministic" live:""`
+	Seed        int64   `toml:"seed" check:">=0"`
+	Device      string  `toml:"device" check:"device"`
+	Threads     int     `toml:"threads" check:"[0,1024]"`
+	Name        string  `toml:"name" check:"name"`
+	RunsDir     string  `toml:"runs_dir" check:"nonempty"`
+	SaveFreq    int     `toml:"save_freq" live:"" check:">=0"`
+	SaveEveryS  float64 `toml:"save_interval_s" live:"" check:">=0"`
+	Keep        int     `toml:"keep_checkpoints" live:"" check:">=0"`
+	TensorBoard bool    `toml:"tensorboard"`
+	TestFreq    int     `toml:"test_freq" live:"" check:">=0"`
+	ValGreedy   bool    `toml:"val_deterministic" live:""`
 }
 
 // BatchSize is the number of samples per update.
