@@ -511,3 +511,34 @@ func TestCheckpointsByTime(t *testing.T) {
 		}
 	}
 }
+
+// A run held before its first step changes state without log text, so no
+// viewer's log starts with "resumed" at random; later pauses are announced.
+func TestHoldBeforeTheFirstStepIsQuiet(t *testing.T) {
+	tr, err := New(testConfig(t, "ppo.total_timesteps=2048"), Options{RunDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Pause()
+	events, _ := tr.Subscribe(256)
+	done := make(chan struct{})
+	var states []Event
+	go func() {
+		defer close(done)
+		for e := range events {
+			if e.Kind == EventState {
+				states = append(states, e)
+				if e.State == StatePaused {
+					tr.Resume()
+				}
+			}
+		}
+	}()
+	if _, err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if len(states) != 2 || states[0].State != StatePaused || states[1].State != StateRunning || states[0].Message != "" || states[1].Message != "" {
+		t.Fatalf("states %+v, want a quiet pause and resume", states)
+	}
+}

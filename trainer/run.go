@@ -164,7 +164,14 @@ func (t *Trainer) waitWhilePaused(ctx context.Context, f *runFiles, sum *Summary
 	}
 	began := t.opts.Now()
 	defer func() { p.paused += t.opts.Now().Sub(began) }()
-	t.broker.publish(Event{Kind: EventState, Time: began, State: StatePaused, Message: fmt.Sprintf("paused at step %d", p.step)})
+	// A run held before its first step (the app starts runs paused until
+	// it watches them) changes state without a word, so that no viewer's
+	// log begins with "resumed" or not depending on when it attached.
+	pausedMsg, resumedMsg := fmt.Sprintf("paused at step %d", p.step), "resumed"
+	if p.iter == 0 && p.step == 0 {
+		pausedMsg, resumedMsg = "", ""
+	}
+	t.broker.publish(Event{Kind: EventState, Time: began, State: StatePaused, Message: pausedMsg})
 	if p.iter > 0 {
 		if err := t.checkpoint(f, sum, p, false); err != nil {
 			t.logf("checkpoint failed: %v", err)
@@ -182,6 +189,6 @@ func (t *Trainer) waitWhilePaused(ctx context.Context, f *runFiles, sum *Summary
 		case <-t.wake:
 		}
 	}
-	t.broker.publish(Event{Kind: EventState, Time: t.opts.Now(), State: StateRunning, Message: "resumed"})
+	t.broker.publish(Event{Kind: EventState, Time: t.opts.Now(), State: StateRunning, Message: resumedMsg})
 	return nil
 }

@@ -114,7 +114,9 @@ func (r *run) handle(events []trainer.Event) {
 					r.state = stRunning
 				}
 			}
-			r.logf(e.Time, "%s", e.Message)
+			if e.Message != "" { // a run held before its first step says nothing
+				r.logf(e.Time, "%s", e.Message)
+			}
 		case trainer.EventDone:
 			r.state = runState(e.State)
 			r.err = e.Err
