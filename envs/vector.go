@@ -30,6 +30,10 @@ type Vector struct {
 	Terminated []bool    // N: the last step reached a terminal state
 	Truncated  []bool    // N: the last step was cut off (and did not terminate)
 	Finished   []Episode // episodes that ended on the last step
+	// BeforeReset, when set, is called with a sub-environment whose
+	// episode just ended, before the automatic reset: its last state can
+	// still be looked at (an evaluation draws the final frame).
+	BeforeReset func(i int)
 
 	returns []float64
 	lengths []int
@@ -119,6 +123,9 @@ func (v *Vector) Step(actions []float32) {
 			ep.Success, ep.HasSuccess = s.Succeeded(), true
 		}
 		copy(v.FinalObs[i*v.ObsDim:(i+1)*v.ObsDim], obs)
+		if v.BeforeReset != nil {
+			v.BeforeReset(i)
+		}
 		e.Reset(NoSeed, obs)
 	}
 }

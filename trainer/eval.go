@@ -15,8 +15,14 @@ type EvalOptions struct {
 	Deterministic bool  // take the distribution's mode instead of sampling
 	Seed          int64 // environment seed; 0 means trainer.seed + 1,000,000
 	// Frame, when set, receives the environment's text rendering after the
-	// reset and after every step (for watching an agent play).
+	// reset and after every step, the last step of an episode included
+	// (for watching an agent play).
 	Frame func(episode int, frame string) error
+	// Tasks picks the task rows episodes are played on, one task an
+	// episode: "val" (data.val_files), "train" (data.train_files), or ""
+	// for the validation tasks when the run has them, else the training
+	// tasks, else env.args alone.
+	Tasks string
 }
 
 // EvalResult summarises evaluation episodes.
@@ -26,6 +32,7 @@ type EvalResult struct {
 	Returns, Lengths         []float64
 	Successes                int
 	HasSuccess               bool
+	Tasks                    string // what the episodes were played on
 }
 
 // Mean and Std of the returns.
@@ -77,7 +84,8 @@ func Evaluate(ctx context.Context, dir string, o EvalOptions) (EvalResult, error
 	}
 	v := t.venv
 	defer t.Close()
-	render := func(ep int) error {
+	var renderErr error
+	frame := func(ep int) error {
 		if o.Frame == nil {
 			return nil
 		}
@@ -91,8 +99,25 @@ func Evaluate(ctx context.Context, dir string, o EvalOptions) (EvalResult, error
 		}
 		return o.Frame(ep, r.Render())
 	}
-	v.Reset(seed)
-	if err := render(0); err != nil {
+	// The last step of an episode is drawn before the automatic reset.
+	v.BeforeReset = func(int) {
+		if renderErr == nil {
+			renderErr = frame(len(res.Returns))
+		}
+	}
+	tasks, what, err := evalTasks(t, o.Tasks)
+	if err != nil {
+		return res, err
+	}
+	res.Tasks = what
+	if tasks != nil {
+		if err := nextEvalTask(v, tasks); err != nil {
+			return res, err
+		}
+	} else {
+		v.Reset(seed)
+	}
+	if err := frame(0); err != nil {
 		return res, err
 	}
 	acts := make([]float32, v.ActDim)
@@ -108,6 +133,9 @@ func Evaluate(ctx context.Context, dir string, o EvalOptions) (EvalResult, error
 		if err := v.Err(); err != nil {
 			return res, err
 		}
+		if renderErr != nil {
+			return res, renderErr
+		}
 		for _, ep := range v.Finished {
 			res.Returns = append(res.Returns, ep.Return)
 			res.Lengths = append(res.Lengths, float64(ep.Length))
@@ -117,12 +145,45 @@ func Evaluate(ctx context.Context, dir string, o EvalOptions) (EvalResult, error
 					res.Successes++
 				}
 			}
+			if tasks != nil && len(res.Returns) < o.Episodes {
+				if err := nextEvalTask(v, tasks); err != nil { // one task an episode
+					return res, err
+				}
+			}
 		}
 		if len(res.Returns) < o.Episodes {
-			if err := render(len(res.Returns)); err != nil {
+			if err := frame(len(res.Returns)); err != nil {
 				return res, err
 			}
 		}
 	}
 	return res, nil
+}
+
+// evalTasks is the source of the tasks an evaluation plays (nil: env.args
+// alone), and words for it.
+func evalTasks(t *Trainer, which string) (*taskSource, string, error) {
+	val, train := t.valRows, t.tasks.rows
+	switch {
+	case which == "val" && len(val) == 0:
+		return nil, "", &config.Error{Source: "eval", Msg: "--tasks val: the run has no validation tasks (data.val_files)"}
+	case which == "train" && len(train) == 0:
+		return nil, "", &config.Error{Source: "eval", Msg: "--tasks train: the run has no training tasks (data.train_files)"}
+	case which != "" && which != "val" && which != "train":
+		return nil, "", &config.Error{Source: "eval", Msg: fmt.Sprintf("--tasks %q: want val or train", which)}
+	case which == "val" || (which == "" && len(val) > 0):
+		return newTaskSource(&t.cfg, val, t.tasks.make), fmt.Sprintf("its %d validation tasks", len(val)), nil
+	case len(train) > 0:
+		return newTaskSource(&t.cfg, train, t.tasks.make), fmt.Sprintf("its %d training tasks", len(train)), nil
+	}
+	return nil, "env.args", nil
+}
+
+// nextEvalTask puts the next task's environment into the one slot.
+func nextEvalTask(v *envs.Vector, tasks *taskSource) error {
+	e, seed, err := tasks.next()
+	if err != nil {
+		return err
+	}
+	return v.Replace(0, e, seed)
 }

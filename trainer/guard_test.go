@@ -542,3 +542,47 @@ func TestHoldBeforeTheFirstStepIsQuiet(t *testing.T) {
 		t.Fatalf("states %+v, want a quiet pause and resume", states)
 	}
 }
+
+// Evaluating a run with task files plays one task an episode (FrozenLake:
+// many lakes, not one), and the last step of every episode is drawn.
+func TestEvalPlaysTheTasksAndDrawsTheEnd(t *testing.T) {
+	dir := t.TempDir()
+	var rows []string
+	for seed := 1; seed <= 5; seed++ {
+		rows = append(rows, fmt.Sprintf(`{"size": 4, "p": 0.8, "seed": %d}`, seed))
+	}
+	val := filepath.Join(dir, "val.jsonl")
+	if err := os.WriteFile(val, []byte(strings.Join(rows, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	train(t, testConfig(t, "env.id=FrozenLake-v1", "ppo.total_timesteps=2048", `data.val_files=["`+val+`"]`, "trainer.test_freq=0"), run)
+	lakes := map[string]bool{}
+	var ends []string
+	last := -1
+	var prev string
+	res, err := Evaluate(context.Background(), run, EvalOptions{Episodes: 5, Frame: func(ep int, frame string) error {
+		if ep != last { // the first frame of an episode: its lake
+			if last >= 0 {
+				ends = append(ends, prev)
+			}
+			lakes[strings.SplitN(frame, "\n", 5)[3]] = true
+			last = ep
+		}
+		prev = frame
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends = append(ends, prev)
+	if res.Tasks != "its 5 validation tasks" || len(lakes) < 3 {
+		t.Errorf("played on %s, %d different lakes", res.Tasks, len(lakes))
+	}
+	for i, end := range ends {
+		status := end[strings.LastIndex(end, "\n")+1:]
+		if !strings.Contains(status, "reached the goal") && !strings.Contains(status, "fell in a hole") && !strings.HasPrefix(status, "step 100/") {
+			t.Errorf("episode %d's last frame is not its end: %q", i, status)
+		}
+	}
+}

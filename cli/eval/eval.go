@@ -21,14 +21,16 @@ type Options struct {
 	Render        bool
 	FPS           int
 	Seed          int64
+	Tasks         string
 }
 
 // Parse reads eval's command line.
 func Parse(args []string) (Options, error) {
 	var o Options
-	fs := cmdutil.NewFlags("eval", "RUN_DIR [--episodes N] [--deterministic] [--render] [--fps N] [--seed S]",
+	fs := cmdutil.NewFlags("eval", "RUN_DIR [--episodes N] [--deterministic] [--render] [--fps N] [--seed S] [--tasks val|train]",
 		"play episodes with a run's latest checkpoint and print the mean return")
 	fs.IntVar(&o.Episodes, "episodes", 10, "number of `episodes` to play")
+	fs.StringVar(&o.Tasks, "tasks", "", "play one task an episode from the run's `val` or `train` task files (default: val when it has them, else train)")
 	fs.BoolVar(&o.Deterministic, "deterministic", false, "take the most likely action instead of sampling")
 	fs.BoolVar(&o.Render, "render", false, "draw the episodes in the terminal as they play")
 	fs.IntVar(&o.FPS, "fps", 30, "frames per second with --render")
@@ -49,7 +51,7 @@ func Parse(args []string) (Options, error) {
 
 // Run plays the episodes and prints their mean return.
 func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
-	opts := trainer.EvalOptions{Episodes: o.Episodes, Deterministic: o.Deterministic, Seed: o.Seed}
+	opts := trainer.EvalOptions{Episodes: o.Episodes, Deterministic: o.Deterministic, Seed: o.Seed, Tasks: o.Tasks}
 	if o.Render {
 		opts.Frame = func(ep int, frame string) error {
 			fmt.Fprintf(stdout, "\x1b[H\x1b[2J%s  episode %d/%d\n%s\n", filepath.Base(o.RunDir), ep+1, o.Episodes, frame)
@@ -71,8 +73,8 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	for _, s := range res.Skipped {
 		fmt.Fprintf(stderr, "%s: warning: %s\n", cmdutil.Prog, s)
 	}
-	fmt.Fprintf(stdout, "%s %s, %s: %d episodes, return %.2f ± %.2f (min %.1f, max %.1f), length %.1f",
-		res.EnvID, res.Agent, filepath.Base(res.Checkpoint), len(res.Returns), res.Mean(), res.Std(),
+	fmt.Fprintf(stdout, "%s %s, %s, on %s: %d episodes, return %.2f ± %.2f (min %.1f, max %.1f), length %.1f",
+		res.EnvID, res.Agent, filepath.Base(res.Checkpoint), res.Tasks, len(res.Returns), res.Mean(), res.Std(),
 		minOf(res.Returns), maxOf(res.Returns), meanOf(res.Lengths))
 	if res.HasSuccess {
 		fmt.Fprintf(stdout, ", success rate %.3f", float64(res.Successes)/float64(len(res.Returns)))
