@@ -292,6 +292,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				m.note = fmt.Sprintf("cannot use %s with %s: %v", msg.env, msg.agent, err)
 				return m, nil
 			}
+			m.note = carryEdits(m.cfg, &cfg)
 			m.setCfg(cfg)
 		}
 		if msg.start {
@@ -777,3 +778,34 @@ func (m *Model) header() string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// carryEdits applies to next (a newly picked environment's config) the
+// keys the user changed in prev (those that differ from prev's env preset),
+// so picking another environment does not discard them; it says what it
+// kept and what the new environment refused.
+func carryEdits(prev config.Config, next *config.Config) string {
+	var kept, refused []string
+	for _, k := range config.Schema() {
+		if k.Name == "env.id" || k.Name == "agent.name" || k.Name == "env.args" {
+			continue // env.args belong to the environment they were written for
+		}
+		was, _ := prev.Get(k.Name)
+		if config.FormatValue(was) == config.FormatValue(presetDefault(prev.Env.ID, k)) {
+			continue
+		}
+		trial := next.Clone()
+		if err := trial.Set(k.Name, was); err != nil {
+			refused = append(refused, k.Name)
+			continue
+		}
+		*next = trial
+		kept = append(kept, k.Name)
+	}
+	switch {
+	case len(kept) == 0 && len(refused) == 0:
+		return ""
+	case len(refused) == 0:
+		return fmt.Sprintf("kept your changes: %s", strings.Join(kept, ", "))
+	}
+	return fmt.Sprintf("kept your changes: %s; %s does not take %s", strings.Join(kept, ", "), next.Env.ID, strings.Join(refused, ", "))
+}

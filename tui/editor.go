@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
@@ -200,7 +201,35 @@ func (e *editor) value(k config.Key) string {
 	return config.FormatValue(v)
 }
 
-func (e *editor) changed(k config.Key) bool { return e.value(k) != config.FormatValue(k.Default) }
+func (e *editor) changed(k config.Key) bool { return e.value(k) != e.baseValue(k) }
+
+// baseValue is what key k holds before the user changes anything: the
+// default with the environment's preset applied (a preset value is not a
+// change of the user's, and d goes back to it).
+func (e *editor) baseValue(k config.Key) string {
+	return config.FormatValue(presetDefault(e.cfg.Env.ID, k))
+}
+
+// presetBases caches config.ForEnv by env id: the editor asks for every
+// key it draws.
+var presetBases sync.Map
+
+// presetDefault is key k's value in config.ForEnv(envID).
+func presetDefault(envID string, k config.Key) any {
+	cached, ok := presetBases.Load(envID)
+	if !ok {
+		cfg, err := config.ForEnv(envID)
+		if err != nil {
+			return k.Default
+		}
+		cached, _ = presetBases.LoadOrStore(envID, cfg)
+	}
+	base := cached.(config.Config)
+	if v, err := base.Get(k.Name); err == nil {
+		return v // env.id is envID: the environment picked is no change
+	}
+	return k.Default
+}
 
 func (e *editor) changedCount() int {
 	n := 0
@@ -303,7 +332,7 @@ func (e *editor) updateKeys(msg tea.KeyMsg) tea.Cmd {
 		if !ok {
 			return nil
 		}
-		return e.commit(k, config.FormatValue(k.Default))
+		return e.commit(k, e.baseValue(k))
 	case key.Matches(msg, km.Start) && e.live == nil:
 		return e.start()
 	case key.Matches(msg, km.Back):
@@ -531,7 +560,7 @@ func (e *editor) row(k config.Key, selected bool, kw, vw int) string {
 	line := string(mark) + fitLine(cut(k.Name, kw), kw) + " "
 	rest := fitLine(k.Type, e.typeWidth())
 	if e.showDefault() {
-		rest += fitLine(cut(config.FormatValue(k.Default), 16), 17)
+		rest += fitLine(cut(e.baseValue(k), 16), 17)
 	}
 	rest += applies
 	switch {
@@ -554,7 +583,10 @@ func (e *editor) detail() string {
 		return th.Dim.Render(e.note)
 	}
 	lines := []string{th.Heading.Render(k.Name) + "  " + cut(k.Doc, max(e.w-len(k.Name)-2, 0))}
-	facts := fmt.Sprintf("type %s · default %s", k.Type, config.FormatValue(k.Default))
+	facts := fmt.Sprintf("type %s · default %s", k.Type, e.baseValue(k))
+	if b := e.baseValue(k); b != config.FormatValue(k.Default) {
+		facts = fmt.Sprintf("type %s · default %s (%s's preset; built-in %s)", k.Type, b, e.cfg.Env.ID, config.FormatValue(k.Default))
+	}
 	if c := config.DescribeCheck(k.Check); c != "" {
 		facts += " · " + c
 	}

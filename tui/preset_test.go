@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"strings"
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -22,8 +23,27 @@ func TestPickAppliesThePreset(t *testing.T) {
 		t.Fatal("picking the same env again threw away an edit")
 	}
 	m.Update(pickedMsg{env: "CartPole-v1", agent: "mlp"})
-	if m.cfg.PPO.Gamma != 0.99 || m.cfg.Env.NormalizeObs {
-		t.Fatalf("back on CartPole-v1 the Pendulum preset lingers: gamma %v", m.cfg.PPO.Gamma)
+	if m.cfg.Env.NormalizeObs || m.cfg.PPO.NumSteps != 128 {
+		t.Fatalf("back on CartPole-v1 the Pendulum preset lingers: normalize_obs %v, num_steps %d", m.cfg.Env.NormalizeObs, m.cfg.PPO.NumSteps)
+	}
+	// The user's own change goes along, and the app says so.
+	if m.cfg.PPO.Gamma != 0.95 || !strings.Contains(m.note, "kept your changes: ppo.gamma") {
+		t.Fatalf("the edit of gamma was not kept: gamma %v, note %q", m.cfg.PPO.Gamma, m.note)
+	}
+}
+
+// d in the editor goes back to the environment's preset, and preset values
+// do not count as the user's changes.
+func TestEditorDefaultsAreThePreset(t *testing.T) {
+	m := New(Options{Config: config.Default()})
+	m.Update(pickedMsg{env: "Pendulum-v1", agent: "mlp"})
+	e := m.screens[scrEditor].(*editor)
+	if n := e.changedCount(); n != 0 {
+		t.Fatalf("%d keys count as changed right after picking Pendulum-v1", n)
+	}
+	k, _ := config.Lookup("ppo.gamma")
+	if got := e.baseValue(k); got != "0.9" {
+		t.Fatalf("gamma's default on Pendulum-v1 is %s, want the preset's 0.9", got)
 	}
 }
 
