@@ -16,10 +16,11 @@ type ticker struct{}
 // Ticks implements gplot.Ticker.
 func (ticker) Ticks(lo, hi float64) []gplot.Tick {
 	if !(hi > lo) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
-		return []gplot.Tick{{Value: lo, Label: formatTick(lo, 1)}}
+		return []gplot.Tick{{Value: lo, Label: formatTick(lo, 1, math.Abs(lo))}}
 	}
 	step, minors := niceStep((hi - lo) / 7)
 	eps := step * 1e-9
+	scale := math.Max(math.Abs(lo), math.Abs(hi))
 	var ticks []gplot.Tick
 	first := math.Ceil((lo-eps)/step) * step
 	minor := step / float64(minors)
@@ -27,7 +28,7 @@ func (ticker) Ticks(lo, hi float64) []gplot.Tick {
 		k := math.Round((v - first) / step)
 		if math.Abs(v-(first+k*step)) < eps {
 			v = first + k*step
-			ticks = append(ticks, gplot.Tick{Value: v, Label: formatTick(v, step)})
+			ticks = append(ticks, gplot.Tick{Value: v, Label: formatTick(v, step, scale)})
 		} else {
 			ticks = append(ticks, gplot.Tick{Value: v})
 		}
@@ -51,17 +52,18 @@ func niceStep(raw float64) (step float64, minors int) {
 }
 
 // formatTick writes v with as many decimals as the step needs, thousands
-// and millions as k and M.
-func formatTick(v, step float64) string {
+// and millions as k and M when the axis reaches them (scale is its largest
+// magnitude, so one axis uses one suffix).
+func formatTick(v, step, scale float64) string {
 	if math.Abs(v) < step*1e-6 {
 		return "0"
 	}
 	suffix := ""
 	for _, s := range []struct {
-		div float64
-		sfx string
-	}{{1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
-		if step >= s.div/10 && math.Abs(v) >= s.div {
+		div, from float64
+		sfx       string
+	}{{1e9, 1e9, "G"}, {1e6, 1e6, "M"}, {1e3, 1e4, "k"}} { // 2000, not 2.0k
+		if step >= s.div/10 && scale >= s.from {
 			v, step, suffix = v/s.div, step/s.div, s.sfx
 			break
 		}
