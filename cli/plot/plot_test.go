@@ -41,8 +41,8 @@ func fakeRun(t *testing.T, dir string, n int) string {
 
 func TestParse(t *testing.T) {
 	for _, tc := range []struct {
-		args []string
-		want string // "": parses; else a usage error containing it
+		args  []string
+		want  string // "": parses; else a usage error containing it
 		check func(Options) bool
 	}{
 		{[]string{"r"}, "", func(o Options) bool {
