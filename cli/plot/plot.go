@@ -37,12 +37,12 @@ const args = "RUN_DIR... [--metric M] [--x step|time] [--smooth S] [--out FILE.p
 func Parse(argv []string) (Options, error) {
 	o := Options{Width: 960, Height: 600}
 	fs := cmdutil.NewFlags("plot", args, "draw a metric of one or more runs as a PNG or SVG picture")
-	fs.StringVar(&o.Metric, "metric", "ep_return_mean", "any scalar of metrics.jsonl (`name`); ep_return_mean is shaded between ep_return_min and ep_return_max")
+	fs.StringVar(&o.Metric, "metric", "ep_return_mean", "the `name` of any scalar of metrics.jsonl; ep_return_mean is shaded between ep_return_min and ep_return_max")
 	fs.StringVar(&o.X, "x", "step", "x axis: `step` (environment steps) or time (wall-clock seconds)")
 	fs.Float64Var(&o.Smooth, "smooth", 0.6, "TensorBoard's smoothing `weight` in [0, 1): an exponential moving average, debiased at the start; the raw curve stays faint behind it; 0 draws the raw curve only")
 	fs.StringVar(&o.Out, "out", "", "write the picture to `file` (.png or .svg); default <first run>/<metric>.png")
 	fs.StringVar(&o.Title, "title", "", "the picture's `title`; default the runs' environment")
-	size := fs.String("size", "960x600", "picture size in pixels (`WxH`; an SVG's at 96 dpi)")
+	size := fs.String("size", "960x600", "picture size `WxH` in pixels (an SVG's at 96 dpi)")
 	rest, err := fs.ParseArgs(argv)
 	if err != nil {
 		return o, err
