@@ -1,0 +1,207 @@
+// Package plot is `agenttrainer plot`: one metric of one or more runs drawn
+// as a PNG or SVG picture (the drawing is internal/plot's).
+package plot
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
+	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
+	iplot "github.com/agenttrainer/agenttrainer/internal/plot"
+	"github.com/agenttrainer/agenttrainer/internal/suggest"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
+)
+
+// Options are plot's flags and run directories.
+type Options struct {
+	Runs          []string
+	Metric        string
+	X             string // "step" or "time"
+	Smooth        float64
+	Out           string // "": <first run>/<metric>.png
+	Format        string // "png" or "svg", from Out's extension
+	Title         string // "": the runs' environment
+	Width, Height int
+}
+
+const args = "RUN_DIR... [--metric M] [--x step|time] [--smooth S] [--out FILE.png|.svg] [--title T] [--size WxH]"
+
+// Parse reads plot's command line.
+func Parse(argv []string) (Options, error) {
+	o := Options{Width: 960, Height: 600}
+	fs := cmdutil.NewFlags("plot", args, "draw a metric of one or more runs as a PNG or SVG picture")
+	fs.StringVar(&o.Metric, "metric", "ep_return_mean", "the `name` of any scalar of metrics.jsonl; ep_return_mean is shaded between ep_return_min and ep_return_max")
+	fs.StringVar(&o.X, "x", "step", "x axis: `step` (environment steps) or time (wall-clock seconds)")
+	fs.Float64Var(&o.Smooth, "smooth", 0.6, "TensorBoard's smoothing `weight` in [0, 1): an exponential moving average, debiased at the start; the raw curve stays faint behind it; 0 draws the raw curve only")
+	fs.StringVar(&o.Out, "out", "", "write the picture to `file` (.png or .svg); default <first run>/<metric>.png")
+	fs.StringVar(&o.Title, "title", "", "the picture's `title`; default the runs' environment")
+	size := fs.String("size", "960x600", "picture size `WxH` in pixels (an SVG's at 96 dpi)")
+	rest, err := fs.ParseArgs(argv)
+	if err != nil {
+		return o, err
+	}
+	if len(rest) == 0 {
+		return o, &cmdutil.UsageError{Err: fmt.Errorf("plot needs at least one run directory"), Usage: fs.Usage()}
+	}
+	o.Runs = rest
+	if !slices.Contains(runstore.MetricNames(), o.Metric) {
+		return o, cmdutil.Usagef("unknown metric %q%s (the metrics: %s)", o.Metric,
+			suggest.DidYouMean(nearMetrics(o.Metric)), strings.Join(runstore.MetricNames(), ", "))
+	}
+	if o.X != "step" && o.X != "time" {
+		return o, cmdutil.Usagef("--x is step or time, not %q", o.X)
+	}
+	if !(o.Smooth >= 0 && o.Smooth < 1) {
+		return o, cmdutil.Usagef("--smooth is a weight in [0, 1), not %v", o.Smooth)
+	}
+	if o.Width, o.Height, err = parseSize(*size); err != nil {
+		return o, err
+	}
+	o.Format = "png"
+	if o.Out != "" {
+		switch ext := strings.ToLower(filepath.Ext(o.Out)); ext {
+		case ".png", ".svg":
+			o.Format = ext[1:]
+		default:
+			return o, cmdutil.Usagef("--out %s: the picture is a .png or an .svg file", o.Out)
+		}
+	}
+	return o, nil
+}
+
+// nearMetrics are the metric names closest to a mistyped one, a name
+// without its _mean counting as the name (ep_retrun: ep_return_mean), else
+// those that contain it (return: ep_return_mean, ep_return_min).
+func nearMetrics(name string) []string {
+	name = strings.ToLower(name)
+	names := runstore.MetricNames()
+	near := suggest.Closest(names, max(2, len(name)/3), func(c string) int {
+		return min(suggest.Distance(name, c), suggest.Distance(name, strings.TrimSuffix(c, "_mean")))
+	})
+	if len(near) == 0 && len(name) >= 3 {
+		for _, c := range names {
+			if strings.Contains(c, name) && len(near) < 3 {
+				near = append(near, c)
+			}
+		}
+	}
+	return near
+}
+
+// parseSize reads WxH.
+func parseSize(s string) (w, h int, err error) {
+	ws, hs, found := strings.Cut(strings.ToLower(s), "x")
+	w, err1 := strconv.Atoi(ws)
+	h, err2 := strconv.Atoi(hs)
+	if !found || err1 != nil || err2 != nil || w < 100 || h < 100 || w > 10000 || h > 10000 {
+		return 0, 0, cmdutil.Usagef("--size is WxH in pixels, each 100 to 10000, not %q", s)
+	}
+	return w, h, nil
+}
+
+// Run reads the runs, draws the picture and writes it, printing its path.
+func Run(_ context.Context, o Options, stdout, stderr io.Writer) error {
+	xName := map[string]string{"step": "step", "time": "time_s"}[o.X]
+	lo, hi := bandOf(o.Metric)
+	var series []iplot.Series
+	var envs []string
+	names := legendNames(o.Runs)
+	for i, dir := range o.Runs {
+		if !runstore.IsRunDir(dir) {
+			return cmdutil.Configf("%s is not a run directory (it has neither %s nor %s)", dir, runstore.ConfigFile, runstore.MetricsFile)
+		}
+		info := runstore.ReadRunInfo(dir)
+		ms, err := runstore.ReadMetrics(dir)
+		if err != nil {
+			return cmdutil.Configf("%s: %v", dir, err)
+		}
+		s := iplot.Series{Name: names[i]}
+		if lo != "" {
+			s.Lo, s.Hi = make([]float64, 0, len(ms)), make([]float64, 0, len(ms))
+		}
+		n := 0
+		for j := range ms {
+			m := &ms[j]
+			x, _ := m.Value(xName)
+			y, _ := m.Value(o.Metric)
+			s.X, s.Y = append(s.X, x), append(s.Y, y)
+			if lo != "" {
+				l, _ := m.Value(lo)
+				h, _ := m.Value(hi)
+				s.Lo, s.Hi = append(s.Lo, l), append(s.Hi, h)
+			}
+			if !math.IsNaN(y) && !math.IsInf(y, 0) {
+				n++
+			}
+		}
+		if n == 0 {
+			fmt.Fprintf(stderr, "%s: %s has no values of %s\n", cmdutil.Prog, dir, o.Metric)
+			continue
+		}
+		if info.EnvID != "" && !slices.Contains(envs, info.EnvID) {
+			envs = append(envs, info.EnvID)
+		}
+		series = append(series, s)
+	}
+	if len(series) == 0 {
+		return cmdutil.Configf("no run has values of %s", o.Metric)
+	}
+	title := o.Title
+	if title == "" {
+		title = strings.Join(envs, ", ")
+	}
+	ylabel := o.Metric
+	if o.Smooth > 0 {
+		ylabel += fmt.Sprintf(" (smoothed %g)", o.Smooth)
+	}
+	xlabel := map[string]string{"step": "environment steps", "time": "wall-clock time (s)"}[o.X]
+	data, err := iplot.Render(series, iplot.Options{Title: title, XLabel: xlabel, YLabel: ylabel,
+		Width: o.Width, Height: o.Height, Smooth: o.Smooth, Format: o.Format})
+	if err != nil {
+		return err
+	}
+	out := o.Out
+	if out == "" {
+		out = filepath.Join(o.Runs[0], o.Metric+".png")
+	}
+	if err := atomicfile.Write(out, data, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, out)
+	return nil
+}
+
+// bandOf names the metrics that bound metric's band: X_min and X_max for
+// X_mean when the records have them (ep_return_mean); "" otherwise.
+func bandOf(metric string) (lo, hi string) {
+	base, ok := strings.CutSuffix(metric, "_mean")
+	names := runstore.MetricNames()
+	if ok && slices.Contains(names, base+"_min") && slices.Contains(names, base+"_max") {
+		return base + "_min", base + "_max"
+	}
+	return "", ""
+}
+
+// legendNames are the runs' directory names, or the paths as given where
+// two runs share a name.
+func legendNames(dirs []string) []string {
+	names := make([]string, len(dirs))
+	seen := map[string]int{}
+	for i, d := range dirs {
+		names[i] = filepath.Base(filepath.Clean(d))
+		seen[names[i]]++
+	}
+	for i, d := range dirs {
+		if seen[names[i]] > 1 {
+			names[i] = filepath.Clean(d)
+		}
+	}
+	return names
+}

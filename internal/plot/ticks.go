@@ -1,0 +1,83 @@
+package plot
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	gplot "gonum.org/v1/plot"
+)
+
+// ticker puts major ticks on round numbers (1, 2, 2.5 or 5 times a power of
+// ten, at most seven of them) with minor ticks between, and labels large
+// numbers with SI suffixes (250k, 1.5M).
+type ticker struct{}
+
+// Ticks implements gplot.Ticker.
+func (ticker) Ticks(lo, hi float64) []gplot.Tick {
+	if !(hi > lo) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+		return []gplot.Tick{{Value: lo, Label: formatTick(lo, 1, math.Abs(lo))}}
+	}
+	step, minors := niceStep((hi - lo) / 7)
+	eps := step * 1e-9
+	scale := math.Max(math.Abs(lo), math.Abs(hi))
+	var ticks []gplot.Tick
+	first := math.Ceil((lo-eps)/step) * step
+	minor := step / float64(minors)
+	for v := math.Ceil((lo-eps)/minor) * minor; v <= hi+eps; v += minor {
+		k := math.Round((v - first) / step)
+		if math.Abs(v-(first+k*step)) < eps {
+			v = first + k*step
+			ticks = append(ticks, gplot.Tick{Value: v, Label: formatTick(v, step, scale)})
+		} else {
+			ticks = append(ticks, gplot.Tick{Value: v})
+		}
+	}
+	return ticks
+}
+
+// niceStep rounds a raw step up to 1, 2, 2.5 or 5 times a power of ten, and
+// says how many minor intervals divide it.
+func niceStep(raw float64) (step float64, minors int) {
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []struct {
+		mant   float64
+		minors int
+	}{{1, 5}, {2, 4}, {2.5, 5}, {5, 5}, {10, 5}} {
+		if raw <= m.mant*p*(1+1e-9) {
+			return m.mant * p, m.minors
+		}
+	}
+	return 10 * p, 5
+}
+
+// formatTick writes v with as many decimals as the step needs, thousands
+// and millions as k and M when the axis reaches them (scale is its largest
+// magnitude, so one axis uses one suffix).
+func formatTick(v, step, scale float64) string {
+	if math.Abs(v) < step*1e-6 {
+		return "0"
+	}
+	suffix := ""
+	for _, s := range []struct {
+		div, from float64
+		sfx       string
+	}{{1e9, 1e9, "G"}, {1e6, 1e6, "M"}, {1e3, 1e4, "k"}} { // 2000, not 2.0k
+		if step >= s.div/10 && scale >= s.from {
+			v, step, suffix = v/s.div, step/s.div, s.sfx
+			break
+		}
+	}
+	decimals := 0
+	for d := 0; d < 12; d++ {
+		scaled := step * math.Pow(10, float64(d))
+		if math.Abs(scaled-math.Round(scaled)) < 1e-6*scaled {
+			decimals = d
+			break
+		}
+	}
+	if math.Abs(v) < 1e-4 || math.Abs(v) >= 1e15 {
+		return strings.Replace(strconv.FormatFloat(v, 'g', 3, 64), "e-0", "e-", 1) + suffix
+	}
+	return strconv.FormatFloat(v, 'f', decimals, 64) + suffix
+}
