@@ -212,7 +212,7 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	}
 	seed := uint64(cfg.Trainer.Seed)
 	build := agents.Build{
-		Obs: t.obsSpace, Act: t.actSpace, Hidden: cfg.Agent.Hidden,
+		Obs: t.obsSpace, Act: t.actSpace, Conv: cfg.Agent.Conv, Hidden: cfg.Agent.Hidden,
 		Activation: cfg.Agent.Activation, LogStdInit: cfg.Agent.LogStdInit, NoCritic: cfg.Grouped(), Device: t.dev, RNG: rand.New(rand.NewPCG(seed, 1)),
 	}
 	if opts.AgentFactory != nil {
