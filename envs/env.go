@@ -29,11 +29,18 @@ func (k SpaceKind) String() string {
 // Space describes observations or actions. A Discrete space holds the
 // integers 0…N−1; a Box holds float vectors of length Dim bounded by Low and
 // High (±Inf where unbounded).
+//
+// A Box that is an image says so with Shape: (height, width, channels),
+// whose product is Dim, the vector holding the image channel-last (the value
+// of channel c at row y and column x at index (y·width + x)·channels + c).
+// Convolutional agents read it; everything else sees the flat vector. Nil
+// for vectors that are not images.
 type Space struct {
 	Kind      SpaceKind
 	N         int // Discrete: number of choices
 	Dim       int // Box: vector length
 	Low, High []float32
+	Shape     []int // Box: (H, W, C) of an image observation, or nil
 }
 
 // Size is the number of floats a value of the space takes in a vector: one

@@ -538,6 +538,36 @@ func (d *CUDA) GatherRows(dst, src Tensor, idx []int32) {
 	})
 }
 
+// Im2Col implements Device.
+func (d *CUDA) Im2Col(cols, x Tensor, g Conv2D) {
+	d.conv("im2col", cols, x, g)
+}
+
+// Col2Im implements Device.
+func (d *CUDA) Col2Im(dx, cols Tensor, g Conv2D) {
+	d.conv("col2im", dx, cols, g)
+}
+
+// conv launches im2col (out: patches, in: images) or col2im (out: images,
+// in: patches), one thread per element of out.
+func (d *CUDA) conv(kernel string, out, in Tensor, g Conv2D) {
+	B := 0
+	if kernel == "im2col" {
+		B = checkIm2Col(out, in, g)
+	} else {
+		B = checkIm2Col(in, out, g)
+	}
+	n := out.Len()
+	if n == 0 {
+		return
+	}
+	po, pi := d.ptr(out), d.ptr(in)
+	oh, ow := g.Out()
+	d.queue(kernel, func() error {
+		return d.launch(kernel, gridFor(n), po, pi, u(B), u(g.H), u(g.W), u(g.C), u(g.K), u(g.Stride), u(g.Pad), u(oh), u(ow))
+	})
+}
+
 // lossLaunch chooses how a loss over B samples runs: small minibatches run
 // as one block that also normalises the advantages itself (one launch);
 // larger ones get a grid, after an adv_stats launch when normalising.

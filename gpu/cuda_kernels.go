@@ -153,6 +153,52 @@ extern "C" __global__ void gather_rows(float* dst, const float* src, const int* 
 	}
 }
 
+// im2col: one thread per patch element (conv.go's layout): row r =
+// (b, oy, ox), column j = (ky·K + kx)·C + c, zero in the padding.
+extern "C" __global__ void im2col(float* cols, const float* x, u64 B, u64 H, u64 W, u64 C,
+		u64 K, u64 S, u64 P, u64 OH, u64 OW) {
+	u64 patch = K * K * C, n = B * OH * OW * patch;
+	GRID_STRIDE(i, n) {
+		u64 r = i / patch, j = i - r * patch;
+		u64 b = r / (OH * OW), p = r - b * (OH * OW);
+		u64 oy = p / OW, ox = p - oy * OW;
+		u64 kk = j / C, c = j - kk * C, ky = kk / K, kx = kk - ky * K;
+		long long iy = (long long)(oy * S + ky) - (long long)P;
+		long long ix = (long long)(ox * S + kx) - (long long)P;
+		float v = 0.0f;
+		if (iy >= 0 && iy < (long long)H && ix >= 0 && ix < (long long)W)
+			v = x[((b * H + (u64)iy) * W + (u64)ix) * C + c];
+		cols[i] = v;
+	}
+}
+
+// col2im: one thread per pixel, gathering the patch elements read from it
+// (no atomics). cpu.go adds patch rows in order (oy, ox ascending), which
+// for one pixel is ky then kx descending: the same float32 sum, bit for bit.
+extern "C" __global__ void col2im(float* dx, const float* cols, u64 B, u64 H, u64 W, u64 C,
+		u64 K, u64 S, u64 P, u64 OH, u64 OW) {
+	u64 patch = K * K * C, n = B * H * W * C;
+	GRID_STRIDE(i, n) {
+		u64 c = i % C, t = i / C;
+		u64 ix = t % W;
+		t /= W;
+		u64 iy = t % H, b = t / H;
+		float s = 0.0f;
+		for (long long ky = (long long)K - 1; ky >= 0; ky--) {
+			long long ny = (long long)(iy + P) - ky;
+			if (ny < 0 || ny % (long long)S != 0 || ny / (long long)S >= (long long)OH) continue;
+			u64 oy = (u64)(ny / (long long)S);
+			for (long long kx = (long long)K - 1; kx >= 0; kx--) {
+				long long nx = (long long)(ix + P) - kx;
+				if (nx < 0 || nx % (long long)S != 0 || nx / (long long)S >= (long long)OW) continue;
+				u64 ox = (u64)(nx / (long long)S);
+				s += cols[((b * OH + oy) * OW + ox) * patch + ((u64)ky * K + (u64)kx) * C + c];
+			}
+		}
+		dx[i] = s;
+	}
+}
+
 // Advantage normalisation (cpu.go normalizedAdv): mean, and 1/(std+1e-8)
 // with Bessel's correction, computed by one block.
 __device__ void block_adv_stats(const float* adv, u64 B, double* mean, double* inv) {
@@ -433,5 +479,6 @@ func cudaSource() string {
 // kernelNames lists every kernel the device loads.
 var kernelNames = []string{
 	"fill_f32", "scale_f32", "bias_act", "act_grad", "colsum_partial", "colsum_final", "gather_rows",
+	"im2col", "col2im",
 	"adv_stats", "categorical_ppo", "gaussian_ppo", "value_loss", "grad_norm", "scale_grads", "adam",
 }

@@ -461,3 +461,26 @@ func TestCUDAKernelsCompile(t *testing.T) {
 		t.Logf("%s: %d bytes of PTX", arch, len(ptx))
 	}
 }
+
+func TestCUDAIm2ColCol2Im(t *testing.T) {
+	p := newParity(t, 12)
+	for _, g := range []Conv2D{
+		{H: 10, W: 10, C: 4, K: 3, Stride: 1}, {H: 10, W: 10, C: 7, K: 3, Stride: 1, Pad: 1},
+		{H: 9, W: 11, C: 3, K: 4, Stride: 2, Pad: 2}, {H: 8, W: 8, C: 16, K: 2, Stride: 2},
+		{H: 1, W: 1, C: 1, K: 1, Stride: 1}, {H: 5, W: 7, C: 2, K: 3, Stride: 3, Pad: 1},
+	} {
+		for _, B := range []int{1, 3, 257} {
+			oh, ow := g.Out()
+			x := p.rand(B, g.H*g.W*g.C, 1)
+			cols := p.rand(B*oh*ow, g.Patch(), 1) // garbage, overwritten
+			p.cpu.Im2Col(cols.c, x.c, g)
+			p.gpu.Im2Col(cols.g, x.g, g)
+			p.check(fmt.Sprintf("im2col %+v B=%d", g, B), cols)
+			dcols := p.rand(B*oh*ow, g.Patch(), 1)
+			dx := p.rand(B, g.H*g.W*g.C, 1) // garbage, overwritten
+			p.cpu.Col2Im(dx.c, dcols.c, g)
+			p.gpu.Col2Im(dx.g, dcols.g, g)
+			p.check(fmt.Sprintf("col2im %+v B=%d", g, B), dx)
+		}
+	}
+}

@@ -156,6 +156,14 @@ type Device interface {
 	ColSum(out, x Tensor, beta float32)
 	// GatherRows copies src rows idx[0], idx[1], … into dst's rows.
 	GatherRows(dst, src Tensor, idx []int32)
+	// Im2Col writes the patches of the B channel-last images x (B×H·W·C)
+	// into cols ((B·OH·OW)×(K·K·C), layout in Conv2D's doc), zeros where a
+	// patch covers padding: a convolution is then one MatMul.
+	Im2Col(cols, x Tensor, g Conv2D)
+	// Col2Im is Im2Col's adjoint (a convolution's input gradient): dx
+	// (B×H·W·C) is overwritten with the sum, for every pixel, of the patch
+	// elements of cols that Im2Col would have read from it.
+	Col2Im(dx, cols Tensor, g Conv2D)
 
 	// CategoricalPPO is the fused clipped-surrogate loss for a categorical policy.
 	CategoricalPPO(a PPOPolicyArgs)

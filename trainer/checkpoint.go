@@ -315,26 +315,11 @@ func (t *Trainer) loadWeights(tensors map[string]runstore.Tensor) error {
 				if !ok {
 					return fmt.Errorf("checkpoint lacks tensor %s (was it written by another agent?)", prefix+nt.Name)
 				}
-				want := []int{nt.T.Rows, nt.T.Cols}
-				switch {
-				case nt.Transposed:
-					want = []int{nt.T.Cols, nt.T.Rows}
-				case nt.T.Rows == 1:
-					want = []int{nt.T.Cols} // biases and log-stds are vectors
-				}
+				want := nt.ExportShape()
 				if !slices.Equal(td.Shape, want) || len(td.Data) != nt.T.Len() {
-					return fmt.Errorf("tensor %s has shape %v, this agent needs %v (different env or agent.hidden?)", td.Name, td.Shape, want)
+					return fmt.Errorf("tensor %s has shape %v, this agent needs %v (different env, agent.conv or agent.hidden?)", td.Name, td.Shape, want)
 				}
-				dst := host[nt.T.Offset() : nt.T.Offset()+nt.T.Len()]
-				if nt.Transposed {
-					for r := 0; r < nt.T.Rows; r++ {
-						for c := 0; c < nt.T.Cols; c++ {
-							dst[r*nt.T.Cols+c] = td.Data[c*nt.T.Rows+r]
-						}
-					}
-				} else {
-					copy(dst, td.Data)
-				}
+				nt.Import(host[nt.T.Offset():nt.T.Offset()+nt.T.Len()], td.Data)
 			}
 		}
 		for _, v := range flat[""] {
@@ -469,19 +454,8 @@ func (t *Trainer) checkpointTensors(opt *adam) ([]runstore.Tensor, map[string]st
 	t.dev.Download(host["optimizer.exp_avg_sq."], opt.v)
 	for prefix, flat := range host {
 		for _, nt := range t.learner.Tensors() {
-			src := flat[nt.T.Offset() : nt.T.Offset()+nt.T.Len()]
-			td := runstore.Tensor{Name: prefix + nt.Name, Shape: []int{nt.T.Rows, nt.T.Cols}, Data: append([]float32(nil), src...)}
-			if nt.T.Rows == 1 && !nt.Transposed {
-				td.Shape = []int{nt.T.Cols} // biases and log-stds are vectors
-			}
-			if nt.Transposed {
-				td.Shape = []int{nt.T.Cols, nt.T.Rows}
-				for r := 0; r < nt.T.Rows; r++ {
-					for c := 0; c < nt.T.Cols; c++ {
-						td.Data[c*nt.T.Rows+r] = src[r*nt.T.Cols+c]
-					}
-				}
-			}
+			td := runstore.Tensor{Name: prefix + nt.Name, Shape: nt.ExportShape(), Data: make([]float32, nt.T.Len())}
+			nt.Export(td.Data, flat[nt.T.Offset():nt.T.Offset()+nt.T.Len()])
 			out = append(out, td)
 		}
 	}

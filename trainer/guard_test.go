@@ -211,6 +211,7 @@ func TestMemoryIsEstimatedFirst(t *testing.T) {
 		{"rollout too long", []string{"ppo.num_steps=1000000", "env.num_envs=64", "ppo.num_minibatches=1024"}, 1 << 30, "mostly the rollout buffers"},
 		{"huge minibatches", []string{"ppo.num_steps=1000000", "env.num_envs=64", "ppo.num_minibatches=1"}, 1 << 30, "mostly the networks' activations"},
 		{"networks too wide", []string{"agent.hidden=[65536,65536]"}, 1 << 30, "mostly the networks' weights"},
+		{"convolutions too wide", []string{"env.id=MinAtar/Breakout-v1", "agent.name=cnn", "agent.conv=[[4096, 3, 1, 1]]", "env.num_envs=64", "ppo.num_steps=256", "ppo.num_minibatches=1"}, 1 << 30, "mostly the convolutions' activations"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,9 +21,10 @@ import (
 const perEnvBytes = 4 << 10
 
 // memoryEstimate is the bytes a training of cfg holds at its peak, for
-// observations of obsDim floats and outputs policy outputs (logits or
-// means), with the part that dominates named.
-func memoryEstimate(cfg *config.Config, obsDim, outputs int) (total float64, biggest memoryPart) {
+// observations of obsDim floats (an image of shape H×W×C when shape is
+// set) and outputs policy outputs (logits or means), with the part that
+// dominates named.
+func memoryEstimate(cfg *config.Config, obsDim, outputs int, shape []int) (total float64, biggest memoryPart) {
 	const f32 = 4.0
 	envs, steps := float64(cfg.Env.NumEnvs), float64(cfg.PPO.NumSteps)
 	batch := envs * steps
@@ -39,8 +40,38 @@ func memoryEstimate(cfg *config.Config, obsDim, outputs int) (total float64, big
 	// activations and their gradients for a minibatch and for acting.
 	mb := batch / float64(max(cfg.PPO.NumMinibatches, 1))
 	var params, acts float64
+	in0 := od
+	if cfg.Agent.Name == "cnn" && len(shape) == 3 {
+		// The cnn's convolutions: per layer its weights, and for a
+		// minibatch and for acting its patches (batch × OH × OW × K·K·C),
+		// outputs and their gradients (batch × OH × OW × channels each).
+		// Actor and critic share them, and the hidden layers, which the
+		// loop below counts twice: an overestimate by at most one torso.
+		h, w, c := shape[0], shape[1], shape[2]
+		var convActs float64
+		for _, l := range cfg.Agent.Conv {
+			if len(l) < 3 || l[1] < 1 || l[2] < 1 {
+				break // refused by the agent with its own message
+			}
+			pad := 0
+			if len(l) > 3 {
+				pad = l[3]
+			}
+			oh, ow := (h+2*pad-l[1])/l[2]+1, (w+2*pad-l[1])/l[2]+1
+			if oh < 1 || ow < 1 {
+				break
+			}
+			patch := float64(l[1] * l[1] * c)
+			params += patch*float64(l[0]) + float64(l[0])
+			convActs += (mb + envs) * float64(oh*ow) * (patch + 2*float64(l[0]))
+			h, w, c = oh, ow, l[0]
+		}
+		in0 = float64(h * w * c)
+		parts = append(parts, memoryPart{"the convolutions' activations (minibatch × height × width × channels per agent.conv layer)",
+			"more ppo.num_minibatches, a smaller batch, fewer channels or a larger stride in agent.conv", f32 * convActs})
+	}
 	for _, out := range []float64{od1, 1} {
-		in := od
+		in := in0
 		for _, h := range append(cfg.Agent.Hidden, 0) {
 			w := float64(h)
 			if h == 0 {
@@ -92,8 +123,8 @@ func memoryLimit() float64 {
 }
 
 // checkMemory refuses a configuration whose estimate exceeds limit.
-func checkMemory(cfg *config.Config, obsDim, outputs int, limit float64) error {
-	need, biggest := memoryEstimate(cfg, obsDim, outputs)
+func checkMemory(cfg *config.Config, obsDim, outputs int, shape []int, limit float64) error {
+	need, biggest := memoryEstimate(cfg, obsDim, outputs, shape)
 	if need <= limit {
 		return nil
 	}

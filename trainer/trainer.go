@@ -135,7 +135,7 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	}
 	// A first estimate with the smallest spaces, before any environment is
 	// built: env.num_envs alone can be too many.
-	if err := checkMemory(&cfg, 1, 1, opts.MemoryLimit); err != nil {
+	if err := checkMemory(&cfg, 1, 1, nil, opts.MemoryLimit); err != nil {
 		return nil, err
 	}
 	makeEnv, validateRows, newBatch, err := envBuilder(&cfg, &opts)
@@ -199,7 +199,7 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	if t.actSpace.Kind == envs.Discrete {
 		outputs = t.actSpace.N
 	}
-	if err := checkMemory(&cfg, t.obsSpace.Dim, outputs, opts.MemoryLimit); err != nil {
+	if err := checkMemory(&cfg, t.obsSpace.Dim, outputs, t.obsSpace.Shape, opts.MemoryLimit); err != nil {
 		return nil, err
 	}
 	t.dev, t.devInfo = opts.Device, ""
@@ -212,7 +212,7 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	}
 	seed := uint64(cfg.Trainer.Seed)
 	build := agents.Build{
-		Obs: t.obsSpace, Act: t.actSpace, Hidden: cfg.Agent.Hidden,
+		Obs: t.obsSpace, Act: t.actSpace, Conv: cfg.Agent.Conv, Hidden: cfg.Agent.Hidden,
 		Activation: cfg.Agent.Activation, LogStdInit: cfg.Agent.LogStdInit, NoCritic: cfg.Grouped(), Device: t.dev, RNG: rand.New(rand.NewPCG(seed, 1)),
 	}
 	if opts.AgentFactory != nil {

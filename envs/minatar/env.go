@@ -134,14 +134,14 @@ func New(title string, opts Options) (*Env, error) {
 }
 
 // ObservationSpace implements envs.Env: 10·10·C values in {0, 1}, laid out
-// as the package doc says.
+// as the package doc says, with the image shape (10, 10, C).
 func (e *Env) ObservationSpace() envs.Space {
 	n := 100 * len(e.info.channels)
 	lo, hi := make([]float32, n), make([]float32, n)
 	for i := range hi {
 		hi[i] = 1
 	}
-	return envs.Space{Kind: envs.Box, Dim: n, Low: lo, High: hi}
+	return envs.Space{Kind: envs.Box, Dim: n, Low: lo, High: hi, Shape: []int{10, 10, len(e.info.channels)}}
 }
 
 // ActionSpace implements envs.Env: 6 actions (-v0) or the minimal set (-v1).

@@ -56,6 +56,7 @@ type EnvConfig struct {
 // AgentConfig chooses and shapes the agent.
 type AgentConfig struct {
 	Name       string  `toml:"name" check:"nonempty"`
+	Conv       [][]int `toml:"conv" check:"conv"`
 	Hidden     []int   `toml:"hidden" check:"each[1,65536]"`
 	Activation string  `toml:"activation" check:"oneof=tanh|relu"`
 	LogStdInit float64 `toml:"log_std_init"`
@@ -106,7 +107,7 @@ func (c *Config) MinibatchSize() int { return c.BatchSize() / c.PPO.NumMinibatch
 // Key describes one configuration key.
 type Key struct {
 	Name    string // dot notation, e.g. "ppo.learning_rate"
-	Type    string // "int", "float", "bool", "string", "[]int", "table"
+	Type    string // "int", "float", "bool", "string", "[]int", "[][]int", "table"
 	Default any    // the value from the embedded defaults
 	Doc     string // the comment above the key in config.toml
 	Live    bool   // may change while a run trains
@@ -254,6 +255,10 @@ func DefaultsTOML() string { return defaultsTOML }
 func (c Config) Clone() Config {
 	out := c
 	out.Agent.Hidden = append([]int(nil), c.Agent.Hidden...)
+	out.Agent.Conv = make([][]int, len(c.Agent.Conv))
+	for i, l := range c.Agent.Conv {
+		out.Agent.Conv[i] = append([]int(nil), l...)
+	}
 	out.Data.TrainFiles = append([]string(nil), c.Data.TrainFiles...)
 	out.Data.ValFiles = append([]string(nil), c.Data.ValFiles...)
 	out.Env.Args = cloneTable(c.Env.Args)
@@ -298,6 +303,12 @@ func FormatValue(v any) string {
 		parts := make([]string, len(x))
 		for i, n := range x {
 			parts[i] = fmt.Sprint(n)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case [][]int:
+		parts := make([]string, len(x))
+		for i, l := range x {
+			parts[i] = FormatValue(l)
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
 	case []string:

@@ -209,6 +209,21 @@ func TestPresetsAreValid(t *testing.T) {
 	}
 }
 
+func TestPresetPattern(t *testing.T) {
+	for _, id := range []string{"MinAtar/Breakout-v1", "MinAtar/Seaquest-v0"} {
+		c, err := Resolve("", []string{"env.id=" + id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Agent.Name != "cnn" || len(c.Agent.Conv) != 1 || c.Agent.Conv[0][0] != 16 || c.Env.NumEnvs != 64 {
+			t.Fatalf("%s: the MinAtar preset is not applied: %+v", id, c.Agent)
+		}
+	}
+	if c, err := Resolve("", []string{"env.id=CartPole-v1"}); err != nil || c.Agent.Name != "mlp" {
+		t.Fatalf("CartPole-v1: %v %+v", err, c.Agent)
+	}
+}
+
 func TestPresetPrecedence(t *testing.T) {
 	c, err := Resolve("", []string{"env.id=Pendulum-v1", "ppo.gamma=0.95"})
 	if err != nil {

@@ -234,6 +234,12 @@ func normalize(v any) any {
 			out[i] = int64(n)
 		}
 		return out
+	case [][]int:
+		out := make([]any, len(x))
+		for i, l := range x {
+			out[i] = normalize(l)
+		}
+		return out
 	case []int64:
 		out := make([]any, len(x))
 		for i, n := range x {
@@ -318,6 +324,9 @@ func convert(t reflect.Type, v any) (reflect.Value, error) {
 		if t.Elem().Kind() == reflect.String {
 			return convertStrings(v)
 		}
+		if t.Elem().Kind() == reflect.Slice {
+			return convertLayers(v)
+		}
 		list, ok := v.([]any)
 		if !ok {
 			return reflect.Value{}, fmt.Errorf("expects a list of integers such as [64, 64], got %s", describe(v))
@@ -338,6 +347,31 @@ func convert(t reflect.Type, v any) (reflect.Value, error) {
 		return reflect.Value{}, fmt.Errorf("expects a table, got %s", describe(v))
 	}
 	return reflect.Value{}, fmt.Errorf("unsupported type %s", t)
+}
+
+// convertLayers reads a list of lists of integers (agent.conv).
+func convertLayers(v any) (reflect.Value, error) {
+	const example = "[[16, 3, 1]] (out_channels, kernel, stride[, padding] per layer)"
+	list, ok := v.([]any)
+	if !ok {
+		return reflect.Value{}, fmt.Errorf("expects a list of layers such as %s, got %s", example, describe(v))
+	}
+	out := make([][]int, len(list))
+	for i, e := range list {
+		inner, ok := e.([]any)
+		if !ok {
+			return reflect.Value{}, fmt.Errorf("expects a list of layers such as %s, but layer %d is %s", example, i+1, describe(e))
+		}
+		out[i] = make([]int, len(inner))
+		for j, x := range inner {
+			n, ok := x.(int64)
+			if !ok {
+				return reflect.Value{}, fmt.Errorf("expects a list of layers such as %s, but element %d of layer %d is %s", example, j+1, i+1, describe(x))
+			}
+			out[i][j] = int(n)
+		}
+	}
+	return reflect.ValueOf(out), nil
 }
 
 func convertStrings(v any) (reflect.Value, error) {
@@ -413,6 +447,8 @@ func DescribeCheck(c string) string {
 		return "each layer " + DescribeCheck(strings.TrimPrefix(c, "each"))
 	case strings.HasPrefix(c, "oneof="):
 		return "one of " + strings.ReplaceAll(strings.TrimPrefix(c, "oneof="), "|", ", ")
+	case c == "conv":
+		return "layers of [out_channels, kernel, stride] or [out_channels, kernel, stride, padding]"
 	case c == "device":
 		return "auto, cpu, cuda or cuda:N"
 	case c == "name":
@@ -456,6 +492,8 @@ func checkValue(check string, v any) error {
 				return fmt.Errorf("layer sizes must be %s, got %v", DescribeCheck(strings.TrimPrefix(check, "each")), list)
 			}
 		}
+	case check == "conv":
+		return checkConv(v.([][]int))
 	case strings.HasPrefix(check, "oneof="):
 		opts := strings.Split(strings.TrimPrefix(check, "oneof="), "|")
 		if !slices.Contains(opts, v.(string)) {
@@ -468,6 +506,34 @@ func checkValue(check string, v any) error {
 	case check == "name":
 		if !runNameRE.MatchString(v.(string)) {
 			return fmt.Errorf("may use only letters, digits, '.', '_' and '-' (it names a directory), got %q", v)
+		}
+	}
+	return nil
+}
+
+// checkConv checks agent.conv's layers one by one; whether they fit the
+// observation is the agent's to say.
+func checkConv(layers [][]int) error {
+	if len(layers) == 0 {
+		return errors.New("needs at least one layer, e.g. [[16, 3, 1]] (out_channels, kernel, stride[, padding])")
+	}
+	for i, l := range layers {
+		if len(l) != 3 && len(l) != 4 {
+			return fmt.Errorf("layer %d is %v: give [out_channels, kernel, stride] or [out_channels, kernel, stride, padding]", i+1, l)
+		}
+		pad := 0
+		if len(l) == 4 {
+			pad = l[3]
+		}
+		switch {
+		case l[0] < 1 || l[0] > 65536:
+			return fmt.Errorf("layer %d has %d output channels; give 1 to 65536", i+1, l[0])
+		case l[1] < 1 || l[1] > 64:
+			return fmt.Errorf("layer %d has kernel size %d; give 1 to 64", i+1, l[1])
+		case l[2] < 1 || l[2] > 64:
+			return fmt.Errorf("layer %d has stride %d; give 1 to 64", i+1, l[2])
+		case pad < 0 || pad >= l[1]:
+			return fmt.Errorf("layer %d has padding %d; give 0 to kernel−1 (%d)", i+1, pad, l[1]-1)
 		}
 	}
 	return nil

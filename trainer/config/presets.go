@@ -3,6 +3,9 @@ package config
 import (
 	_ "embed"
 	"fmt"
+	"path"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/BurntSushi/toml"
@@ -20,6 +23,9 @@ var (
 )
 
 // Preset returns the keys the preset of envID sets (nil when it has none).
+// A table named by the exact ID wins; otherwise a table whose name is a
+// pattern with '*' (path.Match syntax, such as "MinAtar/*-v1") applies to
+// every ID it matches, the first in sorted order when several do.
 func Preset(envID string) map[string]any {
 	presetsOnce.Do(func() {
 		_, presetsErr = toml.Decode(presetsTOML, &presets)
@@ -27,16 +33,28 @@ func Preset(envID string) map[string]any {
 	if presetsErr != nil {
 		panic(fmt.Sprintf("config: embedded presets.toml: %v", presetsErr)) // part of the program
 	}
-	return presets[envID]
+	if p, ok := presets[envID]; ok {
+		return p
+	}
+	for _, pattern := range PresetIDs() {
+		if ok, _ := path.Match(pattern, envID); ok && strings.Contains(pattern, "*") {
+			return presets[pattern]
+		}
+	}
+	return nil
 }
 
-// PresetIDs lists the environments that have a preset.
+// PresetIDs lists the environments that have a preset (and the patterns
+// of environments), sorted.
 func PresetIDs() []string {
-	Preset("")
+	presetsOnce.Do(func() {
+		_, presetsErr = toml.Decode(presetsTOML, &presets)
+	})
 	ids := make([]string, 0, len(presets))
 	for id := range presets {
 		ids = append(ids, id)
 	}
+	slices.Sort(ids)
 	return ids
 }
 

@@ -1,0 +1,245 @@
+package agents
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/gpu"
+)
+
+// testImage is a 5×6×2 image: small, not square, two channels.
+var testImage = envs.Space{Kind: envs.Box, Dim: 60, Shape: []int{5, 6, 2}}
+
+// testConv has padding, a stride of 2 and two layers, so that every path of
+// im2col and col2im (the second layer's input gradient) is taken.
+var testConv = [][]int{{3, 3, 1, 1}, {2, 2, 2}}
+
+func newTestCNN(t *testing.T, act envs.Space, noCritic bool) (*CNN, *gpu.CPU) {
+	dev := gpu.NewCPU(1)
+	a, err := NewCNN(Build{Obs: testImage, Act: act, Conv: testConv, Hidden: []int{4}, Activation: "tanh",
+		NoCritic: noCritic, Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, dev
+}
+
+// TestCNNGradients checks Gradients against central differences of the
+// whole PPO loss (policy + entropy + value) in every parameter: the
+// convolutions (with padding, stride and col2im), the torso, both heads.
+func TestCNNGradients(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		act      envs.Space
+		noCritic bool
+	}{
+		{"categorical", envs.Space{Kind: envs.Discrete, N: 3}, false},
+		{"gaussian", envs.Space{Kind: envs.Box, Dim: 2}, false},
+		{"no-critic", envs.Space{Kind: envs.Discrete, N: 3}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, dev := newTestCNN(t, tc.act, tc.noCritic)
+			r := rand.New(rand.NewPCG(3, 4))
+			const B = 6
+			ad, od := tc.act.Size(), testImage.Dim
+			obs, acts := make([]float32, B*od), make([]float32, B*ad)
+			for i := range obs {
+				obs[i] = float32(r.NormFloat64())
+			}
+			p := dev.Data(a.Params())
+			for i := range p {
+				p[i] += float32(r.NormFloat64() * 0.2)
+			}
+			old, vals := make([]float32, B), make([]float32, B)
+			a.Act(obs, B, r, false, acts, old, vals)
+			for i := range old {
+				old[i] += float32(r.NormFloat64() * 0.05)
+			}
+			adv, ret := make([]float32, B), make([]float32, B)
+			for i := range adv {
+				adv[i], ret[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+			}
+			up := func(rows, cols int, v []float32) gpu.Tensor { x := dev.Alloc(rows, cols); dev.Upload(x, v); return x }
+			obsT, actT, oldT, advT, retT, valT := up(B, od, obs), up(B, ad, acts), up(B, 1, old), up(B, 1, adv), up(B, 1, ret), up(B, 1, vals)
+			stats := dev.Alloc(1, gpu.NumStats)
+			loss := func() float64 {
+				dev.Fill(stats, 0)
+				var v *gpu.ValueArgs
+				if !tc.noCritic {
+					v = &gpu.ValueArgs{OldValue: valT, Returns: retT, ClipCoef: 10, Clip: true, VFCoef: 0.5, Stats: stats}
+				}
+				a.Gradients(obsT, gpu.PPOPolicyArgs{Actions: actT, OldLogp: oldT, Adv: advT, ClipCoef: 10, EntCoef: 0.05, NormAdv: true, Stats: stats}, v)
+				s := dev.Data(stats)
+				return float64(s[gpu.StatPolicyLoss]) - 0.05*float64(s[gpu.StatEntropy]) + 0.5*float64(s[gpu.StatValueLoss])
+			}
+			loss()
+			grad := append([]float32(nil), dev.Data(a.Grads())...)
+			name := func(i int) string {
+				for _, nt := range a.Tensors() {
+					if i >= nt.T.Offset() && i < nt.T.Offset()+nt.T.Len() {
+						return nt.Name
+					}
+				}
+				return "?"
+			}
+			// A step that moves a ReLU's input across zero makes the
+			// difference quotient meaningless there: where the quotients of
+			// two step sizes disagree, the parameter is skipped (a few may
+			// be), and everywhere else the gradient must match.
+			diff := func(i int, h float32) float64 {
+				orig := p[i]
+				p[i] = orig + h
+				lu := loss()
+				p[i] = orig - h
+				ld := loss()
+				p[i] = orig
+				return (lu - ld) / (2 * float64(h))
+			}
+			tol := func(x float64) float64 { return 3e-4 + 2e-2*math.Abs(x) }
+			skipped := 0
+			for i := range p {
+				num, half := diff(i, 3e-3), diff(i, 1.5e-3)
+				if math.Abs(num-half) > tol(num) {
+					skipped++
+					continue
+				}
+				if math.Abs(num-float64(grad[i])) > tol(num) {
+					t.Errorf("param %d (%s): analytic %v, numeric %v", i, name(i), grad[i], num)
+				}
+			}
+			t.Logf("%d parameters checked, %d skipped at a ReLU kink", len(p)-skipped, skipped)
+			if skipped > len(p)/20 {
+				t.Errorf("%d of %d parameters sit on a ReLU kink", skipped, len(p))
+			}
+		})
+	}
+}
+
+// TestCNNExportLayout runs the exported tensors through a direct NCHW
+// convolution and linear layers, as PyTorch's Conv2d, Flatten and Linear
+// compute them (the model in CNN's doc), and compares with the agent's own
+// outputs: the checkpoint layout is PyTorch's.
+func TestCNNExportLayout(t *testing.T) {
+	a, dev := newTestCNN(t, envs.Space{Kind: envs.Discrete, N: 3}, false)
+	r := rand.New(rand.NewPCG(5, 6))
+	p := dev.Data(a.Params())
+	for i := range p {
+		p[i] += float32(r.NormFloat64() * 0.2) // non-zero biases too
+	}
+	tensors := map[string][]float32{}
+	shapes := map[string][]int{}
+	for _, nt := range a.Tensors() {
+		out := make([]float32, nt.T.Len())
+		nt.Export(out, p[nt.T.Offset():nt.T.Offset()+nt.T.Len()])
+		tensors[nt.Name], shapes[nt.Name] = out, nt.ExportShape()
+		back := make([]float32, nt.T.Len())
+		nt.Import(back, out)
+		if !slices.Equal(back, p[nt.T.Offset():nt.T.Offset()+nt.T.Len()]) {
+			t.Fatalf("%s: Import does not undo Export", nt.Name)
+		}
+	}
+	want := []string{"torso.0.weight", "torso.0.bias", "torso.2.weight", "torso.2.bias", "torso.5.weight", "torso.5.bias",
+		"actor.weight", "actor.bias", "critic.weight", "critic.bias"}
+	var names []string
+	for _, nt := range a.Tensors() {
+		names = append(names, nt.Name)
+	}
+	if !slices.Equal(names, want) {
+		t.Fatalf("tensor names %v, want %v", names, want)
+	}
+	if s := shapes["torso.0.weight"]; !slices.Equal(s, []int{3, 2, 3, 3}) {
+		t.Fatalf("torso.0.weight shape %v, want [3 2 3 3] (out, in, kh, kw)", s)
+	}
+	const B = 4
+	obs := make([]float32, B*testImage.Dim)
+	for i := range obs {
+		obs[i] = float32(r.NormFloat64())
+	}
+	acts, logp, vals := make([]float32, B), make([]float32, B), make([]float32, B)
+	a.Act(obs, B, r, true, acts, logp, vals)
+	logits := append([]float32(nil), a.hostOut[:B*3]...)
+	for b := 0; b < B; b++ {
+		// NCHW input from the channel-last observation.
+		H, W, C := 5, 6, 2
+		x := make([]float64, C*H*W)
+		for y := 0; y < H; y++ {
+			for xx := 0; xx < W; xx++ {
+				for c := 0; c < C; c++ {
+					x[(c*H+y)*W+xx] = float64(obs[b*testImage.Dim+(y*W+xx)*C+c])
+				}
+			}
+		}
+		x, H, W, C = conv2dNCHW(x, H, W, C, tensors["torso.0.weight"], tensors["torso.0.bias"], shapes["torso.0.weight"], 1, 1)
+		x, _, _, _ = conv2dNCHW(x, H, W, C, tensors["torso.2.weight"], tensors["torso.2.bias"], shapes["torso.2.weight"], 2, 0)
+		h := linearRef(x, tensors["torso.5.weight"], tensors["torso.5.bias"], math.Tanh)
+		pi := linearRef(h, tensors["actor.weight"], tensors["actor.bias"], nil)
+		v := linearRef(h, tensors["critic.weight"], tensors["critic.bias"], nil)
+		for j, l := range pi {
+			if math.Abs(l-float64(logits[b*3+j])) > 1e-4 {
+				t.Fatalf("sample %d logit %d: agent %v, PyTorch layout %v", b, j, logits[b*3+j], l)
+			}
+		}
+		if math.Abs(v[0]-float64(vals[b])) > 1e-4 {
+			t.Fatalf("sample %d value: agent %v, PyTorch layout %v", b, vals[b], v[0])
+		}
+	}
+}
+
+// conv2dNCHW is PyTorch's Conv2d with a ReLU, on one CHW image.
+func conv2dNCHW(x []float64, H, W, C int, w, bias []float32, shape []int, stride, pad int) ([]float64, int, int, int) {
+	O, K := shape[0], shape[2]
+	oh, ow := (H+2*pad-K)/stride+1, (W+2*pad-K)/stride+1
+	out := make([]float64, O*oh*ow)
+	for o := 0; o < O; o++ {
+		for y := 0; y < oh; y++ {
+			for xx := 0; xx < ow; xx++ {
+				s := float64(bias[o])
+				for c := 0; c < C; c++ {
+					for ky := 0; ky < K; ky++ {
+						for kx := 0; kx < K; kx++ {
+							iy, ix := y*stride+ky-pad, xx*stride+kx-pad
+							if iy >= 0 && iy < H && ix >= 0 && ix < W {
+								s += float64(w[((o*C+c)*K+ky)*K+kx]) * x[(c*H+iy)*W+ix]
+							}
+						}
+					}
+				}
+				out[(o*oh+y)*ow+xx] = math.Max(s, 0)
+			}
+		}
+	}
+	return out, oh, ow, O
+}
+
+// linearRef is PyTorch's Linear (weight out×in) and an activation.
+func linearRef(x []float64, w, b []float32, act func(float64) float64) []float64 {
+	out := make([]float64, len(b))
+	for o := range out {
+		s := float64(b[o])
+		for i, v := range x {
+			s += float64(w[o*len(x)+i]) * v
+		}
+		if act != nil {
+			s = act(s)
+		}
+		out[o] = s
+	}
+	return out
+}
+
+func TestCNNNeedsAnImage(t *testing.T) {
+	_, err := New("cnn", Build{Obs: envs.Space{Kind: envs.Box, Dim: 4}, Act: envs.Space{Kind: envs.Discrete, N: 2},
+		Conv: [][]int{{16, 3, 1}}, Hidden: []int{8}, Activation: "relu", Device: gpu.NewCPU(1), RNG: rand.New(rand.NewPCG(1, 1))})
+	if err == nil || !strings.Contains(err.Error(), "image") {
+		t.Fatalf("vector observations: %v", err)
+	}
+	_, err = New("cnn", Build{Obs: testImage, Act: envs.Space{Kind: envs.Discrete, N: 2},
+		Conv: [][]int{{16, 7, 1}}, Hidden: []int{8}, Activation: "relu", Device: gpu.NewCPU(1), RNG: rand.New(rand.NewPCG(1, 1))})
+	if err == nil || !strings.Contains(err.Error(), "larger") {
+		t.Fatalf("a 7×7 kernel on a 5×6 image: %v", err)
+	}
+}
