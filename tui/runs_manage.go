@@ -406,7 +406,7 @@ func (r *runsBrowser) viewDetail() string {
 			s += th.Dim.Render("  latest")
 		}
 		if d.pinned[c] {
-			s += th.Good.Render("  📌 pinned")
+			s += th.Good.Render("  [pinned]")
 		}
 		ck = append(ck, s)
 	}
