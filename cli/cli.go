@@ -15,6 +15,7 @@ import (
 	"github.com/agenttrainer/agenttrainer/cli/eval"
 	"github.com/agenttrainer/agenttrainer/cli/export"
 	"github.com/agenttrainer/agenttrainer/cli/info"
+	"github.com/agenttrainer/agenttrainer/cli/runs"
 	"github.com/agenttrainer/agenttrainer/cli/serve"
 	"github.com/agenttrainer/agenttrainer/cli/train"
 	"github.com/agenttrainer/agenttrainer/trainer"
@@ -52,6 +53,7 @@ func commands() []command {
 		{"serve", "serve the terminal app over SSH", cmd(serve.Parse, serve.Run)},
 		{"eval", "play episodes with a run's latest checkpoint", cmd(eval.Parse, eval.Run)},
 		{"export", "export a run's metrics as CSV", cmd(export.Parse, export.Run)},
+		{"runs", "list runs with their names, tags and notes; tag, note or name one", cmd(runs.Parse, runs.Run)},
 		{"bench", "measure training speed on this machine (the CPU-speed table)", cmd(bench.Parse, bench.Run)},
 		{"list", "list agents and environments", cmd(info.ParseList, info.RunList)},
 		{"config", "print the resolved config as TOML", cmd(info.ParseConfig, info.RunConfig)},
