@@ -584,16 +584,17 @@ func (r *runsBrowser) viewList() string {
 		}
 		return fitLine(s, w)
 	}
+	stepsW := numW + 2 // "2.24M/50M" and a blank
 	var head string
-	nameW := max(r.w-5-3*numW, 12)
+	nameW := max(r.w-5-2*numW-stepsW, 12)
 	envW := 0
 	if wide {
-		envW = min(22, max(r.w-5-17-9-4*numW-6-20, 12))
-		nameW = max(r.w-5-17-envW-9-3*numW-6, 12)
+		envW = min(20, max(r.w-5-17-9-3*numW-stepsW-6-20, 12))
+		nameW = max(r.w-5-17-envW-9-2*numW-stepsW-6, 12)
 		head = "     " + heading("STARTED", 17) + heading("ENV", envW) + heading("AGENT", 9) +
-			heading("STEPS", numW) + heading("BEST", numW) + heading("LAST", numW) + heading("EDITS", 6) + heading("NAME", nameW)
+			heading("STEPS", stepsW) + heading("BEST", numW) + heading("LAST", numW) + heading("EDITS", 6) + heading("NAME", nameW)
 	} else {
-		head = "     " + heading("NAME", nameW) + heading("STEPS", numW) + heading("BEST", numW) + heading("LAST", numW)
+		head = "     " + heading("NAME", nameW) + heading("STEPS", stepsW) + heading("BEST", numW) + heading("LAST", numW)
 	}
 	col := func(s string, w int) string { return fitLine(cut(s, w-1), w) }
 	b.WriteString(th.Heading.Render(fitLine(head, r.w)) + "\n")
@@ -633,10 +634,10 @@ func (r *runsBrowser) viewList() string {
 		var line string
 		if wide {
 			line = string(mark) + col(run.Started.Format("2006-01-02 15:04"), 17) + col(run.EnvID, envW) + col(run.Agent, 9) +
-				col(stepsCol, numW) + col(best, numW) + col(last, numW) +
+				col(stepsCol, stepsW) + col(best, numW) + col(last, numW) +
 				col(edits, 6) + cutMiddle(run.Label(), nameW)
 		} else {
-			line = string(mark) + col(cutMiddle(run.Label(), nameW-1), nameW) + col(stepsCol, numW) +
+			line = string(mark) + col(cutMiddle(run.Label(), nameW-1), nameW) + col(stepsCol, stepsW) +
 				col(best, numW) + cut(last, numW)
 		}
 		if run.Err != nil {
