@@ -355,7 +355,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case editDoneMsg, liveEndedMsg:
 		return m, m.screens[scrEditor].Update(msg)
-	case runsListedMsg, runsLoadedMsg:
+	case runsListedMsg, runsLoadedMsg, runsSummarizedMsg, metaSavedMsg, runDeletedMsg, runDetailMsg:
 		return m, m.screens[scrRuns].Update(msg)
 	case runsTickMsg:
 		if m.active != scrRuns {
@@ -431,7 +431,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		if key.Matches(msg, k.ForceQuit) {
 			return m.askQuit()
 		}
-		return m.screen().Update(msg)
+		return m.toScreen(msg)
 	}
 	switch {
 	case m.canDetach() && m.runs.active() > 0 && key.Matches(msg, k.Detach):
@@ -451,7 +451,18 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Runs) && m.active != scrRuns:
 		return m.show(scrRuns)
 	}
-	return m.screen().Update(msg)
+	return m.toScreen(msg)
+}
+
+// toScreen hands a key to the active screen and resizes the screens when
+// the key help it shows changes height (a mode with fewer keys).
+func (m *Model) toScreen(msg tea.KeyMsg) tea.Cmd {
+	before := m.bodyHeight()
+	cmd := m.screen().Update(msg)
+	if m.bodyHeight() != before {
+		m.resize()
+	}
+	return cmd
 }
 
 // tab is the tab the active screen belongs to.

@@ -368,6 +368,12 @@ func (d *dashboard) spec(r *run, metric string, w, h int, main bool) (chartSpec,
 			empty = "no episode has finished yet"
 		}
 	}
+	if r.early != nil {
+		// An attached run's past is still being read from its directory:
+		// the few records that arrived live would draw a misleading chart.
+		curves, marks, empty = nil, nil, "reading the run's history…"
+		title += " · reading history…"
+	}
 	lo, hi := d.xRange(r)
 	return chartSpec{w: w, h: h, xmin: lo, xmax: hi, xTime: wall, logY: d.opts.logY,
 		curves: curves, markers: marks, empty: empty}, title

@@ -27,6 +27,8 @@ type keyMap struct {
 	NextRun, PrevRun, Metric, Grid, XAxis, LogY, Zoom                    key.Binding // dashboard: runs and charts
 
 	Mark, Compare, Refresh, Attach, Watch key.Binding // runs browser
+	Sort, SortReverse, Details            key.Binding // runs browser: order, one run
+	Rename, Tag, Note, Delete             key.Binding // runs browser: managing runs
 
 	Yes, No key.Binding // confirmation
 
@@ -85,6 +87,14 @@ func defaultKeys() keyMap {
 		Refresh: b([]string{"r"}, "r", "refresh"),
 		Attach:  b([]string{"a"}, "a", "attach"),
 		Watch:   b([]string{"w"}, "w", "watch"),
+
+		Sort:        b([]string{"s"}, "s", "sort"),
+		SortReverse: b([]string{"S"}, "S", "reverse order"),
+		Details:     b([]string{"i"}, "i", "details"),
+		Rename:      b([]string{"n"}, "n", "rename"),
+		Tag:         b([]string{"t"}, "t", "tags"),
+		Note:        b([]string{"e"}, "e", "note"),
+		Delete:      b([]string{"d", "delete"}, "d", "delete"),
 
 		Detach: b([]string{"D"}, "D", "detach"),
 		Yes:    b([]string{"y", "Y", "enter"}, "y", "yes"),

@@ -1,14 +1,20 @@
 package tui
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
@@ -24,6 +30,9 @@ type runsListedMsg struct {
 	runs []runstore.RunInfo
 	live map[string]bool // run directory → a training answers there
 	err  error
+	// partial: the runs were only scanned (names, meta.json); their
+	// summaries follow in runsSummarizedMsg.
+	partial bool
 }
 
 // runsTickMsg asks the browser to look again (new runs, trainings that
@@ -85,30 +94,38 @@ func probeLive(runs []runstore.RunInfo, live func(string) bool) map[string]bool 
 
 func listRunsCmd(dir string, gen int, live func(string) bool) tea.Cmd {
 	return func() tea.Msg {
-		runs, err := runstore.ListRuns(dir)
-		return runsListedMsg{dir: dir, gen: gen, runs: runs, live: probeLive(runs, live), err: err}
+		runs, err := runstore.Scan(dir)
+		return runsListedMsg{dir: dir, gen: gen, runs: runs, live: probeLive(runs, live), err: err, partial: true}
 	}
 }
 
-// refreshRunsCmd lists dir again, reading in full only the runs that are
-// new, or training now or at the last look; the others cannot have changed.
-func refreshRunsCmd(dir string, gen int, known []runstore.RunInfo, wasLive map[string]bool, live func(string) bool) tea.Cmd {
+// refreshRunsCmd lists dir again, reading only the runs that are new, or
+// training now or at the last look; the others cannot have changed but for
+// their meta.json, which the scan reads.
+func refreshRunsCmd(cache *runstore.SummaryCache, dir string, gen int, known []runstore.RunInfo, wasLive map[string]bool, live func(string) bool) tea.Cmd {
 	byDir := make(map[string]runstore.RunInfo, len(known))
 	for _, r := range known {
 		byDir[r.Dir] = r
 	}
 	return func() tea.Msg {
 		now := map[string]bool{}
-		runs, err := runstore.List(dir, func(d string) (runstore.RunInfo, bool) {
-			if live(d) {
-				now[d] = true // a live run changes: read it again
-				return runstore.RunInfo{}, false
-			}
-			r, ok := byDir[d]
-			return r, ok && !wasLive[d]
-		})
+		runs, err := runstore.Scan(dir)
 		if err != nil {
 			return runsListedMsg{dir: dir, gen: gen, err: err}
+		}
+		for i, s := range runs {
+			d := s.Dir
+			if live(d) {
+				now[d] = true // a live run changes: read it again
+				runs[i] = cache.Read(d)
+				continue
+			}
+			if r, ok := byDir[d]; ok && !wasLive[d] {
+				r.Meta = s.Meta
+				runs[i] = r
+				continue
+			}
+			runs[i] = cache.Read(d)
 		}
 		return runsListedMsg{dir: dir, gen: gen, runs: runs, live: now}
 	}
@@ -143,6 +160,7 @@ const (
 	runsList    runsMode = iota
 	runsOne              // one run's curves
 	runsCompare          // marked runs overlaid, with a config diff
+	runsDetail           // one run's config, checkpoints, edits
 )
 
 // runsBrowser lists past runs, shows one run's curves, and overlays the
@@ -154,11 +172,15 @@ type runsBrowser struct {
 	th      *theme
 	keys    *keyMap
 	dir     string
-	runs    []runstore.RunInfo
+	all     []runstore.RunInfo // every run under dir
+	runs    []runstore.RunInfo // those the filter passes, in the chosen order
+	unread  map[string]bool    // runs listed whose summaries are still being read
+	cache   *runstore.SummaryCache
 	live    map[string]bool
 	err     error
-	problem string // the last attach that failed, until the next key
-	loading bool
+	problem string            // the last attach that failed, until the next key
+	loading bool              // the list is being read
+	opening bool              // the run(s) to show are being read
 	gen     int               // the current listing; older ticks and lists are dropped
 	probe   func(string) bool // is a training answering in this run directory?
 	refresh time.Duration     // how often to look again; <0 never
@@ -166,16 +188,38 @@ type runsBrowser struct {
 	marked []string // run directories in the order they were marked
 	mode   runsMode
 	loaded []loadedRun
+	detail *runDetail
 	w, h   int
+
+	filter    textinput.Model // env:, agent:, name:, tag:, note:, state: or any words
+	filtering bool            // the filter has the keyboard
+	sortBy    int             // index into sortCols
+	sortAsc   bool
+	prompt    promptKind // a text field open on a run (name, tags, note)
+	promptDir string
+	input     textinput.Model
+	confirm   string // the run directory asked to be deleted, until y or n
 }
 
 func newRunsBrowser(sh *shared, probe func(string) bool, refresh time.Duration) *runsBrowser {
-	return &runsBrowser{sh: sh, th: sh.th, keys: sh.keys, probe: probe, refresh: refresh}
+	f := textinput.New()
+	f.Prompt = "/"
+	f.Placeholder = "env: agent: name: tag: note: state:live|done|stopped, or any words"
+	f.Cursor.SetMode(cursor.CursorStatic)
+	sh.th.input(&f)
+	in := textinput.New()
+	in.Cursor.SetMode(cursor.CursorStatic)
+	in.CharLimit = 200
+	sh.th.input(&in)
+	return &runsBrowser{sh: sh, th: sh.th, keys: sh.keys, probe: probe, refresh: refresh,
+		cache: &runstore.SummaryCache{}, filter: f, input: in}
 }
 
-func (r *runsBrowser) Init() tea.Cmd   { return nil }
-func (r *runsBrowser) Title() string   { return "runs" }
-func (r *runsBrowser) Capturing() bool { return false }
+func (r *runsBrowser) Init() tea.Cmd { return nil }
+func (r *runsBrowser) Title() string { return "runs" }
+
+// Capturing: the filter or a run's name, tags or note take typed keys.
+func (r *runsBrowser) Capturing() bool { return r.filtering || r.prompt != promptNone }
 
 // Focus reads the runs directory again each time the browser is shown.
 func (r *runsBrowser) Focus() tea.Cmd { return r.open(r.sh.runsDir) }
@@ -183,10 +227,13 @@ func (r *runsBrowser) Focus() tea.Cmd { return r.open(r.sh.runsDir) }
 // open shows the list of runs under dir, reloading it.
 func (r *runsBrowser) open(dir string) tea.Cmd {
 	if dir != r.dir {
-		r.marked, r.listCursor, r.runs, r.live = nil, listCursor{}, nil, nil
+		r.marked, r.listCursor, r.runs, r.all, r.live = nil, listCursor{}, nil, nil, nil
 	}
 	r.gen++
 	r.dir, r.loading, r.mode, r.problem = dir, true, runsList, ""
+	r.confirm, r.prompt, r.filtering, r.unread = "", promptNone, false, nil
+	r.filter.Blur()
+	r.input.Blur()
 	return listRunsCmd(dir, r.gen, r.probe)
 }
 
@@ -223,39 +270,88 @@ func (r *runsBrowser) Update(msg tea.Msg) tea.Cmd {
 		if msg.dir != r.dir || msg.gen != r.gen {
 			return nil
 		}
-		cur := ""
-		if r.cursor < len(r.runs) {
-			cur = r.runs[r.cursor].Dir
-		}
-		r.loading, r.runs, r.live, r.err = false, msg.runs, msg.live, msg.err
-		for i, run := range r.runs { // the cursor stays on its run when others appear
-			if run.Dir == cur {
-				r.cursor = i
+		r.live, r.err = msg.live, msg.err
+		if msg.partial {
+			// Show the runs at once; keep what was read of them before
+			// until their summaries (from the cache when unchanged) arrive.
+			old := make(map[string]runstore.RunInfo, len(r.all))
+			for _, run := range r.all {
+				old[run.Dir] = run
 			}
-		}
-		r.cursor = min(r.cursor, max(len(r.runs)-1, 0))
-		// Forget marks of runs that are gone.
-		var keep []string
-		for _, d := range r.marked {
-			for _, run := range r.runs {
-				if run.Dir == d {
-					keep = append(keep, d)
+			r.unread = make(map[string]bool, len(msg.runs))
+			for i, run := range msg.runs {
+				if o, ok := old[run.Dir]; ok {
+					o.Meta = run.Meta
+					msg.runs[i] = o
 				}
+				r.unread[run.Dir] = true
 			}
 		}
-		r.marked = keep
-		r.scroll()
+		r.all = msg.runs
+		r.forgetGone()
+		r.apply()
+		if cmd := r.readMore(); cmd != nil {
+			return cmd
+		}
+		r.loading = false
 		return r.tick()
+	case runsSummarizedMsg:
+		if msg.dir != r.dir || msg.gen != r.gen {
+			return nil
+		}
+		r.merge(msg.runs)
+		if cmd := r.readMore(); cmd != nil {
+			return cmd
+		}
+		r.loading = false
+		return r.tick()
+	case metaSavedMsg:
+		if msg.err != nil {
+			r.problem = "cannot save: " + msg.err.Error()
+			return nil
+		}
+		r.cache.Forget(msg.dir)
+		for i, run := range r.all {
+			if run.Dir == msg.dir {
+				r.all[i].Meta = msg.meta
+			}
+		}
+		r.apply()
+		return nil
+	case runDeletedMsg:
+		switch {
+		case errors.Is(msg.err, errLive), errors.Is(msg.err, runstore.ErrInUse):
+			if r.live == nil {
+				r.live = map[string]bool{}
+			}
+			r.live[msg.dir] = r.live[msg.dir] || errors.Is(msg.err, errLive)
+			r.problem = "not deleted: it is training now; stop it first"
+			return nil
+		case msg.err != nil:
+			r.problem = "not deleted: " + msg.err.Error()
+			return nil
+		}
+		r.cache.Forget(msg.dir)
+		r.all = slices.DeleteFunc(r.all, func(run runstore.RunInfo) bool { return run.Dir == msg.dir })
+		r.forgetGone()
+		r.apply()
+		r.problem = "deleted " + msg.dir
+		return nil
+	case runDetailMsg:
+		if r.mode == runsDetail {
+			r.detail = &msg.d
+		}
+		return nil
 	case runsTickMsg:
 		if msg.gen != r.gen {
 			return nil
 		}
-		if r.mode != runsList {
+		if r.mode != runsList || r.prompt != promptNone || r.confirm != "" {
 			return r.tick() // look again once back at the list
 		}
-		return refreshRunsCmd(r.dir, r.gen, r.runs, r.live, r.probe)
+		return refreshRunsCmd(r.cache, r.dir, r.gen, r.all, r.live, r.probe)
 	case runsLoadedMsg:
-		r.loading, r.loaded = false, msg.runs
+		r.opening, r.loaded = false, msg.runs
 		return nil
 	case runsProblemMsg:
 		r.problem = msg.text
@@ -263,27 +359,123 @@ func (r *runsBrowser) Update(msg tea.Msg) tea.Cmd {
 	case tea.KeyMsg:
 		if r.mode != runsList {
 			if key.Matches(msg, r.keys.Back) {
-				r.mode, r.loaded = runsList, nil
+				r.mode, r.loaded, r.detail = runsList, nil, nil
 			}
 			return nil
 		}
 		return r.updateList(msg)
+	default:
+		if r.filtering {
+			var cmd tea.Cmd
+			r.filter, cmd = r.filter.Update(msg)
+			return cmd
+		}
 	}
 	return nil
 }
 
+// forgetGone forgets the marks of runs that are gone.
+func (r *runsBrowser) forgetGone() {
+	var keep []string
+	for _, d := range r.marked {
+		for _, run := range r.all {
+			if run.Dir == d {
+				keep = append(keep, d)
+			}
+		}
+	}
+	r.marked = keep
+}
+
 func (r *runsBrowser) updateList(msg tea.KeyMsg) tea.Cmd {
 	k := r.keys
-	n := len(r.runs)
 	r.problem = ""
 	switch {
+	case r.filtering:
+		switch {
+		case key.Matches(msg, k.Choose):
+			r.filtering = false
+			r.filter.Blur()
+		case key.Matches(msg, k.Back):
+			r.filtering = false
+			r.filter.Blur()
+			r.filter.SetValue("")
+		default:
+			var cmd tea.Cmd
+			r.filter, cmd = r.filter.Update(msg)
+			r.apply()
+			return cmd
+		}
+		r.apply()
+		return nil
+	case r.prompt != promptNone:
+		switch {
+		case key.Matches(msg, k.Choose):
+			return r.savePrompt()
+		case key.Matches(msg, k.Back):
+			r.prompt = promptNone
+			r.input.Blur()
+			return nil
+		}
+		var cmd tea.Cmd
+		r.input, cmd = r.input.Update(msg)
+		return cmd
+	case r.confirm != "":
+		d := r.confirm
+		r.confirm = ""
+		if key.Matches(msg, k.Yes) && msg.String() != "enter" {
+			return deleteRunCmd(d, r.probe)
+		}
+		return nil
+	}
+	n := len(r.runs)
+	switch {
+	case key.Matches(msg, k.Filter):
+		r.filtering = true
+		r.filter.CursorEnd()
+		return r.filter.Focus()
+	case key.Matches(msg, k.Sort):
+		r.sortBy = (r.sortBy + 1) % len(sortCols)
+		name := sortCols[r.sortBy].name
+		r.sortAsc = name == "name" || name == "env" || name == "agent" // words A–Z, numbers high first
+		r.apply()
+		return nil
+	case key.Matches(msg, k.SortReverse):
+		r.sortAsc = !r.sortAsc
+		r.apply()
+		return nil
+
 	case r.move(k, msg, n, r.rows()):
 	case key.Matches(msg, k.Refresh):
 		return r.open(r.dir)
+	case key.Matches(msg, k.Back) && r.filter.Value() != "":
+		r.filter.SetValue("") // esc clears the filter first
+		r.apply()
+		return nil
 	case key.Matches(msg, k.Back):
 		return func() tea.Msg { return closeRunsMsg{} }
 	case n == 0:
 		return nil
+	case key.Matches(msg, k.Delete):
+		run := r.runs[r.cursor]
+		if r.live[run.Dir] {
+			r.problem = "not deleted: it is training now; stop it first (a attaches)"
+			return nil
+		}
+		r.confirm = run.Dir
+		return nil
+	case key.Matches(msg, k.Rename):
+		r.openPrompt(promptName)
+		return nil
+	case key.Matches(msg, k.Tag):
+		r.openPrompt(promptTags)
+		return nil
+	case key.Matches(msg, k.Note):
+		r.openPrompt(promptNote)
+		return nil
+	case key.Matches(msg, k.Details):
+		r.mode, r.detail = runsDetail, nil
+		return loadDetailCmd(r.runs[r.cursor].Dir)
 	case key.Matches(msg, k.Mark):
 		d := r.runs[r.cursor].Dir
 		if i := r.isMarked(d); i > 0 {
@@ -303,7 +495,7 @@ func (r *runsBrowser) updateList(msg tea.KeyMsg) tea.Cmd {
 		}
 		return func() tea.Msg { return attachRunMsg{dir: d} }
 	case key.Matches(msg, k.Choose):
-		r.mode, r.loading, r.loaded = runsOne, true, nil
+		r.mode, r.opening, r.loaded = runsOne, true, nil
 		return loadRunsCmd([]runstore.RunInfo{r.runs[r.cursor]})
 	case key.Matches(msg, k.Compare):
 		var infos []runstore.RunInfo
@@ -320,7 +512,7 @@ func (r *runsBrowser) updateList(msg tea.KeyMsg) tea.Cmd {
 		} else {
 			r.mode = runsCompare
 		}
-		r.loading, r.loaded = true, nil
+		r.opening, r.loaded = true, nil
 		return loadRunsCmd(infos)
 	}
 	r.scroll()
@@ -344,6 +536,8 @@ func (r *runsBrowser) View() string {
 		return r.viewOne()
 	case runsCompare:
 		return r.viewCompare()
+	case runsDetail:
+		return r.viewDetail()
 	}
 	return r.viewList()
 }
@@ -358,40 +552,61 @@ func fmtReturn(f trainer.Float) string {
 func (r *runsBrowser) viewList() string {
 	th := r.th
 	var b strings.Builder
-	title := th.Title.Render("Runs") + " " + th.Dim.Render("in "+cutLeft(r.dir, max(r.w-30, 10)))
+	var extra []string
+	if len(r.unread) > 0 {
+		extra = append(extra, th.Warn.Render(fmt.Sprintf("reading %d/%d…", len(r.all)-len(r.unread), len(r.all))))
+	}
+	if q := strings.TrimSpace(r.filter.Value()); q != "" && !r.filtering {
+		extra = append(extra, th.Good.Render(fmt.Sprintf("filter %q %d of %d", q, len(r.runs), len(r.all))))
+	}
+	extra = append(extra, th.Dim.Render("sort "+r.sortLabel()))
 	if n := r.liveCount(); n > 0 {
-		title += th.Good.Render(fmt.Sprintf(" · %d training now %c", n, liveMark))
+		extra = append(extra, th.Good.Render(fmt.Sprintf("%d training now %c", n, liveMark)))
 	}
 	if len(r.marked) > 0 {
-		title += th.Dim.Render(fmt.Sprintf(" · %d marked", len(r.marked)))
+		extra = append(extra, th.Dim.Render(fmt.Sprintf("%d marked", len(r.marked))))
 	}
-	b.WriteString(title + "\n")
+	tail := ""
+	for _, e := range extra {
+		tail += th.Dim.Render(" · ") + e
+	}
+	title := th.Title.Render("Runs") + " " + th.Dim.Render("in "+cutLeft(r.dir, max(r.w-lipgloss.Width(tail)-8, 10)))
+	b.WriteString(cut(title+tail, r.w) + "\n")
 	// Columns never touch (each keeps a blank cell) and the run's name is
 	// cut in its middle, keeping the suffix that tells runs apart. Wide
 	// screens split the name into date, env and agent; narrower ones show
 	// the name itself (which holds them) and the numbers.
 	wide := r.w >= 110
 	numW := 10
+	heading := func(s string, w int) string {
+		if strings.EqualFold(s, sortCols[r.sortBy].name) {
+			s += map[bool]string{true: "↑", false: "↓"}[r.sortAsc]
+		}
+		return fitLine(s, w)
+	}
+	stepsW := numW + 2 // "2.24M/50M" and a blank
 	var head string
-	nameW := max(r.w-5-3*numW, 12)
+	nameW := max(r.w-5-2*numW-stepsW, 12)
 	envW := 0
 	if wide {
-		envW = min(22, max(r.w-5-17-9-4*numW-6-20, 12))
-		nameW = max(r.w-5-17-envW-9-3*numW-6, 12)
-		head = "     " + fitLine("STARTED", 17) + fitLine("ENV", envW) + fitLine("AGENT", 9) +
-			fitLine("STEPS", numW) + fitLine("BEST", numW) + fitLine("LAST", numW) + fitLine("EDITS", 6) + "NAME"
+		envW = min(20, max(r.w-5-17-9-3*numW-stepsW-6-20, 12))
+		nameW = max(r.w-5-17-envW-9-2*numW-stepsW-6, 12)
+		head = "     " + heading("STARTED", 17) + heading("ENV", envW) + heading("AGENT", 9) +
+			heading("STEPS", stepsW) + heading("BEST", numW) + heading("LAST", numW) + heading("EDITS", 6) + heading("NAME", nameW)
 	} else {
-		head = "     " + fitLine("NAME", nameW) + fitLine("STEPS", numW) + fitLine("BEST", numW) + "LAST"
+		head = "     " + heading("NAME", nameW) + heading("STEPS", stepsW) + heading("BEST", numW) + heading("LAST", numW)
 	}
 	col := func(s string, w int) string { return fitLine(cut(s, w-1), w) }
 	b.WriteString(th.Heading.Render(fitLine(head, r.w)) + "\n")
 	switch {
-	case r.loading && len(r.runs) == 0:
+	case r.loading && len(r.all) == 0:
 		b.WriteString(th.Dim.Render("  reading runs…"))
 	case r.err != nil:
 		b.WriteString(th.Bad.Render(cut("  "+r.err.Error(), r.w)))
-	case len(r.runs) == 0:
+	case len(r.all) == 0:
 		b.WriteString(th.Dim.Render("  no runs yet under " + r.dir + ": start one from the picker"))
+	case len(r.runs) == 0:
+		b.WriteString(th.Dim.Render(cut(fmt.Sprintf("  none of the %d runs passes the filter; esc clears it", len(r.all)), r.w)))
 	}
 	for i := r.offset; i < len(r.runs) && i < r.offset+r.rows(); i++ {
 		run := r.runs[i]
@@ -412,14 +627,18 @@ func (r *runsBrowser) viewList() string {
 		if run.TotalSteps > 0 && run.Steps < run.TotalSteps-run.TotalSteps/100 {
 			stepsCol += "/" + steps(float64(run.TotalSteps))
 		}
+		best, last, edits := fmtReturn(run.Best), fmtReturn(run.Last), fmt.Sprint(run.Edits)
+		if r.unread[run.Dir] && run.Iters == 0 && run.EnvID == "" {
+			stepsCol, best, last, edits = "…", "…", "…", "…"
+		}
 		var line string
 		if wide {
 			line = string(mark) + col(run.Started.Format("2006-01-02 15:04"), 17) + col(run.EnvID, envW) + col(run.Agent, 9) +
-				col(stepsCol, numW) + col(fmtReturn(run.Best), numW) + col(fmtReturn(run.Last), numW) +
-				col(fmt.Sprint(run.Edits), 6) + cutMiddle(run.Name, nameW)
+				col(stepsCol, stepsW) + col(best, numW) + col(last, numW) +
+				col(edits, 6) + cutMiddle(run.Label(), nameW)
 		} else {
-			line = string(mark) + col(cutMiddle(run.Name, nameW-1), nameW) + col(stepsCol, numW) +
-				col(fmtReturn(run.Best), numW) + cut(fmtReturn(run.Last), numW)
+			line = string(mark) + col(cutMiddle(run.Label(), nameW-1), nameW) + col(stepsCol, stepsW) +
+				col(best, numW) + cut(last, numW)
 		}
 		if run.Err != nil {
 			line += " !"
@@ -435,19 +654,44 @@ func (r *runsBrowser) viewList() string {
 		b.WriteString(fitLine(line, r.w) + "\n")
 	}
 	body := fit(b.String(), r.w, r.h-1)
-	foot := th.Dim.Render("space marks runs to compare; c overlays their curves and diffs their configs")
-	onLive := r.cursor < len(r.runs) && r.live[r.runs[r.cursor].Dir]
-	switch {
-	case r.problem != "":
-		foot = th.Bad.Render(firstLine(r.problem))
-	case onLive:
-		foot = th.Good.Render(string(liveMark)+" training now") + th.Dim.Render(": a attaches to it and opens its dashboard")
-	case r.cursor < len(r.runs) && r.runs[r.cursor].Err != nil:
-		foot = th.Warn.Render("! " + firstLine(r.runs[r.cursor].Err.Error()))
-	case r.liveCount() > 0:
-		foot = th.Dim.Render(string(liveMark) + " marks runs training now (a attaches) · space marks runs to compare, c compares them")
+	return fit(body+"\n"+cut(r.foot(), r.w), r.w, r.h)
+}
+
+// foot is the list's last line: the text field or question at hand, the
+// last problem, else what there is to know about the highlighted run.
+func (r *runsBrowser) foot() string {
+	th := r.th
+	var cur *runstore.RunInfo
+	if r.cursor < len(r.runs) {
+		cur = &r.runs[r.cursor]
 	}
-	return fit(body+"\n"+cut(foot, r.w), r.w, r.h)
+	switch {
+	case r.filtering:
+		return r.filter.View()
+	case r.prompt != promptNone:
+		return r.input.View()
+	case r.confirm != "":
+		name := filepath.Base(r.confirm)
+		if cur != nil && cur.Dir == r.confirm {
+			name = cur.Label()
+		}
+		return th.Warn.Render("Delete "+cutMiddle(name, max(r.w-50, 12))+" and all its files?") + th.Dim.Render(" y deletes it · n keeps it")
+	case r.problem != "":
+		return th.Bad.Render(firstLine(r.problem))
+	case cur != nil && r.live[cur.Dir]:
+		return th.Good.Render(string(liveMark)+" training now") + th.Dim.Render(": a attaches to it and opens its dashboard")
+	case cur != nil && cur.Err != nil:
+		return th.Warn.Render("! " + firstLine(cur.Err.Error()))
+	case cur != nil && (len(cur.Meta.Tags) > 0 || cur.Meta.Note != ""):
+		s := ""
+		if len(cur.Meta.Tags) > 0 {
+			s = th.Good.Render("#"+strings.Join(cur.Meta.Tags, " #")) + " "
+		}
+		return s + cur.Meta.Note
+	case r.liveCount() > 0:
+		return th.Dim.Render(string(liveMark) + " marks runs training now (a attaches) · space marks runs to compare, c compares them")
+	}
+	return th.Dim.Render("space marks runs to compare; c overlays their curves and diffs their configs")
 }
 
 func firstLine(s string) string {
@@ -457,7 +701,7 @@ func firstLine(s string) string {
 
 func (r *runsBrowser) viewOne() string {
 	th := r.th
-	if r.loading || len(r.loaded) == 0 {
+	if r.opening || len(r.loaded) == 0 {
 		return fit(th.Dim.Render("reading the run…"), r.w, r.h)
 	}
 	run := r.loaded[0]
@@ -514,7 +758,7 @@ func (r *runsBrowser) viewOne() string {
 
 func (r *runsBrowser) viewCompare() string {
 	th := r.th
-	if r.loading || len(r.loaded) == 0 {
+	if r.opening || len(r.loaded) == 0 {
 		return fit(th.Dim.Render("reading the runs…"), r.w, r.h)
 	}
 	var b strings.Builder
@@ -598,14 +842,37 @@ func configDiff(runs []loadedRun) []diffRow {
 func (r *runsBrowser) Help() help.KeyMap {
 	k := r.keys
 	back := k.Back
-	if r.mode != runsList {
+	switch {
+	case r.mode != runsList:
 		back.SetHelp("esc", "back to list")
 		return helpKeys{short: []key.Binding{back, k.Quit, k.Help}, full: [][]key.Binding{{back, k.Help, k.Quit}}}
+	case r.filtering:
+		keep, clear := k.Choose, back
+		keep.SetHelp("enter", "keep filter")
+		clear.SetHelp("esc", "clear filter")
+		return helpKeys{short: []key.Binding{keep, clear}, full: [][]key.Binding{{keep, clear}}}
+	case r.prompt != promptNone:
+		save, cancel := k.Choose, back
+		save.SetHelp("enter", "save")
+		cancel.SetHelp("esc", "cancel")
+		return helpKeys{short: []key.Binding{save, cancel}, full: [][]key.Binding{{save, cancel}}}
+	case r.confirm != "":
+		yes, no := k.Yes, k.No
+		yes.SetHelp("y", "delete")
+		no.SetHelp("n", "keep")
+		return helpKeys{short: []key.Binding{yes, no}, full: [][]key.Binding{{yes, no}}}
 	}
 	open := k.Choose
 	open.SetHelp("enter", "open")
+	if r.filter.Value() != "" {
+		back.SetHelp("esc", "clear filter")
+	}
 	return helpKeys{
-		short: []key.Binding{open, k.Attach, k.Watch, k.Mark, k.Compare, k.Refresh, back, k.Quit, k.Help},
-		full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {open, k.Attach, k.Watch, k.Mark, k.Compare, k.Refresh}, {back, k.Help, k.Quit}},
+		short: []key.Binding{open, k.Details, k.Filter, k.Sort, k.Tag, k.Rename, k.Note, k.Delete, k.Attach, k.Mark, k.Compare, k.Quit, k.Help},
+		full: [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
+			{open, k.Details, k.Attach, k.Watch, k.Mark, k.Compare},
+			{k.Filter, k.Sort, k.SortReverse, k.Refresh},
+			{k.Tag, k.Rename, k.Note, k.Delete},
+			{back, k.Help, k.Quit}},
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/agenttrainer/agenttrainer/trainer/config"
@@ -27,13 +28,24 @@ type RunInfo struct {
 	Started    time.Time // from the name's timestamp, else the directory's modification time
 	EnvID      string    // from config.toml
 	Agent      string
-	TotalSteps int64 // ppo.total_timesteps the run was configured for
-	Iters      int   // metrics records written
-	Steps      int64 // environment steps reached
-	Best       Float // best ep_return_mean (NaN before any episode finished)
-	Last       Float // the last ep_return_mean
-	Edits      int   // live edits applied
-	Err        error // what could not be read; the rest of the fields are still filled where possible
+	TotalSteps int64   // ppo.total_timesteps the run was configured for
+	Iters      int     // metrics records written
+	Steps      int64   // environment steps reached
+	Best       Float   // best ep_return_mean (NaN before any episode finished)
+	Last       Float   // the last ep_return_mean
+	Edits      int     // live edits applied
+	WallS      float64 // wall seconds the training ran (time_s of the last record)
+	Meta       Meta    // display name, tags and note (meta.json)
+	Err        error   // what could not be read; the rest of the fields are still filled where possible
+}
+
+// Label is the run's display name: the one given in meta.json, else the
+// directory's.
+func (r RunInfo) Label() string {
+	if r.Meta.Name != "" {
+		return r.Meta.Name
+	}
+	return r.Name
 }
 
 // ListRuns returns the runs under runsDir, newest first. A missing runsDir
@@ -45,6 +57,24 @@ func ListRuns(runsDir string) ([]RunInfo, error) { return List(runsDir, nil) }
 // listing: cached, when not nil, is asked for each run directory first and
 // may return its summary (ok) instead of having it read again.
 func List(runsDir string, cached func(dir string) (info RunInfo, ok bool)) ([]RunInfo, error) {
+	runs, err := Scan(runsDir)
+	for i, r := range runs {
+		if cached != nil {
+			if c, ok := cached(r.Dir); ok {
+				runs[i] = c
+				continue
+			}
+		}
+		runs[i] = ReadRunInfo(r.Dir)
+	}
+	return runs, err
+}
+
+// Scan lists the run directories under runsDir, newest first, without
+// reading them: each RunInfo holds only Dir, Name, Started and Meta (small
+// files), so a browser can show hundreds of runs at once and read their
+// summaries (ReadRunInfo, a SummaryCache) afterwards.
+func Scan(runsDir string) ([]RunInfo, error) {
 	entries, err := os.ReadDir(runsDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -61,13 +91,10 @@ func List(runsDir string, cached func(dir string) (info RunInfo, ok bool)) ([]Ru
 		if !IsRunDir(dir) {
 			continue
 		}
-		if cached != nil {
-			if r, ok := cached(dir); ok {
-				runs = append(runs, r)
-				continue
-			}
-		}
-		runs = append(runs, ReadRunInfo(dir))
+		r := RunInfo{Dir: dir, Name: e.Name(), Best: Float(math.NaN()), Last: Float(math.NaN())}
+		r.Started = startedOf(dir, r.Name)
+		r.Meta, r.Err = ReadMeta(dir)
+		runs = append(runs, r)
 	}
 	sort.SliceStable(runs, func(i, j int) bool {
 		if !runs[i].Started.Equal(runs[j].Started) {
@@ -76,6 +103,16 @@ func List(runsDir string, cached func(dir string) (info RunInfo, ok bool)) ([]Ru
 		return runs[i].Name > runs[j].Name
 	})
 	return runs, nil
+}
+
+func startedOf(dir, name string) time.Time {
+	t := startedFromName(name)
+	if t.IsZero() {
+		if st, err := os.Stat(dir); err == nil {
+			t = st.ModTime()
+		}
+	}
+	return t
 }
 
 // IsRunDir reports whether dir holds a run: a config.toml or a
@@ -89,44 +126,141 @@ func IsRunDir(dir string) bool {
 	return false
 }
 
-// ReadRunInfo summarises one run directory.
+// ReadRunInfo summarises one run directory. metrics.jsonl is scanned for
+// the few fields a summary needs rather than decoded record by record (a
+// long run holds tens of thousands of records).
 func ReadRunInfo(dir string) RunInfo {
 	r := RunInfo{Dir: dir, Name: filepath.Base(dir), Best: Float(math.NaN()), Last: Float(math.NaN())}
-	r.Started = startedFromName(r.Name)
-	if r.Started.IsZero() {
-		if st, err := os.Stat(dir); err == nil {
-			r.Started = st.ModTime()
-		}
-	}
+	r.Started = startedOf(dir, r.Name)
 	var errs []error
 	cfg, err := ReadConfig(dir)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	r.EnvID, r.Agent, r.TotalSteps = cfg.Env.ID, cfg.Agent.Name, cfg.PPO.TotalTimesteps
-	ms, err := ReadMetrics(dir)
+	s, err := summarizeMetrics(filepath.Join(dir, MetricsFile))
 	if err != nil {
 		errs = append(errs, err)
 	}
-	r.Iters = len(ms)
-	for _, m := range ms {
-		r.Steps = max(r.Steps, m.Step)
-		v := float64(m.EpReturnMean)
-		if math.IsNaN(v) {
-			continue
-		}
-		r.Last = m.EpReturnMean
-		if math.IsNaN(float64(r.Best)) || v > float64(r.Best) {
-			r.Best = m.EpReturnMean
-		}
-	}
+	r.Iters, r.Steps, r.Best, r.Last, r.WallS = s.iters, s.steps, s.best, s.last, s.wall
 	edits, err := ReadEdits(dir)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	r.Edits = len(edits)
+	r.Meta, err = ReadMeta(dir)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	r.Err = errors.Join(errs...)
 	return r
+}
+
+// metricsSummary is what a listing needs of metrics.jsonl.
+type metricsSummary struct {
+	iters      int
+	steps      int64
+	best, last Float
+	wall       float64
+}
+
+// summarizeMetrics reads path as ReadMetrics does (a missing file is empty,
+// an unfinished last line is skipped, a bad complete line is an error) but
+// takes only step, time_s and ep_return_mean from each record: straight
+// from the bytes the trainer writes, decoding a record as JSON only when it
+// is written some other way.
+func summarizeMetrics(path string) (metricsSummary, error) {
+	s := metricsSummary{best: Float(math.NaN()), last: Float(math.NaN())}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return s, err
+	}
+	for n := 1; len(data) > 0; n++ {
+		line, rest, complete := bytes.Cut(data, []byte{'\n'})
+		data = rest
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		step, t, ret, ok := scanRecord(line)
+		if !ok || !complete {
+			var m struct {
+				Step         int64 `json:"step"`
+				TimeS        Float `json:"time_s"`
+				EpReturnMean Float `json:"ep_return_mean"`
+			}
+			m.TimeS, m.EpReturnMean = Float(math.NaN()), Float(math.NaN())
+			if err := json.Unmarshal(line, &m); err != nil {
+				if !complete {
+					break
+				}
+				return s, fmt.Errorf("%s:%d: %w", path, n, err)
+			}
+			step, t, ret = m.Step, float64(m.TimeS), float64(m.EpReturnMean)
+		}
+		s.iters++
+		s.steps = max(s.steps, step)
+		if !math.IsNaN(t) {
+			s.wall = t
+		}
+		if math.IsNaN(ret) {
+			continue
+		}
+		s.last = Float(ret)
+		if math.IsNaN(float64(s.best)) || ret > float64(s.best) {
+			s.best = Float(ret)
+		}
+	}
+	return s, nil
+}
+
+// scanRecord reads step, time_s and ep_return_mean out of one record as
+// json.Marshal writes it (no spaces); ok is false for anything else.
+func scanRecord(line []byte) (step int64, t, ret float64, ok bool) {
+	if line[0] != '{' || line[len(line)-1] != '}' {
+		return 0, 0, 0, false
+	}
+	field := func(key string) ([]byte, bool) {
+		i := bytes.Index(line, []byte(key))
+		if i < 0 {
+			return nil, false
+		}
+		v := line[i+len(key):]
+		end := bytes.IndexAny(v, ",}")
+		if end <= 0 {
+			return nil, false
+		}
+		return v[:end], true
+	}
+	num := func(key string) (float64, bool) {
+		v, ok := field(key)
+		if !ok {
+			return 0, false
+		}
+		if string(v) == "null" {
+			return math.NaN(), true
+		}
+		f, err := strconv.ParseFloat(string(v), 64)
+		return f, err == nil
+	}
+	v, ok := field(`"step":`)
+	if !ok {
+		return 0, 0, 0, false
+	}
+	step, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	if t, ok = num(`"time_s":`); !ok {
+		return 0, 0, 0, false
+	}
+	if ret, ok = num(`"ep_return_mean":`); !ok {
+		return 0, 0, 0, false
+	}
+	return step, t, ret, true
 }
 
 // startedFromName reads the <YYYYMMDD-HHMMSS> prefix of a run directory's

@@ -1,0 +1,121 @@
+package runstore
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
+)
+
+// MetaFile, in a run directory, holds what people say about the run: a
+// display name, tags and a one-line note. The trainer never writes it; the
+// terminal app and `agenttrainer runs` do, whole and atomically. A missing
+// file is an empty Meta.
+//
+//	{"name": "wide net", "tags": ["baseline", "lr-sweep"], "note": "diverged after 200k"}
+const MetaFile = "meta.json"
+
+// Meta is the contents of meta.json; every field may be left out.
+type Meta struct {
+	Name string   `json:"name,omitempty"` // display name; the directory keeps its own
+	Tags []string `json:"tags,omitempty"` // several, each a word without spaces or commas
+	Note string   `json:"note,omitempty"` // one line
+}
+
+// ReadMeta reads dir's meta.json (a missing one is empty).
+func ReadMeta(dir string) (Meta, error) {
+	var m Meta
+	b, err := os.ReadFile(filepath.Join(dir, MetaFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Meta{}, fmt.Errorf("%s: %w", filepath.Join(dir, MetaFile), err)
+	}
+	return m, nil
+}
+
+// WriteMeta writes m as dir's meta.json, cleaned: a one-line name and note,
+// tags trimmed and without duplicates. An empty Meta removes the file.
+func WriteMeta(dir string, m Meta) error {
+	if !IsRunDir(dir) {
+		return fmt.Errorf("%s is not a run directory (no %s or %s)", dir, ConfigFile, MetricsFile)
+	}
+	m.Name, m.Note = oneLine(m.Name), oneLine(m.Note)
+	var tags []string
+	for _, t := range m.Tags {
+		t, err := CleanTag(t)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(tags, t) {
+			tags = append(tags, t)
+		}
+	}
+	m.Tags = tags
+	path := filepath.Join(dir, MetaFile)
+	if m.Name == "" && m.Note == "" && len(m.Tags) == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(path, append(b, '\n'), 0o644)
+}
+
+// UpdateMeta reads dir's meta.json, lets change edit it, and writes it back.
+func UpdateMeta(dir string, change func(*Meta)) (Meta, error) {
+	m, err := ReadMeta(dir)
+	if err != nil {
+		return m, err
+	}
+	change(&m)
+	if err := WriteMeta(dir, m); err != nil {
+		return m, err
+	}
+	return ReadMeta(dir)
+}
+
+// CleanTag trims a tag and checks it is one word: no spaces or commas.
+func CleanTag(t string) (string, error) {
+	t = strings.TrimSpace(t)
+	if t == "" {
+		return "", errors.New("empty tag")
+	}
+	if strings.ContainsAny(t, " \t\n,") {
+		return "", fmt.Errorf("tag %q: a tag is one word, without spaces or commas", t)
+	}
+	return t, nil
+}
+
+// HasTag reports whether the run carries tag.
+func (m Meta) HasTag(tag string) bool { return slices.Contains(m.Tags, tag) }
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// Delete removes the run directory dir with everything in it. It refuses a
+// directory that holds no run, and one whose training is live (its lock is
+// held: an error wrapping ErrInUse). A caller that can also reach the run's
+// control socket should ask there first.
+func Delete(dir string) error {
+	if !IsRunDir(dir) {
+		return fmt.Errorf("%s is not a run directory (no %s or %s); not deleting it", dir, ConfigFile, MetricsFile)
+	}
+	if err := CheckFree(dir); err != nil {
+		return err
+	}
+	return os.RemoveAll(dir)
+}
