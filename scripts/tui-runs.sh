@@ -50,7 +50,7 @@ for size in 120x40 80x24; do
   wait_for "● running" 30
   keys 1; wait_for "1 training · 3 shows them"
   keys 2; wait_for "[2 config]"
-  keys 1 Down Down s # a second run, on the third environment
+  keys 1 /; type_text MountainCar-v0; keys Enter s # a second run, on MountainCar
   wait_for "2 training" 30
   wait_for "MountainCar-v0 · mlp" 10 # the dashboard follows the new run
   expect "#2 MountainCar-v0·mlp"
