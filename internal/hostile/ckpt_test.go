@@ -141,7 +141,9 @@ func checkpointCorruptions() []corruption {
 		meta("state", "", false), meta("state", "{", false), meta("state", "null", false), meta("state", "[]", false),
 		meta("state", `{"iter":-1}`, false), meta("state", "", true),
 		corruption{name: "meta state iter -5", st: func(s *st) { s.meta["state"] = strings.Replace(s.meta["state"], `"iter":`, `"iter":-5,"x":`, 1) }},
-		corruption{name: "meta state step 1e18", st: func(s *st) { s.meta["state"] = strings.Replace(s.meta["state"], `"step":`, `"step":1000000000000000000,"x":`, 1) }},
+		corruption{name: "meta state step 1e18", st: func(s *st) {
+			s.meta["state"] = strings.Replace(s.meta["state"], `"step":`, `"step":1000000000000000000,"x":`, 1)
+		}},
 		corruption{name: "meta state rng garbage", st: func(s *st) {
 			var m map[string]any
 			if json.Unmarshal([]byte(s.meta["state"]), &m) == nil {

@@ -512,10 +512,30 @@ func runCase(t *testing.T, hc hcase) {
 	}
 }
 
+// addRow records a finished case; it is also appended to the table file
+// at once, so that a run cut short (go test's -timeout) keeps its rows.
 func addRow(r row) {
 	tableMu.Lock()
+	defer tableMu.Unlock()
 	table = append(table, r)
-	tableMu.Unlock()
+	if *tableFile == "" {
+		return
+	}
+	if f, err := os.OpenFile(*tableFile+".partial", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err == nil {
+		fmt.Fprint(f, formatRow(r))
+		f.Close()
+	}
+}
+
+func formatRow(r row) string {
+	status := "ok"
+	switch {
+	case r.skipped:
+		status = "skip"
+	case !r.ok:
+		status = "FAIL"
+	}
+	return fmt.Sprintf("%-4s %-58s %6.1fs %5d MiB\n     expected: %s\n     observed: %s\n", status, r.name, r.dur.Seconds(), r.rssKiB>>10, r.expect, r.observed)
 }
 
 func report(t *testing.T, wall time.Duration) {
@@ -527,14 +547,13 @@ func report(t *testing.T, wall time.Duration) {
 	var maxRSS int64
 	maxName := ""
 	for _, r := range table {
-		status := "ok"
 		switch {
 		case r.skipped:
-			status, skip = "skip", skip+1
+			skip++
 		case r.ok:
 			pass++
 		default:
-			status, fail = "FAIL", fail+1
+			fail++
 		}
 		panics += r.panics
 		hangs += r.hangs
@@ -545,12 +564,13 @@ func report(t *testing.T, wall time.Duration) {
 		if r.rssKiB > maxRSS {
 			maxRSS, maxName = r.rssKiB, r.name
 		}
-		fmt.Fprintf(&b, "%-4s %-58s %6.1fs %5d MiB\n     expected: %s\n     observed: %s\n", status, r.name, r.dur.Seconds(), r.rssKiB>>10, r.expect, r.observed)
+		b.WriteString(formatRow(r))
 	}
 	fmt.Fprintf(&b, "\nTOTAL %d cases: %d ok, %d failed, %d skipped; panics %d, hangs %d, peak RSS over bound %d (largest %d MiB: %s), lost records %d; wall %.0fs\n",
 		len(table), pass, fail, skip, panics, hangs, overRSS, maxRSS>>10, maxName, lost, wall.Seconds())
 	if *tableFile != "" {
 		os.WriteFile(*tableFile, []byte(b.String()), 0o644)
+		os.Remove(*tableFile + ".partial")
 	}
 	t.Logf("TOTAL %d cases: %d ok, %d failed, %d skipped; panics %d, hangs %d, peak RSS over bound %d, lost records %d",
 		len(table), pass, fail, skip, panics, hangs, overRSS, lost)
