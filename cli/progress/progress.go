@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/agenttrainer/agenttrainer/trainer"
@@ -26,7 +27,8 @@ func Print(events <-chan trainer.Event, w io.Writer, quiet bool, total int64, de
 				fmt.Fprintln(w, Line(e.Metrics, total))
 			}
 		case trainer.EventEdit, trainer.EventLog:
-			if !quiet {
+			// --quiet keeps warnings (a skipped checkpoint must not pass unsaid).
+			if !quiet || (e.Kind == trainer.EventLog && strings.HasPrefix(e.Message, "warning:")) {
 				fmt.Fprintln(w, e.Message)
 			}
 		case trainer.EventDone:
