@@ -79,7 +79,7 @@ func (p *parity) record(what string, e float64) {
 	if last == "stats" || strings.HasPrefix(last, "d") && len(last) > 1 && last[1] >= 'A' && last[1] <= 'Z' {
 		op += " " + last
 	}
-	if e > p.maxErr[op] || math.IsNaN(e) {
+	if old, ok := p.maxErr[op]; !ok || e > old || math.IsNaN(e) {
 		p.maxErr[op] = e
 	}
 }
