@@ -4,8 +4,10 @@ package gpu
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -41,17 +43,45 @@ func gpuForTest(t testing.TB) *CUDA {
 type both struct{ c, g Tensor }
 
 type parity struct {
-	t   *testing.T
-	cpu *CPU
-	gpu *CUDA
-	r   *rand.Rand
+	t      *testing.T
+	cpu    *CPU
+	gpu    *CUDA
+	r      *rand.Rand
+	maxErr map[string]float64 // the largest relative error of each op
 }
 
 func newParity(t *testing.T, seed uint64) *parity {
 	g := gpuForTest(t)
 	c := NewCPU(2)
 	t.Cleanup(c.Close)
-	return &parity{t: t, cpu: c, gpu: g, r: rand.New(rand.NewPCG(seed, 99))}
+	p := &parity{t: t, cpu: c, gpu: g, r: rand.New(rand.NewPCG(seed, 99)), maxErr: map[string]float64{}}
+	t.Cleanup(func() {
+		ops := slices.Sorted(maps.Keys(p.maxErr))
+		for _, op := range ops {
+			t.Logf("max relative error %-24s %.3g", op, p.maxErr[op])
+		}
+	})
+	return p
+}
+
+// record notes the relative error e of one check of what.
+func (p *parity) record(what string, e float64) {
+	f := strings.Fields(what)
+	op, last := f[0], f[len(f)-1]
+	switch {
+	case strings.Contains(what, "clipped grads"), strings.HasPrefix(op, "n=") && last == "stats":
+		op = "clip_grad_norm"
+	case strings.Contains(what, " step "):
+		op = "adam"
+	case op == "value":
+		op = "value_loss"
+	}
+	if last == "stats" || strings.HasPrefix(last, "d") && len(last) > 1 && last[1] >= 'A' && last[1] <= 'Z' {
+		op += " " + last
+	}
+	if old, ok := p.maxErr[op]; !ok || e > old || math.IsNaN(e) {
+		p.maxErr[op] = e
+	}
 }
 
 // from puts v on both devices, as a view at an odd element offset of a
@@ -83,7 +113,9 @@ func (p *parity) download(b both) (c, g []float32) {
 func (p *parity) check(what string, b both) {
 	p.t.Helper()
 	c, g := p.download(b)
-	if e, i := numtest.RelErr(g, c); e > parityTol || math.IsNaN(e) {
+	e, i := numtest.RelErr(g, c)
+	p.record(what, e)
+	if e > parityTol || math.IsNaN(e) {
 		p.t.Fatalf("%s: relative error %.3g at element %d (gpu %v, cpu %v)", what, e, i, g[i], c[i])
 	}
 }
@@ -93,7 +125,11 @@ func (p *parity) checkStats(what string, b both) {
 	p.t.Helper()
 	c, g := p.download(b)
 	for i := range c {
-		if d := math.Abs(float64(g[i]) - float64(c[i])); d > parityTol*math.Abs(float64(c[i]))+1e-7 {
+		d := math.Abs(float64(g[i]) - float64(c[i]))
+		if c[i] != 0 {
+			p.record(what+" stats", d/math.Abs(float64(c[i])))
+		}
+		if d > parityTol*math.Abs(float64(c[i]))+1e-7 {
 			p.t.Fatalf("%s: stats[%d] = %v on the GPU, %v on the CPU", what, i, g[i], c[i])
 		}
 	}

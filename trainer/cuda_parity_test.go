@@ -4,8 +4,11 @@ package trainer_test
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/agenttrainer/agenttrainer/internal/numtest"
@@ -136,9 +139,21 @@ func TestCUDAPPOUpdateParity(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := newLearnerState(t, c, tc.obs, tc.act, tc.hidden, tc.B)
 			gs := newLearnerState(t, g, tc.obs, tc.act, tc.hidden, tc.B)
+			maxErr := map[string]float64{} // per quantity, over the steps
+			defer func() {
+				for _, what := range slices.Sorted(maps.Keys(maxErr)) {
+					t.Logf("max relative error %-22s %.3g", what, maxErr[what])
+				}
+			}()
 			compare := func(what string, got, want []float32) {
 				t.Helper()
-				if e, i := numtest.RelErr(got, want); e > updateTol {
+				e, i := numtest.RelErr(got, want)
+				key := what
+				if _, rest, ok := strings.Cut(what, ": "); ok {
+					key = rest
+				}
+				maxErr[key] = max(maxErr[key], e)
+				if e > updateTol {
 					t.Fatalf("%s: relative error %.3g at %d (gpu %v, cpu %v)", what, e, i, got[i], want[i])
 				}
 			}
