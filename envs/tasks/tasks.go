@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/internal/inputfile"
 )
 
 // Task files hold one task (the arguments of one environment) per row:
@@ -44,6 +44,9 @@ var taskRequired = map[string][]string{
 // maxReportedRows is how many bad rows ValidateTasks describes.
 const maxReportedRows = 3
 
+// MaxTaskFile bounds a task file (a million FrozenLake rows take 60 MiB).
+const MaxTaskFile = 1 << 30
+
 // LoadTasks reads a task file, JSON Lines or CSV by its extension. It checks
 // the file's syntax only; ValidateTasks checks the rows against an
 // environment.
@@ -60,12 +63,12 @@ func LoadTasks(path string) ([]envs.Params, error) {
 	default:
 		return nil, fmt.Errorf("task file %s: unsupported format %q; use .jsonl (JSON Lines) or .csv (with a header row)", path, ext)
 	}
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, MaxTaskFile, "task file")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("task file %s does not exist", path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("task file %s: %v", path, err)
+		return nil, fmt.Errorf("task file: %v", err)
 	}
 	if len(bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))) == 0 {
 		return nil, fmt.Errorf("task file %s is empty", path)

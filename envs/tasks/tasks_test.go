@@ -69,7 +69,7 @@ func TestBadTaskFiles(t *testing.T) {
 		want       string // DIR stands for the directory
 	}{
 		{"missing.jsonl", "", "task file DIR/missing.jsonl does not exist"},
-		{"folder.jsonl", "", "task file DIR/folder.jsonl: read DIR/folder.jsonl: is a directory"},
+		{"folder.jsonl", "", "task file: DIR/folder.jsonl is a directory; a task file must be a regular file"},
 		{"empty.jsonl", "\x00", "task file DIR/empty.jsonl is empty"},
 		{"blank.csv", " \n\r\n ", "task file DIR/blank.csv is empty"},
 		{"tasks.txt", "size\n4\n", `task file DIR/tasks.txt: unsupported format ".txt"; use .jsonl (JSON Lines) or .csv (with a header row)`},

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"reflect"
 	"regexp"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/agenttrainer/agenttrainer/internal/anynum"
+	"github.com/agenttrainer/agenttrainer/internal/inputfile"
 	"github.com/agenttrainer/agenttrainer/internal/suggest"
 )
 
@@ -62,12 +62,18 @@ func Resolve(file string, overrides []string) (Config, error) {
 
 // LoadFile applies every key of a TOML file on top of c.
 func (c *Config) LoadFile(path string) error {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, maxConfigFile, "config file")
 	if err != nil {
-		return &Error{Source: path, Msg: fmt.Sprintf("cannot read config file: %v", errors.Unwrap(err))}
+		if u := errors.Unwrap(err); u != nil {
+			err = u // the path is the Source already
+		}
+		return &Error{Source: path, Msg: fmt.Sprintf("cannot read config file: %v", err)}
 	}
 	return c.LoadTOML(string(data), path)
 }
+
+// maxConfigFile bounds a config file: the documented defaults are 5 KiB.
+const maxConfigFile = 1 << 20
 
 // LoadTOML applies every key of a TOML document on top of c; source names
 // the document in error messages.

@@ -6,8 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"sort"
+
+	"github.com/agenttrainer/agenttrainer/internal/inputfile"
 )
 
 // Tensor is one float32 tensor bound for or read from a safetensors file.
@@ -61,11 +62,15 @@ func EncodeSafetensors(tensors []Tensor, meta map[string]string) ([]byte, error)
 	return buf.Bytes(), nil
 }
 
+// MaxCheckpoint bounds a checkpoint file read back (the memory estimate
+// refuses networks whose checkpoints would come near it).
+const MaxCheckpoint = 16 << 30
+
 // ReadSafetensors parses a safetensors file of F32 tensors, checking that
 // every shape is sound, that every byte range lies inside the file and that
 // the ranges tile the data, before it allocates anything for a tensor.
 func ReadSafetensors(path string) (map[string]Tensor, map[string]string, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.Read(path, MaxCheckpoint, "checkpoint")
 	if err != nil {
 		return nil, nil, err
 	}
