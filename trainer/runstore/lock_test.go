@@ -36,11 +36,15 @@ func TestLockIsExclusiveAndReleased(t *testing.T) {
 	l2.Release()
 }
 
+// heldLock is the lock the helper process holds.
+var heldLock *Lock
+
 // TestMain lets the test binary serve as the other process that holds a
 // run directory's lock.
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("RUNSTORE_HOLD_LOCK"); dir != "" {
-		if _, err := Acquire(dir); err != nil {
+		var err error
+		if heldLock, err = Acquire(dir); err != nil { // kept reachable: a collected file closes and unlocks
 			fmt.Println(err)
 			os.Exit(1)
 		}
