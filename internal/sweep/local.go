@@ -151,6 +151,8 @@ func (sw *Sweep) finish(e exited, interrupted bool) {
 	sw.note(r, sw.refresh(r))
 	r.Seconds += time.Since(r.started).Seconds()
 	switch {
+	case r.stopReq != "" && e.code == 0 && r.Steps >= sw.Spec.Budget:
+		r.State, r.Reason = Done, "reached its budget before early stopping ("+r.stopReq+") took effect"
 	case r.stopReq != "":
 		r.State, r.Reason = Stopped, r.stopReq
 	case e.code == 0:

@@ -53,6 +53,8 @@ type Record struct {
 
 	started time.Time
 	stopReq string
+	ms      []runstore.Metrics // read so far
+	offset  int64              // of metrics.jsonl read so far
 }
 
 // Options configure a sweep.
@@ -88,7 +90,7 @@ func Prepare(o Options) (*Sweep, error) {
 		o.Cores = 1
 	}
 	if o.Poll == 0 {
-		o.Poll = 250 * time.Millisecond
+		o.Poll = 100 * time.Millisecond
 	}
 	if o.Out == nil {
 		o.Out = io.Discard
@@ -342,19 +344,47 @@ func (sw *Sweep) Best() *Record {
 	return r[0]
 }
 
-// refresh reads a trial's metrics: steps, last and best value.
+// refresh reads what a trial's metrics.jsonl gained since the last look:
+// steps, last and best value.
 func (sw *Sweep) refresh(r *Record) []runstore.Metrics {
-	ms, _ := runstore.ReadMetrics(r.Dir)
-	for _, m := range ms {
-		r.Steps = max(r.Steps, m.Step)
+	data, err := readFrom(filepath.Join(r.Dir, runstore.MetricsFile), r.offset)
+	if err == nil {
+		for len(data) > 0 {
+			line, rest, complete := bytes.Cut(data, []byte{'\n'})
+			if !complete {
+				break // the writer has not finished this line
+			}
+			data = rest
+			r.offset += int64(len(line)) + 1
+			var m runstore.Metrics
+			if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &m) != nil {
+				continue
+			}
+			r.ms = append(r.ms, m)
+		}
 	}
-	if len(ms) > 0 {
-		r.Steps = ms[len(ms)-1].Step
+	if len(r.ms) > 0 {
+		r.Steps = r.ms[len(r.ms)-1].Step
 	}
-	if last, best, ok := Summary(ms, sw.Spec.Metric, sw.Spec.Maximize()); ok {
+	if last, best, ok := Summary(r.ms, sw.Spec.Metric, sw.Spec.Maximize()); ok {
 		r.Metric, r.Best = &last, &best
 	}
-	return ms
+	return r.ms
+}
+
+// forget drops what refresh read (a trial whose files are rewritten).
+func (r *Record) forget() { r.ms, r.offset = nil, 0 }
+
+func readFrom(path string, offset int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(f)
 }
 
 // milestones advances r past the milestones its metrics reached, asking
@@ -502,6 +532,7 @@ func (sw *Sweep) prepareStart(r *Record) ([]string, error) {
 		}
 	}
 	r.Starts++
+	r.forget() // a resumed run truncates its records to the checkpoint
 	if resume {
 		return []string{"train", "--quiet", "--resume", r.Dir}, nil
 	}
