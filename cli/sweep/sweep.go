@@ -4,6 +4,7 @@ package sweep
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"runtime"
@@ -97,6 +98,11 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		return err
+	}
+	if o.Backend == "slurm" && !o.DryRun {
+		if why := sweep.SlurmAvailable(); why != "" {
+			return fmt.Errorf("--backend slurm: %s; nothing was submitted", why)
+		}
 	}
 	if o.DryRun {
 		sw.List(stdout)

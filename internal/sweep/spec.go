@@ -44,6 +44,8 @@ type Spec struct {
 	Params     []Param        `toml:"-"`           // the keys to vary, in name order
 	EarlyStop  EarlyStop      `toml:"early_stop"`
 	Slurm      SlurmSpec      `toml:"slurm"`
+
+	parallelDefault bool // Parallel was not given: one per core here, no limit on Slurm
 }
 
 // Param is one key to vary: a list of values, a range (num points with
@@ -322,6 +324,7 @@ func (s *Spec) Check(base config.Config, source string, cores int) error {
 		errs = append(errs, fail("parallel", "must be at least 1 (0: one per core), got %d", s.Parallel))
 	}
 	if s.Parallel == 0 {
+		s.parallelDefault = true
 		s.Parallel = max(1, cores)
 	}
 	if s.Name != "" {

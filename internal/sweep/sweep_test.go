@@ -115,3 +115,11 @@ func TestAtMilestone(t *testing.T) {
 		t.Errorf("summary %v %v %v", last, best, ok)
 	}
 }
+
+func TestExpandTasks(t *testing.T) {
+	for in, want := range map[string]string{"4": "[4]", "[2-5%2]": "[2 3 4 5]", "1,3-4": "[1 3 4]", "0-1%1": "[0 1]"} {
+		if got := fmt.Sprint(expandTasks(in)); got != want {
+			t.Errorf("%s: %s, want %s", in, got, want)
+		}
+	}
+}
