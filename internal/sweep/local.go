@@ -33,7 +33,7 @@ func (sw *Sweep) runLocal(ctx context.Context) error {
 		if r.State == Running || r.State == Interrupted {
 			stopLive(ctx, r.Dir)
 			sw.refresh(r)
-			if r.Steps >= sw.Spec.Budget {
+			if sw.reachedBudget(r) {
 				r.State, r.Reason = Done, ""
 			} else {
 				r.State = Interrupted
@@ -151,7 +151,7 @@ func (sw *Sweep) finish(e exited, interrupted bool) {
 	sw.note(r, sw.refresh(r))
 	r.Seconds += time.Since(r.started).Seconds()
 	switch {
-	case r.stopReq != "" && e.code == 0 && r.Steps >= sw.Spec.Budget:
+	case r.stopReq != "" && e.code == 0 && sw.reachedBudget(r):
 		r.State, r.Reason = Done, "reached its budget before early stopping ("+r.stopReq+") took effect"
 	case r.stopReq != "":
 		r.State, r.Reason = Stopped, r.stopReq

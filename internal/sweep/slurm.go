@@ -68,7 +68,7 @@ func (sw *Sweep) runSlurm(ctx context.Context) error {
 		case Running, Interrupted:
 			r.forget()
 			sw.refresh(r)
-			if r.Steps >= sw.Spec.Budget {
+			if sw.reachedBudget(r) {
 				r.State, r.Reason = Done, ""
 				continue
 			}
@@ -197,7 +197,7 @@ func (sw *Sweep) finishSlurm(r *Record, s slurmState, interrupted bool) {
 		reason += " (" + s.reason + ")"
 	}
 	switch {
-	case s.state == "COMPLETED" || (s.state == "GONE" && r.Steps >= sw.Spec.Budget):
+	case s.state == "COMPLETED" || (s.state == "GONE" && sw.reachedBudget(r)):
 		r.State, r.Reason = Done, ""
 		if r.stopReq != "" {
 			r.Reason = "reached its budget before early stopping (" + r.stopReq + ") took effect"

@@ -55,6 +55,7 @@ type Record struct {
 	stopReq string
 	ms      []runstore.Metrics // read so far
 	offset  int64              // of metrics.jsonl read so far
+	target  int64              // the steps of a whole run (reachedBudget)
 }
 
 // Options configure a sweep.
@@ -575,4 +576,17 @@ func (sw *Sweep) List(w io.Writer) {
 	for _, r := range sw.Records {
 		fmt.Fprintf(w, "  %s %-11s %s\n", r.Trial, r.State, sw.describe(r))
 	}
+}
+
+// reachedBudget reports whether a trial trained all its iterations: the
+// trainer runs budget / batch whole iterations, so it may end a little
+// short of the budget.
+func (sw *Sweep) reachedBudget(r *Record) bool {
+	if r.target == 0 {
+		r.target = sw.Spec.Budget
+		if c, err := readTrialConfig(r.Dir); err == nil && c.BatchSize() > 0 {
+			r.target = c.PPO.TotalTimesteps / int64(c.BatchSize()) * int64(c.BatchSize())
+		}
+	}
+	return r.Steps >= r.target
 }
