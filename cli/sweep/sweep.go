@@ -39,7 +39,7 @@ func Parse(args []string) (Options, error) {
 	fs.StringVar(&o.ConfigFile, "config", "", "TOML `file` under the spec's [base]")
 	fs.StringVar(&o.Resume, "resume", "", "continue the sweep in `dir`: finished trials are kept, interrupted ones continue from their checkpoints")
 	fs.IntVar(&o.Parallel, "parallel", 0, "trials at once (default: the spec's parallel, else one per core)")
-	fs.StringVar(&o.Backend, "backend", "local", "where trials run: local (processes of this machine) or slurm (a job array through sbatch)")
+	fs.StringVar(&o.Backend, "backend", "", "where trials run: local (processes of this machine; the default) or slurm (a job array through sbatch); --resume keeps the sweep's own")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "check the spec and list the trials; start nothing")
 	fs.StringVar(&o.Slurm.Partition, "partition", "", "slurm: the partition")
 	fs.StringVar(&o.Slurm.Time, "time", "", "slurm: each trial's time limit, e.g. 00:30:00")
@@ -50,7 +50,7 @@ func Parse(args []string) (Options, error) {
 	if err != nil {
 		return o, err
 	}
-	if o.Backend != "local" && o.Backend != "slurm" {
+	if o.Backend != "" && o.Backend != "local" && o.Backend != "slurm" {
 		return o, cmdutil.Usagef("--backend is local or slurm, got %q", o.Backend)
 	}
 	if o.Parallel < 0 {
@@ -99,7 +99,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if o.Backend == "slurm" && !o.DryRun {
+	if sw.Backend() == "slurm" && !o.DryRun {
 		if why := sweep.SlurmAvailable(); why != "" {
 			return fmt.Errorf("--backend slurm: %s; nothing was submitted", why)
 		}

@@ -30,6 +30,33 @@ var slurmTerminal = map[string]bool{
 	"OUT_OF_MEMORY": true, "BOOT_FAIL": true, "DEADLINE": true, "PREEMPTED": true, "REVOKED": true,
 }
 
+// cancelOldTasks cancels the Slurm tasks an earlier sweep process
+// submitted that are still queued or running (that process died); they
+// write a checkpoint on SIGTERM, and this one continues them.
+func (sw *Sweep) cancelOldTasks(ctx context.Context) {
+	var old []string
+	for _, r := range sw.Records {
+		if r.JobID != "" && (r.State == Running || r.State == Pending || r.State == Interrupted) && !slurmTerminal[r.Slurm] {
+			old = append(old, r.JobID)
+		}
+	}
+	if len(old) == 0 {
+		return
+	}
+	if _, err := exec.LookPath("scancel"); err != nil {
+		sw.logf("note: cannot cancel the earlier Slurm tasks %s: scancel is not installed", strings.Join(old, ","))
+		return
+	}
+	sw.logf("cancelling the earlier submission's tasks %s", strings.Join(old, ","))
+	exec.Command("scancel", old...).Run()
+	sw.waitSlurmGone(ctx, old)
+	for _, r := range sw.Records {
+		if r.JobID != "" && !slurmTerminal[r.Slurm] {
+			r.Slurm = "CANCELLED"
+		}
+	}
+}
+
 // SlurmAvailable says why Slurm cannot be used here, or "" when sbatch,
 // squeue and scancel are installed and a controller answers.
 func SlurmAvailable() string {
@@ -49,18 +76,6 @@ func SlurmAvailable() string {
 func (sw *Sweep) runSlurm(ctx context.Context) error {
 	if why := SlurmAvailable(); why != "" {
 		return errors.New("slurm backend: " + why)
-	}
-	// Tasks of an earlier submission still queued or running (the sweep
-	// process died) are cancelled first; they checkpoint on SIGTERM.
-	var old []string
-	for _, r := range sw.Records {
-		if r.JobID != "" && (r.State == Running || r.State == Pending || r.State == Interrupted) && !slurmTerminal[r.Slurm] {
-			old = append(old, r.JobID)
-		}
-	}
-	if len(old) > 0 {
-		exec.Command("scancel", old...).Run()
-		sw.waitSlurmGone(ctx, old)
 	}
 	var todo []*Record
 	for _, r := range sw.Records {

@@ -44,6 +44,7 @@ type Spec struct {
 	Params     []Param        `toml:"-"`           // the keys to vary, in name order
 	EarlyStop  EarlyStop      `toml:"early_stop"`
 	Slurm      SlurmSpec      `toml:"slurm"`
+	Backend    string         `toml:"backend"` // "local" or "slurm" (--backend; sweep.toml records the one used)
 
 	parallelDefault bool // Parallel was not given: one per core here, no limit on Slurm
 }
@@ -80,7 +81,7 @@ type SlurmSpec struct {
 }
 
 // specKeys are the spec's own fields, for did-you-mean.
-var specKeys = []string{"name", "method", "trials", "seeds", "sample_seed", "metric", "direction", "budget", "parallel", "base", "params", "early_stop", "slurm"}
+var specKeys = []string{"name", "method", "trials", "seeds", "sample_seed", "metric", "direction", "budget", "parallel", "base", "params", "early_stop", "slurm", "backend"}
 
 var paramFields = []string{"values", "min", "max", "num", "spacing", "distribution"}
 
@@ -290,6 +291,9 @@ func (s *Spec) Check(base config.Config, source string, cores int) error {
 		errs = append(errs, fail("trials", "a random search needs the number of configurations to draw (trials = 16), got %d", s.Trials))
 	case s.Method == "grid" && s.Trials != 0:
 		errs = append(errs, fail("trials", "a grid runs every combination; drop trials or use method = \"random\""))
+	}
+	if s.Backend != "" && s.Backend != "local" && s.Backend != "slurm" {
+		errs = append(errs, fail("backend", "must be \"local\" or \"slurm\", got %q", s.Backend))
 	}
 	if s.Metric == "" {
 		s.Metric = "ep_return_mean"
@@ -627,6 +631,9 @@ func (s *Spec) TOML() string {
 	out := map[string]any{
 		"name": s.Name, "method": s.Method, "seeds": s.Seeds, "sample_seed": s.SampleSeed,
 		"metric": s.Metric, "direction": s.Direction, "budget": s.Budget, "parallel": s.Parallel,
+	}
+	if s.Backend != "" {
+		out["backend"] = s.Backend
 	}
 	if s.Trials > 0 {
 		out["trials"] = s.Trials

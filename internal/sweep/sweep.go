@@ -96,15 +96,18 @@ func Prepare(o Options) (*Sweep, error) {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
-	if o.Backend == "" {
-		o.Backend = "local"
-	}
 	if o.Resume != "" {
 		return prepareResume(o)
 	}
 	spec, err := ParseSpec(o.Spec)
 	if err != nil {
 		return nil, err
+	}
+	if o.Backend == "" {
+		o.Backend = spec.Backend
+	}
+	if o.Backend == "" {
+		o.Backend = "local"
 	}
 	base, err := config.ResolveWith(func(c *config.Config) error {
 		if o.ConfigFile != "" {
@@ -133,6 +136,7 @@ func Prepare(o Options) (*Sweep, error) {
 		return nil, err
 	}
 	mergeSlurm(&spec.Slurm, o.Slurm)
+	spec.Backend = o.Backend
 	trials := spec.Draw()
 	threads := max(1, o.Cores/max(1, min(spec.Parallel, len(trials))))
 	if o.Backend == "slurm" {
@@ -194,6 +198,13 @@ func prepareResume(o Options) (*Sweep, error) {
 		return nil, err
 	}
 	mergeSlurm(&spec.Slurm, o.Slurm)
+	if o.Backend == "" {
+		o.Backend = spec.Backend // where it ran before
+	}
+	if o.Backend == "" {
+		o.Backend = "local"
+	}
+	spec.Backend = o.Backend
 	sw := &Sweep{Spec: spec, Dir: dir, opts: o, resumed: true}
 	old := map[string]*Record{}
 	if recs, err := ReadResults(dir); err == nil {
@@ -464,6 +475,9 @@ func (sw *Sweep) Run(ctx context.Context) error {
 	n := len(sw.Records)
 	sw.logf("sweep %s: %d trials (%s search, %d seeds), %d at once, %s %s over %d steps each; results in %s",
 		sw.Spec.Name, n, sw.Spec.Method, len(sw.Spec.Seeds), sw.Spec.Parallel, sw.Spec.Direction, sw.Spec.Metric, sw.Spec.Budget, sw.Dir)
+	if sw.resumed {
+		sw.cancelOldTasks(ctx)
+	}
 	var err error
 	if sw.opts.Backend == "slurm" {
 		err = sw.runSlurm(ctx)
@@ -568,6 +582,9 @@ func tailLine(path string) string {
 	}
 	return ""
 }
+
+// Backend is where the trials run: "local" or "slurm".
+func (sw *Sweep) Backend() string { return sw.opts.Backend }
 
 // List prints the trials the sweep would run.
 func (sw *Sweep) List(w io.Writer) {
