@@ -487,6 +487,9 @@ func (sw *Sweep) Run(ctx context.Context) error {
 	if werr := sw.writeResults(); err == nil {
 		err = werr
 	}
+	if err != nil && ctx.Err() != nil {
+		sw.logf("sweep %s interrupted; what was done is kept: continue with `agenttrainer sweep --resume %s`", sw.Spec.Name, sw.Dir)
+	}
 	if err != nil {
 		return err
 	}
