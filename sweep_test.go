@@ -55,7 +55,7 @@ func TestSweepGridWithASHA(t *testing.T) {
 	spec := writeSpec(t, `
 name = "grid"
 method = "grid"
-budget = 16384
+budget = 65536
 parallel = 1
 seeds = [1]
 [base]
@@ -107,7 +107,7 @@ milestones = [2048]
 		}
 	}
 	stopped := recs["trial-001"]
-	if !strings.Contains(stopped.Reason, "asha at 2048 steps") || stopped.Steps >= 16384 {
+	if !strings.Contains(stopped.Reason, "asha at 2048 steps") || stopped.Steps >= 65536 {
 		t.Errorf("stopped trial: %+v", stopped)
 	}
 	for _, f := range []string{runstore.MetricsFile, runstore.ConfigFile, sweep.TrialConfig} {

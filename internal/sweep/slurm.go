@@ -212,7 +212,7 @@ func (sw *Sweep) finishSlurm(r *Record, s slurmState, interrupted bool) {
 		reason += " (" + s.reason + ")"
 	}
 	switch {
-	case s.state == "COMPLETED" || (s.state == "GONE" && sw.reachedBudget(r)):
+	case s.state == "COMPLETED" || (s.state == "GONE" || r.stopReq != "") && sw.reachedBudget(r):
 		r.State, r.Reason = Done, ""
 		if r.stopReq != "" {
 			r.Reason = "reached its budget before early stopping (" + r.stopReq + ") took effect"
