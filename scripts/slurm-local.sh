@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A single-node Slurm cluster on this machine, for the sweep tests and demos:
 #   scripts/slurm-local.sh start   # munged, slurmctld, slurmd as root; prints the env to use
+#                                  # (and SLURM_LOCAL_STARTED=1 when it started them)
 #   scripts/slurm-local.sh stop    # stops the daemons it started, by their PIDs
 #   scripts/slurm-local.sh env     # prints `export SLURM_CONF=...`
 # Needs Debian's slurmctld slurmd slurm-client munge (bookworm: Slurm 22.05)
@@ -68,7 +69,7 @@ CONF
   slurmd -f "$conf"
   for _ in $(seq 100); do
     if sinfo -h -o '%T' 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; then
-      say "up: $host with $cpus CPUs, partition debug"; env_line; return
+      say "up: $host with $cpus CPUs, partition debug"; env_line; echo "export SLURM_LOCAL_STARTED=1"; return
     fi
     sleep 0.2
   done

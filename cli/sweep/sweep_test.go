@@ -82,3 +82,15 @@ func TestParse(t *testing.T) {
 		t.Errorf("%+v %v", o, err)
 	}
 }
+
+// TestExampleSpec: the README's example spec is a good one.
+func TestExampleSpec(t *testing.T) {
+	var out, errb bytes.Buffer
+	o, err := Parse([]string{"--dry-run", "../../examples/sweeps/cartpole-random.toml", "trainer.runs_dir=" + t.TempDir()})
+	if err == nil {
+		err = Run(context.Background(), o, &out, &errb)
+	}
+	if err != nil || strings.Count(out.String(), "trial-") != 16 || !strings.Contains(out.String(), "16 trials (random search)") {
+		t.Fatalf("%v\n%s%s", err, out.String(), errb.String())
+	}
+}
