@@ -238,6 +238,9 @@ parallel = 2
 			continued++
 		}
 	}
+	if !strings.Contains(out, "best configuration over its 2 seeds: ppo.learning_rate=") {
+		t.Errorf("no best configuration over the seeds:\n%s", out)
+	}
 	if continued == 0 || !strings.Contains(out, "continues from step") {
 		t.Errorf("no interrupted trial continued from its checkpoint\n%s", out)
 	}

@@ -521,6 +521,57 @@ func (sw *Sweep) summary() {
 	if b := sw.Best(); b != nil {
 		sw.logf("best: %s %s %s = %s (%s), config in %s", b.Trial, sw.describe(b), sw.Spec.Metric, num(b.Metric), b.State, filepath.Join(sw.Dir, BestFile))
 	}
+	if len(sw.Spec.Seeds) > 1 {
+		if c, ok := sw.BestConfig(); ok {
+			sw.logf("best configuration over its %d seeds: %s, mean %s %.4g (trials %s)", len(c.Trials), c.Values, sw.Spec.Metric, c.Mean, strings.Join(c.Trials, ", "))
+		}
+	}
+}
+
+// ConfigResult is one configuration's trials over the seeds.
+type ConfigResult struct {
+	Values string   // the varied keys' values in one line
+	Trials []string // its trials, one per seed
+	Mean   float64  // the metric's mean over them
+}
+
+// BestConfig is the configuration whose trials all finished with the best
+// mean metric over the seeds; ok is false when no configuration finished
+// on every seed.
+func (sw *Sweep) BestConfig() (best ConfigResult, ok bool) {
+	groups := map[string]*ConfigResult{}
+	complete := map[string]bool{}
+	var order []string
+	for _, r := range sw.Records {
+		var parts []string
+		for _, k := range sw.Spec.Keys() {
+			parts = append(parts, k+"="+shortValue(r.Params[k]))
+		}
+		key := strings.Join(parts, " ")
+		g := groups[key]
+		if g == nil {
+			g = &ConfigResult{Values: key}
+			groups[key], complete[key] = g, true
+			order = append(order, key)
+		}
+		g.Trials = append(g.Trials, r.Trial)
+		if r.State != Done || r.Metric == nil {
+			complete[key] = false
+			continue
+		}
+		g.Mean += *r.Metric
+	}
+	for _, key := range order {
+		g := groups[key]
+		if !complete[key] {
+			continue
+		}
+		g.Mean /= float64(len(g.Trials))
+		if !ok || (sw.Spec.Maximize() && g.Mean > best.Mean) || (!sw.Spec.Maximize() && g.Mean < best.Mean) {
+			best, ok = *g, true
+		}
+	}
+	return best, ok
 }
 
 // startable lists the trials to start, interrupted ones first.
