@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -12,6 +13,26 @@ import (
 	"github.com/agenttrainer/agenttrainer/internal/sweep"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
+
+var slurmOnce struct {
+	sync.Once
+	why string
+}
+
+// slurmOrSkip skips the test unless sbatch is installed and a controller
+// answers (asked once: sinfo may take seconds to give up).
+func slurmOrSkip(t *testing.T) {
+	t.Helper()
+	if os.Getenv("SLURM_CONF") == "" {
+		if _, err := os.Stat("/tmp/agenttrainer-slurm/slurm.conf"); err == nil {
+			t.Setenv("SLURM_CONF", "/tmp/agenttrainer-slurm/slurm.conf") // scripts/slurm-local.sh's default
+		}
+	}
+	slurmOnce.Do(func() { slurmOnce.why = sweep.SlurmAvailable() })
+	if slurmOnce.why != "" {
+		t.Skipf("no Slurm cluster: %s (start one with scripts/slurm-local.sh start)", slurmOnce.why)
+	}
+}
 
 // TestSweepOnSlurm runs a sweep of 4 trials through a real Slurm cluster
 // (scripts/slurm-local.sh start brings up a single-node one; .ci/run does):
@@ -22,14 +43,7 @@ func TestSweepOnSlurm(t *testing.T) {
 	if testing.Short() {
 		t.Skip("submits jobs to Slurm")
 	}
-	if os.Getenv("SLURM_CONF") == "" {
-		if _, err := os.Stat("/tmp/agenttrainer-slurm/slurm.conf"); err == nil {
-			t.Setenv("SLURM_CONF", "/tmp/agenttrainer-slurm/slurm.conf") // scripts/slurm-local.sh's default
-		}
-	}
-	if why := sweep.SlurmAvailable(); why != "" {
-		t.Skipf("no Slurm cluster: %s (start one with scripts/slurm-local.sh start)", why)
-	}
+	slurmOrSkip(t)
 	t.Setenv("AGENTTRAINER_RUN_MAIN", "1") // sbatch exports it to the job: the trials run this binary's main
 	runs := t.TempDir()
 	spec := writeSpec(t, `
@@ -91,14 +105,7 @@ func TestSlurmSweepKilledAndResumed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("submits jobs to Slurm")
 	}
-	if os.Getenv("SLURM_CONF") == "" {
-		if _, err := os.Stat("/tmp/agenttrainer-slurm/slurm.conf"); err == nil {
-			t.Setenv("SLURM_CONF", "/tmp/agenttrainer-slurm/slurm.conf")
-		}
-	}
-	if why := sweep.SlurmAvailable(); why != "" {
-		t.Skipf("no Slurm cluster: %s (start one with scripts/slurm-local.sh start)", why)
-	}
+	slurmOrSkip(t)
 	t.Setenv("AGENTTRAINER_RUN_MAIN", "1")
 	runs := t.TempDir()
 	const budget = 81920

@@ -65,7 +65,7 @@ func SlurmAvailable() string {
 			return b + " is not installed"
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, "sinfo", "-h", "-o", "%T").CombinedOutput(); err != nil {
 		return fmt.Sprintf("no Slurm controller answers (sinfo: %v: %s)", err, strings.TrimSpace(string(out)))
