@@ -25,6 +25,7 @@ func TestBadSpecs(t *testing.T) {
 		{"value the key refuses", "[params]\n\"ppo.gamma\" = [0.99, 1.5]\n", nil, "params.ppo.gamma: "},
 		{"empty range", head + "[params]\n\"ppo.learning_rate\" = { min = 1e-2, max = 1e-4 }\n", nil, "empty range: min 0.01 is not below max 0.0001"},
 		{"bad metric", head + "metric = \"ep_retrun_mean\"\n" + lr, nil, "metric: unknown metric \"ep_retrun_mean\"; did you mean ep_return_mean?"},
+		{"validation metric without validation", head + "metric = \"val_success_rate\"\n" + lr, nil, "metric: val_success_rate is measured only by validation, which is off"},
 		{"bad direction", head + "direction = \"upward\"\n" + lr, nil, "direction: must be \"maximize\" or \"minimize\""},
 		{"unknown spec field", "trails = 4\n" + lr, nil, "trails: unknown sweep field; did you mean trials?"},
 		{"log scale from zero", head + "[params]\n\"ppo.learning_rate\" = { distribution = \"log_uniform\", min = 0.0, max = 1e-2 }\n", nil, "a log scale needs min above 0"},
