@@ -3,6 +3,7 @@ package sweep
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,17 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
 )
+
+// TestMain refuses to be a trial: Run starts trials with this program's
+// executable, which in these tests is the test binary; a spec that were
+// wrongly accepted would otherwise run the tests again in every trial.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "train" {
+		fmt.Fprintln(os.Stderr, "cli/sweep test binary started as a trial: a spec that should be refused was accepted")
+		os.Exit(3)
+	}
+	os.Exit(m.Run())
+}
 
 // TestBadSpecs: every kind of spec mistake exits 2 with the config's
 // message, and nothing is started or written.

@@ -301,8 +301,8 @@ func (s *Spec) Check(base config.Config, source string, cores int) error {
 	if !slices.Contains(MetricNames(), s.Metric) {
 		errs = append(errs, fail("metric", "unknown metric %q%s", s.Metric, didYouMeanOr(s.Metric, MetricNames())))
 	}
-	if strings.HasPrefix(s.Metric, "val_") && base.Trainer.TestFreq == 0 {
-		errs = append(errs, fail("metric", "%s is measured only by validation, which is off; set trainer.test_freq in [base] (validation plays data.val_files)", s.Metric))
+	if strings.HasPrefix(s.Metric, "val_") && (base.Trainer.TestFreq == 0 || len(base.Data.ValFiles) == 0) {
+		errs = append(errs, fail("metric", "%s is measured only by validation, which is off; give data.val_files (and trainer.test_freq above 0) in [base]", s.Metric))
 	}
 	switch strings.ToLower(s.Direction) {
 	case "", "max", "maximize", "maximise":
