@@ -66,6 +66,16 @@ func TestDetachAttachEditStop(t *testing.T) {
 	if err := c.Edit("ppo.ent_coef", "0.02"); err != nil {
 		t.Fatal(err)
 	}
+	// An edit is applied at the start of the next iteration; a stop that
+	// lands first ends the run without it, so stop once it is recorded.
+	for wait := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(filepath.Join(dir, runstore.EditsFile)); len(bytes.TrimSpace(b)) > 0 {
+			break
+		}
+		if time.Now().After(wait) {
+			t.Fatal("the edit was not applied within 30 s")
+		}
+	}
 	c.Stop()
 	deadline := time.After(30 * time.Second)
 	for done := false; !done; {

@@ -18,6 +18,7 @@ import (
 	"github.com/agenttrainer/agenttrainer/cli/plot"
 	"github.com/agenttrainer/agenttrainer/cli/runs"
 	"github.com/agenttrainer/agenttrainer/cli/serve"
+	"github.com/agenttrainer/agenttrainer/cli/sweep"
 	"github.com/agenttrainer/agenttrainer/cli/train"
 	"github.com/agenttrainer/agenttrainer/trainer"
 )
@@ -48,6 +49,7 @@ func cmd[O any](parse func([]string) (O, error), run func(context.Context, O, io
 func commands() []command {
 	return []command{
 		{"train", "train headless, printing progress", cmd(train.Parse, train.Run)},
+		{"sweep", "run many trainings from a spec: grid or random search, early stopping, local or Slurm", cmd(sweep.Parse, sweep.Run)},
 		{"data", "write a FrozenLake task file", cmd(data.Parse, data.Run)},
 		{"attach", "watch and steer a training running in the background", cmd(attach.Parse, attach.Run)},
 		{"ps", "list the trainings running in the background", cmd(attach.ParsePs, attach.RunPs)},

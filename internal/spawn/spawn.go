@@ -21,6 +21,10 @@ import (
 // LogFile receives a detached training's output.
 const LogFile = "train.log"
 
+// sweepSpecFile marks a sweep directory (internal/sweep.SpecFile), whose
+// trials LiveRuns lists too.
+const sweepSpecFile = "sweep.toml"
+
 // detachConfigFile carries a resolved config from the parent to a detached
 // training; the parent removes it once the training answers.
 const detachConfigFile = ".detach-config.toml"
@@ -142,6 +146,17 @@ func LiveRuns(runsDir string) []Live {
 		if e.IsDir() && !runstore.IsRunDir(dir) {
 			if _, err := control.ReadEndpoint(dir); err == nil {
 				runs = append(runs, runstore.ReadRunInfo(dir))
+			}
+		}
+		// A sweep's trials are runs one level down (runs/<sweep>/trial-000).
+		if _, err := os.Stat(filepath.Join(dir, sweepSpecFile)); err == nil && e.IsDir() {
+			trials, _ := os.ReadDir(dir)
+			for _, tr := range trials {
+				if td := filepath.Join(dir, tr.Name()); tr.IsDir() {
+					if _, err := control.ReadEndpoint(td); err == nil {
+						runs = append(runs, runstore.ReadRunInfo(td))
+					}
+				}
 			}
 		}
 	}
