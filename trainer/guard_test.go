@@ -587,3 +587,38 @@ func TestEvalPlaysTheTasksAndDrawsTheEnd(t *testing.T) {
 		}
 	}
 }
+
+// An edit the run accepted is recorded even when a stop follows it at once
+// (before another iteration begins).
+func TestEditJustBeforeAStopIsKept(t *testing.T) {
+	dir := t.TempDir()
+	tr, err := New(testConfig(t, "ppo.total_timesteps=100000000"), Options{RunDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, _ := tr.Subscribe(64)
+	done := make(chan error, 1)
+	go func() {
+		_, err := tr.Run(context.Background())
+		done <- err
+	}()
+	for e := range events {
+		if e.Kind == EventMetrics {
+			if err := tr.Edit("ppo.ent_coef", "0.03"); err != nil {
+				t.Error(err)
+			}
+			tr.Stop()
+			break
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if edits := readRecords(t, filepath.Join(dir, runstore.EditsFile)); len(edits) != 1 || edits[0]["value"] != "0.03" {
+		t.Fatalf("edits %v", edits)
+	}
+	cfg, err := runstore.ReadConfig(dir)
+	if err != nil || cfg.PPO.EntCoef != 0.03 {
+		t.Fatalf("config.toml has ent_coef %v (%v)", cfg.PPO.EntCoef, err)
+	}
+}

@@ -227,6 +227,12 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 			}
 		}
 	}
+	// Live edits that arrived after the last iteration began were accepted:
+	// they are recorded (edits.jsonl, config.toml) and the final
+	// checkpoint carries them.
+	if err := t.applyEdits(f, p.iter+1, p); err != nil {
+		return sum, err
+	}
 	// A final checkpoint, whether the run completed or was stopped.
 	if p.iter > 0 {
 		if err := t.checkpoint(f, &sum, p, false); err != nil {
