@@ -172,11 +172,7 @@ func TestResumeOfALiveRunIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	events, _ := tr.Subscribe(64)
-	done := make(chan error, 1)
-	go func() {
-		_, err := tr.Run(context.Background())
-		done <- err
-	}()
+	done := runAsync(tr)
 	for e := range events {
 		if e.Kind == EventCheckpoint {
 			break
@@ -403,11 +399,7 @@ func TestTotalStepsCannotFallBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	events, _ := tr.Subscribe(64)
-	done := make(chan error, 1)
-	go func() {
-		_, err := tr.Run(context.Background())
-		done <- err
-	}()
+	done := runAsync(tr)
 	for e := range events {
 		if e.Kind == EventMetrics && e.Metrics.Iter >= 2 {
 			break
@@ -597,11 +589,7 @@ func TestEditJustBeforeAStopIsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	events, _ := tr.Subscribe(64)
-	done := make(chan error, 1)
-	go func() {
-		_, err := tr.Run(context.Background())
-		done <- err
-	}()
+	done := runAsync(tr)
 	for e := range events {
 		if e.Kind == EventMetrics {
 			if err := tr.Edit("ppo.ent_coef", "0.03"); err != nil {
@@ -621,4 +609,14 @@ func TestEditJustBeforeAStopIsKept(t *testing.T) {
 	if err != nil || cfg.PPO.EntCoef != 0.03 {
 		t.Fatalf("config.toml has ent_coef %v (%v)", cfg.PPO.EntCoef, err)
 	}
+}
+
+// runAsync runs tr in the background; its error arrives on the channel.
+func runAsync(tr *Trainer) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := tr.Run(context.Background())
+		done <- err
+	}()
+	return done
 }
