@@ -183,8 +183,14 @@ func readCheckpoint(path string, needState bool) (*foundCheckpoint, error) {
 		return nil, fmt.Errorf("not an agenttrainer checkpoint (format %q)", meta["format"])
 	}
 	fc := &foundCheckpoint{resumePoint: resumePoint{path: path, tensors: tensors}, meta: meta, cfg: config.Default()}
+	if strings.TrimSpace(meta["config"]) == "" {
+		return nil, errors.New("the header holds no config")
+	}
 	if err := fc.cfg.LoadTOML(meta["config"], "its config"); err != nil {
 		return nil, err
+	}
+	if meta["env"] != fc.cfg.Env.ID || meta["agent"] != fc.cfg.Agent.Name {
+		return nil, fmt.Errorf("the header says %s with %s, its config %s with %s", meta["env"], meta["agent"], fc.cfg.Env.ID, fc.cfg.Agent.Name)
 	}
 	if err := checkTensorValues(tensors); err != nil {
 		return nil, err
@@ -195,6 +201,9 @@ func readCheckpoint(path string, needState bool) (*foundCheckpoint, error) {
 		}
 		if err := fc.state.check(meta); err != nil {
 			return nil, err
+		}
+		if a, ok := meta["adam_step"]; ok && a != strconv.Itoa(fc.state.AdamStep) {
+			return nil, fmt.Errorf("header says Adam step %s, training state %d", a, fc.state.AdamStep)
 		}
 	}
 	return fc, nil

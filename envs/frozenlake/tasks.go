@@ -30,13 +30,16 @@ type FrozenLakeTaskOptions struct {
 // seeds.
 const flSeedStride = 1_000_000_000
 
+// MaxTasks bounds a generated task file (ten million rows are about 600 MB).
+const MaxTasks = 10_000_000
+
 // GenerateFrozenLakeTasks draws o.N tasks with distinct maps, none of them
 // in o.Exclude, each solvable within o.MaxSteps. Map seeds are tried in
 // order (see FrozenLakeTaskOptions.Seed); seeds whose map is a repeat or
 // needs more than MaxSteps steps are skipped.
 func GenerateFrozenLakeTasks(o FrozenLakeTaskOptions) ([]envs.Params, error) {
-	if o.N < 1 {
-		return nil, fmt.Errorf("the number of tasks must be positive, got %d", o.N)
+	if o.N < 1 || o.N > MaxTasks {
+		return nil, fmt.Errorf("the number of tasks must be between 1 and %d, got %d", MaxTasks, o.N)
 	}
 	const maxSeed = math.MaxInt64/flSeedStride - 1
 	if o.Seed < -maxSeed || o.Seed > maxSeed {

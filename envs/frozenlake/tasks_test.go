@@ -124,7 +124,7 @@ func TestGeneratedTaskSets(t *testing.T) {
 		o    FrozenLakeTaskOptions
 		want string
 	}{
-		{FrozenLakeTaskOptions{N: 0, Size: 4, P: 0.8, MaxSteps: 100}, "the number of tasks must be positive, got 0"},
+		{FrozenLakeTaskOptions{N: 0, Size: 4, P: 0.8, MaxSteps: 100}, "the number of tasks must be between 1 and 10000000, got 0"},
 		{FrozenLakeTaskOptions{N: 5, Size: 1, P: 0.8, MaxSteps: 100}, "size must be an integer from 2 to 16 (max_size), got 1"},
 		{FrozenLakeTaskOptions{N: 5, Size: 17, P: 0.8, MaxSteps: 100}, "size must be an integer from 2 to 16 (max_size), got 17"},
 		{FrozenLakeTaskOptions{N: 5, Size: 4, P: 0, MaxSteps: 100}, "p must be a number in (0, 1], the probability that a tile is frozen, got 0"},

@@ -2,10 +2,12 @@ package runstore
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/agenttrainer/agenttrainer/internal/inputfile"
@@ -95,6 +97,7 @@ func DecodeSafetensors(b []byte) (map[string]Tensor, map[string]string, error) {
 	meta := map[string]string{}
 	out := map[string]Tensor{}
 	var covered int64
+	offsets := map[string][2]int64{}
 	for name, msg := range raw {
 		if name == "__metadata__" {
 			if err := json.Unmarshal(msg, &meta); err != nil {
@@ -123,9 +126,24 @@ func DecodeSafetensors(b []byte) (map[string]Tensor, map[string]string, error) {
 		}
 		out[name] = Tensor{Name: name, Shape: e.Shape, Data: vals}
 		covered += 4 * count
+		offsets[name] = e.Offsets
 	}
 	if covered != int64(len(data)) {
 		return nil, nil, fmt.Errorf("tensors cover %d of %d data bytes", covered, len(data))
+	}
+	// The ranges must tile the data: the same total with an overlap
+	// would let two tensors share bytes and leave others unread.
+	ranges := make([][2]int64, 0, len(raw))
+	for name, t := range out {
+		ranges = append(ranges, [2]int64{offsets[name][0], offsets[name][0] + 4*int64(len(t.Data))})
+	}
+	slices.SortFunc(ranges, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	var end int64
+	for _, r := range ranges {
+		if r[0] != end {
+			return nil, nil, fmt.Errorf("tensor byte ranges overlap or leave a gap at byte %d", min(r[0], end))
+		}
+		end = r[1]
 	}
 	return out, meta, nil
 }

@@ -53,6 +53,8 @@ func TestSafetensorsRefusesCraftedHeaders(t *testing.T) {
 		{"other dtype", `{"w":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}}`, 8, "only F32"},
 		{"gap in the data", `{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`, 8, "cover 4 of 8"},
 		{"not JSON", `{"w":`, 0, "bad safetensors header"},
+		// Found by the hostile suite: the right total, but two tensors on the same bytes.
+		{"overlapping ranges", `{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"c":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`, 12, "overlap or leave a gap"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
