@@ -150,6 +150,7 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 	t.logf("training %s with %s on %s for %d steps", c.Env.ID, c.Agent.Name, t.devInfo, c.PPO.TotalTimesteps)
 
 	for iter := p.iter + 1; t.moreToDo(iter, p.step); iter++ {
+		t.iterStart = time.Now()
 		if err := t.applyEdits(f, iter, p); err != nil {
 			return sum, err
 		}
@@ -248,7 +249,7 @@ func (t *Trainer) rollout(buf *rollout, p *progress) ([]int32, error) {
 	c, v := &t.cfg, t.venv
 	nEnvs, nSteps := v.Len(), c.PPO.NumSteps
 	for step := 0; step < nSteps; step++ {
-		if t.stopping.Load() { // a long rollout is cut short by a stop
+		if t.cutNow() { // a long rollout is cut short by a stop
 			return nil, errCut
 		}
 		p.step += int64(nEnvs)
@@ -422,7 +423,7 @@ epochs:
 	for epoch := 0; epoch < c.UpdateEpochs; epoch++ {
 		t.shuffleRNG.Shuffle(n, func(i, j int) { indices[i], indices[j] = indices[j], indices[i] })
 		for start := 0; start+mbSize <= n; start += mbSize {
-			if t.stopping.Load() {
+			if t.cutNow() {
 				t.logf("iteration %d: the stop cut the update after %d of %d minibatches", m.Iter, minibatches, c.UpdateEpochs*c.NumMinibatches)
 				break epochs
 			}
@@ -522,4 +523,16 @@ func checkFinite(m Metrics, noCritic bool) error {
 		}
 	}
 	return nil
+}
+
+// cutAfter is how long an iteration runs before a stop may cut it: a stop
+// normally ends the run at the next iteration boundary, so the final
+// checkpoint continues exactly as an uninterrupted run would; only an
+// iteration that takes longer (a huge rollout or update) is cut, and then
+// its checkpoint is consistent but no longer exact.
+const cutAfter = 2 * time.Second
+
+// cutNow reports whether a stop should cut the current iteration short.
+func (t *Trainer) cutNow() bool {
+	return t.stopping.Load() && time.Since(t.iterStart) >= t.cutAfter
 }
