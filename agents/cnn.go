@@ -69,10 +69,9 @@ type CNN struct {
 	nOut      int
 	act       gpu.Activation
 
-	convs   []convLayer
-	dense   []linear // hidden layers
-	pi, vf  linear   // policy and value heads
-	featDim int      // width of the torso's output
+	convs  []convLayer
+	dense  []linear // hidden layers
+	pi, vf linear   // policy and value heads
 
 	params, grads   gpu.Tensor
 	logStd, dLogStd gpu.Tensor // Gaussian only
@@ -82,19 +81,16 @@ type CNN struct {
 	// cap rows: per convolution its patches (reused for their gradient),
 	// outputs and output gradients; per hidden layer its outputs and their
 	// gradients; the heads' outputs and gradients.
-	cap                  int
-	cols, cOut, cGrad    []gpu.Tensor
-	dOut, dGrad          []gpu.Tensor
-	piOut, piGrad        gpu.Tensor
-	vfOut, vfGrad        gpu.Tensor
-	input                gpu.Tensor
-	rows                 int
-	obsDev               gpu.Tensor
-	hostOut, hostLogStd  []float32
-	probs                []float64
-	actCap               int
-	policyRan, valueRan  bool
-	wantPolicy, wantVals bool
+	cap                 int
+	cols, cOut, cGrad   []gpu.Tensor
+	dOut, dGrad         []gpu.Tensor
+	piOut, piGrad       gpu.Tensor
+	vfOut, vfGrad       gpu.Tensor
+	rows                int
+	obsDev              gpu.Tensor
+	hostOut, hostLogStd []float32
+	probs               []float64
+	actCap              int
 }
 
 // convLayer is one convolution: weights (K·K·C)×out, rows in the patch
@@ -127,13 +123,9 @@ func NewCNN(b Build) (*CNN, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &CNN{dev: b.Device, obsDim: b.Obs.Dim, discrete: b.Act.Kind == envs.Discrete, hasCritic: !b.NoCritic, act: act}
-	a.nOut = b.Act.Dim
-	if a.discrete {
-		a.nOut = b.Act.N
-		if a.nOut < 1 {
-			return nil, fmt.Errorf("discrete action space with %d actions", a.nOut)
-		}
+	a := &CNN{dev: b.Device, obsDim: b.Obs.Dim, hasCritic: !b.NoCritic, act: act}
+	if a.discrete, a.nOut, err = policyWidth(b.Act); err != nil {
+		return nil, err
 	}
 	// The shapes, layer by layer, before anything is allocated.
 	h, w, c := H, W, C
@@ -158,10 +150,10 @@ func NewCNN(b Build) (*CNN, error) {
 	}
 	sizes := append([]int{h * w * c}, b.Hidden...)
 	total += countParams(sizes)
-	a.featDim = sizes[len(sizes)-1]
-	total += a.featDim*a.nOut + a.nOut
+	featDim := sizes[len(sizes)-1] // width of the torso's output
+	total += featDim*a.nOut + a.nOut
 	if a.hasCritic {
-		total += a.featDim + 1
+		total += featDim + 1
 	}
 	if !a.discrete {
 		total += a.nOut
@@ -180,18 +172,13 @@ func NewCNN(b Build) (*CNN, error) {
 		}
 		a.dense = append(a.dense, a.layoutLinear(fmt.Sprintf("torso.%d", 2*len(a.convs)+1+2*(i-1)), sizes[i-1], sizes[i], math.Sqrt2, index, &off, host, b.RNG))
 	}
-	a.pi = a.layoutLinear("actor", a.featDim, a.nOut, 0.01, nil, &off, host, b.RNG)
+	a.pi = a.layoutLinear("actor", featDim, a.nOut, 0.01, nil, &off, host, b.RNG)
 	if a.hasCritic {
-		a.vf = a.layoutLinear("critic", a.featDim, 1, 1, nil, &off, host, b.RNG)
+		a.vf = a.layoutLinear("critic", featDim, 1, 1, nil, &off, host, b.RNG)
 	}
 	if !a.discrete {
-		a.logStd = a.params.Slice(off, 1, a.nOut)
-		a.dLogStd = a.grads.Slice(off, 1, a.nOut)
+		a.logStd, a.dLogStd = layoutLogStd(a.params, a.grads, off, a.nOut, b.LogStdInit, host)
 		a.names = append(a.names, NamedTensor{Name: "actor_logstd", T: a.logStd})
-		for j := 0; j < a.nOut; j++ {
-			host[off+j] = float32(b.LogStdInit)
-		}
-		off += a.nOut
 	}
 	b.Device.Upload(a.params, host)
 	return a, nil
@@ -252,9 +239,7 @@ func flattenIndex(h, w, c, out int) []int {
 // initialises it orthogonally with gain; index, when set, is the layer's
 // export mapping (flattenIndex), else the weight exports transposed.
 func (a *CNN) layoutLinear(name string, in, out int, gain float64, index []int, off *int, host []float32, rng *rand.Rand) linear {
-	l := linear{in: in, out: out,
-		w: a.params.Slice(*off, in, out), dw: a.grads.Slice(*off, in, out),
-		b: a.params.Slice(*off+in*out, 1, out), db: a.grads.Slice(*off+in*out, 1, out)}
+	l := newLinear(a.params, a.grads, *off, in, out)
 	torch := make([]float32, in*out)
 	orthogonal(torch, out, in, gain, rng) // PyTorch's out×in
 	wt := NamedTensor{Name: name + ".weight", T: l.w, Transposed: true}
@@ -264,11 +249,7 @@ func (a *CNN) layoutLinear(name string, in, out int, gain float64, index []int, 
 			host[*off+s] = torch[e]
 		}
 	} else {
-		for o := 0; o < out; o++ {
-			for j := 0; j < in; j++ {
-				host[*off+j*out+o] = torch[o*in+j]
-			}
-		}
+		storeTransposed(host[*off:], torch, in, out)
 	}
 	a.names = append(a.names, wt, NamedTensor{Name: name + ".bias", T: l.b})
 	*off += in*out + out
@@ -314,7 +295,7 @@ func (a *CNN) reserve(rows int) {
 func (a *CNN) forward(x gpu.Tensor, policy, value bool) {
 	d, rows := a.dev, x.Rows
 	a.reserve(rows)
-	a.input, a.rows = x, rows
+	a.rows = rows
 	h := x
 	for i, l := range a.convs {
 		pos := l.oh * l.ow
@@ -450,15 +431,10 @@ func (a *CNN) Act(obs []float32, n int, rng *rand.Rand, deterministic bool, acti
 	} else {
 		clear(values[:n])
 	}
-	a.dev.Download(a.hostOut[:n*a.nOut], a.piOut.RowRange(0, n))
-	if a.discrete {
-		for i := 0; i < n; i++ {
-			actions[i], logp[i] = sampleCategorical(a.hostOut[i*a.nOut:(i+1)*a.nOut], a.probs, rng, deterministic)
-		}
-		return
+	out := a.hostOut[:n*a.nOut]
+	a.dev.Download(out, a.piOut.RowRange(0, n))
+	if !a.discrete {
+		a.dev.Download(a.hostLogStd, a.logStd)
 	}
-	a.dev.Download(a.hostLogStd, a.logStd)
-	for i := 0; i < n; i++ {
-		logp[i] = sampleGaussian(a.hostOut[i*a.nOut:(i+1)*a.nOut], a.hostLogStd, actions[i*a.nOut:(i+1)*a.nOut], rng, deterministic)
-	}
+	sampleActions(out, a.hostLogStd, a.probs, a.discrete, rng, deterministic, actions, logp)
 }

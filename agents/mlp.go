@@ -110,7 +110,6 @@ type ActorCritic struct {
 	// Host buffers for acting.
 	obsDev              gpu.Tensor
 	hostOut, hostLogStd []float32
-	hostVals            []float32
 	probs               []float64
 	actCap              int
 
@@ -141,13 +140,9 @@ func NewActorCritic(b Build) (*ActorCritic, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &ActorCritic{dev: b.Device, obsDim: b.Obs.Dim, discrete: b.Act.Kind == envs.Discrete, hasCritic: !b.NoCritic}
-	a.nOut = b.Act.Dim
-	if a.discrete {
-		a.nOut = b.Act.N
-		if a.nOut < 1 {
-			return nil, fmt.Errorf("discrete action space with %d actions", a.nOut)
-		}
+	a := &ActorCritic{dev: b.Device, obsDim: b.Obs.Dim, hasCritic: !b.NoCritic}
+	if a.discrete, a.nOut, err = policyWidth(b.Act); err != nil {
+		return nil, err
 	}
 	actorSizes := append(append([]int{a.obsDim}, b.Hidden...), a.nOut)
 	criticSizes := append(append([]int{a.obsDim}, b.Hidden...), 1)
@@ -167,18 +162,51 @@ func NewActorCritic(b Build) (*ActorCritic, error) {
 		a.critic = a.layout("critic", criticSizes, act, &off, host, b.RNG, 1)
 	}
 	if !a.discrete {
-		a.logStd = a.params.Slice(off, 1, a.nOut)
-		a.dLogStd = a.grads.Slice(off, 1, a.nOut)
+		a.logStd, a.dLogStd = layoutLogStd(a.params, a.grads, off, a.nOut, b.LogStdInit, host)
 		a.names = append(a.names, NamedTensor{Name: "actor_logstd", T: a.logStd})
-		for j := 0; j < a.nOut; j++ {
-			host[off+j] = float32(b.LogStdInit)
-		}
-		off += a.nOut
 	}
 	b.Device.Upload(a.params, host)
 	a.actorPass, a.criticPass = a.runActor, a.runCritic
 	a.policyStep, a.valueStep = a.actPolicy, a.actValues
 	return a, nil
+}
+
+// policyWidth is the policy head's width for act: the number of actions
+// (discrete) or the action dimension (Gaussian means).
+func policyWidth(act envs.Space) (discrete bool, n int, err error) {
+	if act.Kind != envs.Discrete {
+		return false, act.Dim, nil
+	}
+	if act.N < 1 {
+		return true, act.N, fmt.Errorf("discrete action space with %d actions", act.N)
+	}
+	return true, act.N, nil
+}
+
+// layoutLogStd carves a Gaussian policy's n log-stds out of the flat tensors
+// at off, the last parameters, and sets them to init in host.
+func layoutLogStd(params, grads gpu.Tensor, off, n int, init float64, host []float32) (logStd, dLogStd gpu.Tensor) {
+	for j := 0; j < n; j++ {
+		host[off+j] = float32(init)
+	}
+	return params.Slice(off, 1, n), grads.Slice(off, 1, n)
+}
+
+// newLinear is the in×out layer whose weight and then bias start at off in
+// the flat parameter and gradient tensors.
+func newLinear(params, grads gpu.Tensor, off, in, out int) linear {
+	return linear{in: in, out: out,
+		w: params.Slice(off, in, out), dw: grads.Slice(off, in, out),
+		b: params.Slice(off+in*out, 1, out), db: grads.Slice(off+in*out, 1, out)}
+}
+
+// storeTransposed writes a PyTorch out×in weight torch into host, stored in×out.
+func storeTransposed(host, torch []float32, in, out int) {
+	for o := 0; o < out; o++ {
+		for j := 0; j < in; j++ {
+			host[j*out+o] = torch[o*in+j]
+		}
+	}
 }
 
 func countParams(sizes []int) int {
@@ -195,20 +223,14 @@ func (a *ActorCritic) layout(name string, sizes []int, act gpu.Activation, off *
 	n := network{act: act}
 	for i := 1; i < len(sizes); i++ {
 		in, out := sizes[i-1], sizes[i]
-		l := linear{in: in, out: out,
-			w: a.params.Slice(*off, in, out), dw: a.grads.Slice(*off, in, out),
-			b: a.params.Slice(*off+in*out, 1, out), db: a.grads.Slice(*off+in*out, 1, out)}
+		l := newLinear(a.params, a.grads, *off, in, out)
 		gain := math.Sqrt2
 		if i == len(sizes)-1 {
 			gain = headGain
 		}
 		torch := make([]float32, in*out)
 		orthogonal(torch, out, in, gain, rng) // PyTorch's out×in
-		for o := 0; o < out; o++ {
-			for j := 0; j < in; j++ {
-				host[*off+j*out+o] = torch[o*in+j]
-			}
-		}
+		storeTransposed(host[*off:], torch, in, out)
 		// PyTorch numbers a Sequential's modules: Linear layers sit at
 		// even indices with the activations between them.
 		idx := 2 * (i - 1)
@@ -285,7 +307,6 @@ func (a *ActorCritic) reserveAct(n int) {
 	}
 	a.obsDev = a.dev.Alloc(n, a.obsDim)
 	a.hostOut = make([]float32, n*a.nOut)
-	a.hostVals = make([]float32, n)
 	a.hostLogStd = make([]float32, a.nOut)
 	a.probs = make([]float64, a.nOut)
 	a.actCap = n
@@ -328,16 +349,28 @@ type acting struct {
 // actPolicy samples actions and their log-probabilities.
 func (a *ActorCritic) actPolicy(dev gpu.Device) {
 	p, n := &a.acting, a.acting.obs.Rows
-	dev.Download(a.hostOut, a.actor.forward(dev, p.obs))
-	if a.discrete {
-		for i := 0; i < n; i++ {
-			p.actions[i], p.logp[i] = sampleCategorical(a.hostOut[i*a.nOut:(i+1)*a.nOut], a.probs, p.rng, p.deterministic)
+	out := a.hostOut[:n*a.nOut]
+	dev.Download(out, a.actor.forward(dev, p.obs))
+	if !a.discrete {
+		dev.Download(a.hostLogStd, a.logStd)
+	}
+	sampleActions(out, a.hostLogStd, a.probs, a.discrete, p.rng, p.deterministic, p.actions, p.logp)
+}
+
+// sampleActions samples one action per row of the downloaded policy outputs
+// out (rows of len(probs) logits, or of len(logStd) Gaussian means) into
+// actions and logp.
+func sampleActions(out, logStd []float32, probs []float64, discrete bool, rng *rand.Rand, deterministic bool, actions, logp []float32) {
+	if discrete {
+		w := len(probs)
+		for i := 0; i < len(out)/w; i++ {
+			actions[i], logp[i] = sampleCategorical(out[i*w:(i+1)*w], probs, rng, deterministic)
 		}
 		return
 	}
-	dev.Download(a.hostLogStd, a.logStd)
-	for i := 0; i < n; i++ {
-		p.logp[i] = sampleGaussian(a.hostOut[i*a.nOut:(i+1)*a.nOut], a.hostLogStd, p.actions[i*a.nOut:(i+1)*a.nOut], p.rng, p.deterministic)
+	w := len(logStd)
+	for i := 0; i < len(out)/w; i++ {
+		logp[i] = sampleGaussian(out[i*w:(i+1)*w], logStd, actions[i*w:(i+1)*w], rng, deterministic)
 	}
 }
 
