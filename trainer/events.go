@@ -90,26 +90,33 @@ func (k EventKind) Lifecycle() bool {
 }
 
 func (b *broker) publish(e Event) {
-	mustDeliver := e.Kind.Lifecycle()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for ch := range b.subs {
-		select {
-		case ch <- e:
-			continue
-		default:
-		}
-		if !mustDeliver {
-			continue
-		}
-		select { // make room by dropping the oldest event
-		case <-ch:
-		default:
-		}
-		select {
-		case ch <- e:
-		default:
-		}
+		Offer(ch, e)
+	}
+}
+
+// Offer queues e for a viewer without ever blocking: when the queue is
+// full an ordinary event is dropped, and a lifecycle event drops the oldest
+// queued one to make room. The caller must be ch's only sender (the broker
+// under its lock, a socket client's reader), so the retry cannot block.
+func Offer(ch chan Event, e Event) {
+	select {
+	case ch <- e:
+		return
+	default:
+	}
+	if !e.Kind.Lifecycle() {
+		return
+	}
+	select { // make room by dropping the oldest event
+	case <-ch:
+	default:
+	}
+	select {
+	case ch <- e:
+	default:
 	}
 }
 

@@ -534,5 +534,5 @@ const cutAfter = 2 * time.Second
 
 // cutNow reports whether a stop should cut the current iteration short.
 func (t *Trainer) cutNow() bool {
-	return t.stopping.Load() && time.Since(t.iterStart) >= t.cutAfter
+	return t.stopping.Load() && time.Since(t.iterStart) >= cutAfter
 }

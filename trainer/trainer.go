@@ -109,10 +109,9 @@ type Trainer struct {
 	runDir    string
 	wake      chan struct{}
 	saveReq   atomic.Bool
-	stopping  atomic.Bool   // set once the run's context ends
-	iterStart time.Time     // when the current iteration began
-	cutAfter  time.Duration // see cutNow
-	stepsDone atomic.Int64  // env steps of the iterations completed, for live edits
+	stopping  atomic.Bool  // set once the run's context ends
+	iterStart time.Time    // when the current iteration began
+	stepsDone atomic.Int64 // env steps of the iterations completed, for live edits
 	started   atomic.Bool
 	closeOnce sync.Once
 }
@@ -155,7 +154,7 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Trainer{cfg: cfg, opts: opts, cutAfter: cutAfter, tasks: newTaskSource(&cfg, trainRows, makeEnv), valRows: valRows,
+	t := &Trainer{cfg: cfg, opts: opts, tasks: newTaskSource(&cfg, trainRows, makeEnv), valRows: valRows,
 		workflow: opts.Workflow, broker: newBroker(), wake: make(chan struct{}, 1)}
 	switch {
 	case t.workflow != nil:

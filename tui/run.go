@@ -54,7 +54,6 @@ type run struct {
 	hist              *history
 	edits             []trainer.Edit
 	logs              []string
-	checkpoints       int                // saved so far
 	lastWasCheckpoint bool               // the last log line is a checkpoint's
 	early             *[]trainer.Metrics // live records kept until backfill (attached runs)
 	version           int                // bumped whenever anything drawn changes
@@ -103,7 +102,6 @@ func (r *run) handle(events []trainer.Event) {
 			}
 			r.logf(e.Time, "%s", e.Message)
 		case trainer.EventCheckpoint:
-			r.checkpoints++
 			r.logCheckpoint(e)
 		case trainer.EventState:
 			if r.state != stStopping {

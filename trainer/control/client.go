@@ -173,40 +173,16 @@ func (c *Client) Subscribe(buffer int) (<-chan trainer.Event, func()) {
 			}
 			e := r.Event.event()
 			sawEnd = e.Kind == trainer.EventDone
-			if e.Kind.Lifecycle() {
-				deliverLifecycle(out, e)
-				continue
-			}
-			select { // lossy like the trainer's own subscriptions
-			case out <- e:
-			default:
-			}
+			trainer.Offer(out, e) // lossy like the trainer's own subscriptions
 		}
 		stop()
 		if !sawEnd && !unsubscribed.Load() {
 			err := fmt.Errorf("lost the training in %s (pid %d); if it crashed, `agenttrainer train --resume %s` continues it", c.runDir, c.ep.PID, c.runDir)
-			deliverLifecycle(out, trainer.Event{Kind: trainer.EventDone, Time: time.Now(), State: trainer.StateFailed, Err: err, Message: err.Error()})
+			trainer.Offer(out, trainer.Event{Kind: trainer.EventDone, Time: time.Now(), State: trainer.StateFailed, Err: err, Message: err.Error()})
 		}
 	}()
 	return out, func() {
 		unsubscribed.Store(true)
 		stop()
 	}
-}
-
-// deliverLifecycle queues a lifecycle event (the end of the stream above
-// all) even when a slow viewer let the queue fill: it drops the oldest
-// queued event to make room. The caller is the channel's only sender, so the
-// send after the drop cannot block.
-func deliverLifecycle(out chan trainer.Event, e trainer.Event) {
-	select {
-	case out <- e:
-		return
-	default:
-	}
-	select {
-	case <-out:
-	default:
-	}
-	out <- e
 }
