@@ -35,3 +35,17 @@ stop_trainings() {
   "$1" ps --runs-dir "$2" 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+$/ { print $1 }' |
     while read -r pid; do kill "$pid" 2>/dev/null || true; done
 }
+
+# fail MESSAGE: stop with the message and the screen as it is.
+fail() {
+  echo "$script: FAIL: $*" >&2
+  screen >&2 || true
+  exit 1
+}
+
+# expect TEXT: the pane shows TEXT now, else fail.
+expect() { screen | grep -qF -- "$1" || fail "expected \"$1\" on the screen"; }
+
+# keys KEY...: send tmux keys one by one; type_text TEXT: type it literally.
+keys() { for k in "$@"; do tmux send-keys -t "$session" "$k"; sleep 0.15; done; }
+type_text() { tmux send-keys -t "$session" -l "$1"; sleep 0.2; }

@@ -23,14 +23,6 @@ trap 'tmux kill-session -t "$session" 2>/dev/null || true; [ -n "$live_pid" ] &&
 go build -o "$work/agenttrainer" .
 at="$work/agenttrainer"
 
-fail() {
-  echo "tui-manage: FAIL: $*" >&2
-  screen >&2 || true
-  exit 1
-}
-expect() { screen | grep -qF -- "$1" || fail "expected \"$1\" on the screen"; }
-keys() { for k in "$@"; do tmux send-keys -t "$session" "$k"; sleep 0.15; done; }
-type_text() { tmux send-keys -t "$session" -l "$1"; sleep 0.2; }
 
 for size in 120x40 80x24; do
   w=${size%x*} h=${size#*x}

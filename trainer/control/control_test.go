@@ -19,7 +19,7 @@ import (
 func startRun(t *testing.T, dir string) (*trainer.Trainer, *Server, func() trainer.Summary) {
 	t.Helper()
 	cfg := config.Default()
-	if err := cfg.ApplyArgs([]string{"ppo.total_timesteps=50000000", "trainer.device=cpu", "trainer.save_freq=0"}); err != nil {
+	if err := cfg.ApplyArgs([]string{"ppo.total_timesteps=50000000", "trainer.device=cpu", "trainer.save_freq=0", "trainer.threads=1"}); err != nil {
 		t.Fatal(err)
 	}
 	tr, err := trainer.New(cfg, trainer.Options{RunDir: dir})
