@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -137,41 +138,44 @@ type Live struct {
 
 // LiveRuns lists the runs under runsDir whose training answers, newest first.
 func LiveRuns(runsDir string) []Live {
-	// Every directory with a control endpoint counts, also one whose
-	// training has not written its config yet (it serves its socket first).
-	runs, _ := runstore.List(runsDir, nil)
+	// Only directories with a control endpoint are read further: also one
+	// whose training has not written its config yet (it serves its socket
+	// first), and a sweep's trials, one level down (runs/<sweep>/trial-000).
+	var dirs []string
 	entries, _ := os.ReadDir(runsDir)
 	for _, e := range entries {
-		dir := filepath.Join(runsDir, e.Name())
-		if e.IsDir() && !runstore.IsRunDir(dir) {
-			if _, err := control.ReadEndpoint(dir); err == nil {
-				runs = append(runs, runstore.ReadRunInfo(dir))
-			}
+		if !e.IsDir() {
+			continue
 		}
-		// A sweep's trials are runs one level down (runs/<sweep>/trial-000).
-		if _, err := os.Stat(filepath.Join(dir, sweepSpecFile)); err == nil && e.IsDir() {
+		dir := filepath.Join(runsDir, e.Name())
+		dirs = append(dirs, dir)
+		if _, err := os.Stat(filepath.Join(dir, sweepSpecFile)); err == nil {
 			trials, _ := os.ReadDir(dir)
 			for _, tr := range trials {
-				if td := filepath.Join(dir, tr.Name()); tr.IsDir() {
-					if _, err := control.ReadEndpoint(td); err == nil {
-						runs = append(runs, runstore.ReadRunInfo(td))
-					}
+				if tr.IsDir() {
+					dirs = append(dirs, filepath.Join(dir, tr.Name()))
 				}
 			}
 		}
 	}
 	var out []Live
-	for _, r := range runs {
-		ep, err := control.ReadEndpoint(r.Dir)
+	for _, dir := range dirs {
+		ep, err := control.ReadEndpoint(dir)
 		if err != nil {
 			continue
 		}
-		c, err := control.Dial(r.Dir)
+		c, err := control.Dial(dir)
 		if err != nil {
 			continue
 		}
-		out = append(out, Live{Dir: r.Dir, Endpoint: ep, Info: c.Info(), Paused: c.Paused(), Run: r})
+		out = append(out, Live{Dir: dir, Endpoint: ep, Info: c.Info(), Paused: c.Paused(), Run: runstore.ReadRunInfo(dir)})
 		c.Close()
 	}
+	slices.SortStableFunc(out, func(a, b Live) int { // newest first, as runstore lists runs
+		if c := b.Run.Started.Compare(a.Run.Started); c != 0 {
+			return c
+		}
+		return strings.Compare(b.Run.Name, a.Run.Name)
+	})
 	return out
 }
