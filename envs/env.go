@@ -83,6 +83,28 @@ type Renderer interface {
 	Render() string
 }
 
+// Picturer is implemented by Renderers that can hand over their drawing and
+// its caption (numbers, a legend) apart, so a viewer can scale the drawing
+// and leave the caption as text. Render is the drawing followed by the
+// caption; the drawing ends in a newline.
+type Picturer interface {
+	Picture() (drawing, caption string)
+}
+
+// Picture splits e's rendering into drawing and caption; a Renderer that is
+// no Picturer is all drawing. ok is false when e cannot draw itself.
+func Picture(e Env) (drawing, caption string, ok bool) {
+	if p, is := e.(Picturer); is {
+		d, c := p.Picture()
+		return d, c, d != "" || c != ""
+	}
+	if r, is := e.(Renderer); is {
+		d := r.Render()
+		return d, "", d != ""
+	}
+	return "", "", false
+}
+
 // SuccessReporter is implemented by environments whose episodes can succeed
 // or fail (FrozenLake reaching the goal, say); it is asked when an episode ends.
 type SuccessReporter interface {

@@ -37,3 +37,9 @@ func (t *TimeLimit) Render() string {
 	}
 	return ""
 }
+
+// Picture splits the wrapped environment's drawing from its caption.
+func (t *TimeLimit) Picture() (drawing, caption string) {
+	d, c, _ := Picture(t.Env)
+	return d, c
+}

@@ -16,14 +16,28 @@ type EvalOptions struct {
 	Seed          int64 // environment seed; 0 means trainer.seed + 1,000,000
 	// Frame, when set, receives the environment's text rendering after the
 	// reset and after every step, the last step of an episode included
-	// (for watching an agent play).
-	Frame func(episode int, frame string) error
+	// (for watching an agent play); an error it returns ends the
+	// evaluation with that error.
+	Frame func(Frame) error
 	// Tasks picks the task rows episodes are played on, one task an
 	// episode: "val" (data.val_files), "train" (data.train_files), or ""
 	// for the validation tasks when the run has them, else the training
 	// tasks, else env.args alone.
 	Tasks string
 }
+
+// Frame is one drawing of an evaluation episode in play.
+type Frame struct {
+	Episode int     // counted from 0
+	Step    int     // steps taken in the episode so far
+	Return  float64 // reward summed over those steps
+	Last    bool    // the episode ended on this step: Return is its return
+	Drawing string  // the environment's picture, ending in a newline
+	Caption string  // the figures or legend drawn under it, when apart
+}
+
+// Text is the frame as the environment renders it: drawing, then caption.
+func (f Frame) Text() string { return f.Drawing + f.Caption }
 
 // EvalResult summarises evaluation episodes.
 type EvalResult struct {
@@ -85,24 +99,28 @@ func Evaluate(ctx context.Context, dir string, o EvalOptions) (EvalResult, error
 	v := t.venv
 	defer t.Close()
 	var renderErr error
-	frame := func(ep int) error {
+	var step int    // of the episode in play
+	var ret float64 // its return so far
+	frame := func(last bool) error {
 		if o.Frame == nil {
 			return nil
 		}
-		var r envs.Renderer
+		f := Frame{Episode: len(res.Returns), Step: step, Return: ret, Last: last}
 		ok := len(v.Envs) > 0 // a remote batch has no environment here to draw
 		if ok {
-			r, ok = v.Envs[0].(envs.Renderer)
+			f.Drawing, f.Caption, ok = envs.Picture(v.Envs[0])
 		}
-		if !ok || r.Render() == "" {
+		if !ok {
 			return fmt.Errorf("%s cannot draw itself as text", cfg.Env.ID)
 		}
-		return o.Frame(ep, r.Render())
+		return o.Frame(f)
 	}
 	// The last step of an episode is drawn before the automatic reset.
 	v.BeforeReset = func(int) {
+		ep := v.Finished[len(v.Finished)-1]
+		step, ret = ep.Length, ep.Return
 		if renderErr == nil {
-			renderErr = frame(len(res.Returns))
+			renderErr = frame(true)
 		}
 	}
 	tasks, what, err := evalTasks(t, o.Tasks)
@@ -117,7 +135,7 @@ func Evaluate(ctx context.Context, dir string, o EvalOptions) (EvalResult, error
 	} else {
 		v.Reset(seed)
 	}
-	if err := frame(0); err != nil {
+	if err := frame(false); err != nil {
 		return res, err
 	}
 	acts := make([]float32, v.ActDim)
@@ -133,10 +151,12 @@ func Evaluate(ctx context.Context, dir string, o EvalOptions) (EvalResult, error
 		if err := v.Err(); err != nil {
 			return res, err
 		}
+		step, ret = step+1, ret+float64(v.Rewards[0])
 		if renderErr != nil {
 			return res, renderErr
 		}
 		for _, ep := range v.Finished {
+			step, ret = 0, 0
 			res.Returns = append(res.Returns, ep.Return)
 			res.Lengths = append(res.Lengths, float64(ep.Length))
 			if ep.HasSuccess {
@@ -152,7 +172,7 @@ func Evaluate(ctx context.Context, dir string, o EvalOptions) (EvalResult, error
 			}
 		}
 		if len(res.Returns) < o.Episodes {
-			if err := frame(len(res.Returns)); err != nil {
+			if err := frame(false); err != nil {
 				return res, err
 			}
 		}

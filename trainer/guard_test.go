@@ -558,13 +558,21 @@ func TestEvalPlaysTheTasksAndDrawsTheEnd(t *testing.T) {
 	var ends []string
 	last := -1
 	var prev string
-	res, err := Evaluate(context.Background(), run, EvalOptions{Episodes: 5, Frame: func(ep int, frame string) error {
-		if ep != last { // the first frame of an episode: its lake
+	var lastFrames []Frame // the frames marked Last, one an episode
+	res, err := Evaluate(context.Background(), run, EvalOptions{Episodes: 5, Frame: func(f Frame) error {
+		frame := f.Text()
+		if f.Episode != last { // the first frame of an episode: its lake
 			if last >= 0 {
 				ends = append(ends, prev)
 			}
 			lakes[strings.SplitN(frame, "\n", 5)[3]] = true
-			last = ep
+			last = f.Episode
+			if f.Step != 0 || f.Return != 0 || f.Last {
+				t.Errorf("episode %d starts at step %d, return %g, last %v", f.Episode, f.Step, f.Return, f.Last)
+			}
+		}
+		if f.Last {
+			lastFrames = append(lastFrames, f)
 		}
 		prev = frame
 		return nil
@@ -575,6 +583,15 @@ func TestEvalPlaysTheTasksAndDrawsTheEnd(t *testing.T) {
 	ends = append(ends, prev)
 	if res.Tasks != "its 5 validation tasks" || len(lakes) < 3 {
 		t.Errorf("played on %s, %d different lakes", res.Tasks, len(lakes))
+	}
+	if len(lastFrames) != len(res.Returns) {
+		t.Fatalf("%d frames marked last for %d episodes", len(lastFrames), len(res.Returns))
+	}
+	for i, f := range lastFrames {
+		if f.Episode != i || f.Return != res.Returns[i] || float64(f.Step) != res.Lengths[i] {
+			t.Errorf("last frame %d: episode %d, return %g after %d steps; the result says %g after %g",
+				i, f.Episode, f.Return, f.Step, res.Returns[i], res.Lengths[i])
+		}
 	}
 	for i, end := range ends {
 		status := end[strings.LastIndex(end, "\n")+1:]

@@ -149,8 +149,10 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 	}
 	t.logf("training %s with %s on %s for %d steps", c.Env.ID, c.Agent.Name, t.devInfo, c.PPO.TotalTimesteps)
 
+	var unlogged *Metrics // the newest iteration's metrics when its row was not written
 	for iter := p.iter + 1; t.moreToDo(iter, p.step); iter++ {
 		t.iterStart = time.Now()
+		stepBefore := p.step
 		if err := t.applyEdits(f, iter, p); err != nil {
 			return sum, err
 		}
@@ -203,8 +205,10 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 			m.ExplainedVariance = Float(explainedVariance(buf.values, buf.returns))
 		}
 		p.iter = iter
+		validated := false
 		if f := c.Trainer.TestFreq; len(t.valRows) > 0 && f > 0 && (iter%f == 0 || !t.moreToDo(iter+1, p.step)) {
 			t.validate(iter, &m)
+			validated = true
 		}
 
 		elapsed := p.elapsed(t.opts.Now())
@@ -213,10 +217,13 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		mean, lo, hi, length := p.episodes.stats()
 		m.Episodes, m.EpReturnMean, m.EpReturnMin, m.EpReturnMax, m.EpLengthMean =
 			p.episodes.total, Float(mean), Float(lo), Float(hi), Float(length)
-		if err := f.writeMetrics(&m, t.opts.Now()); err != nil {
-			return sum, err
+		unlogged = &m
+		if validated || t.logDue(stepBefore, p.step, iter) { // a validation's figures are never dropped
+			if err := t.logMetrics(f, &m); err != nil {
+				return sum, err
+			}
+			unlogged = nil
 		}
-		t.broker.publish(Event{Kind: EventMetrics, Time: t.opts.Now(), Metrics: m})
 		sum.Last, sum.Iterations = m, iter
 		t.stepsDone.Store(p.step)
 
@@ -234,13 +241,37 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 	if err := t.applyEdits(f, p.iter+1, p); err != nil {
 		return sum, err
 	}
-	// A final checkpoint, whether the run completed or was stopped.
+	// The last iteration has its row, whether the run completed or was
+	// stopped, and a final checkpoint.
+	if unlogged != nil {
+		if err := t.logMetrics(f, unlogged); err != nil {
+			return sum, err
+		}
+	}
 	if p.iter > 0 {
 		if err := t.checkpoint(f, &sum, p, false); err != nil {
 			return sum, err
 		}
 	}
 	return sum, nil
+}
+
+// logDue reports whether the iteration that took the run from step before
+// to step after gets a metrics row: when it crossed a multiple of
+// trainer.log_every_steps, or is the last. The rule depends on the steps
+// alone, so a resumed run logs the rows an uninterrupted one would.
+func (t *Trainer) logDue(before, after int64, iter int) bool {
+	every := t.cfg.Trainer.LogEvery
+	return every <= 0 || before/every != after/every || !t.moreToDo(iter+1, after)
+}
+
+// logMetrics writes an iteration's row and shows it to viewers.
+func (t *Trainer) logMetrics(f *runFiles, m *Metrics) error {
+	if err := f.writeMetrics(m, t.opts.Now()); err != nil {
+		return err
+	}
+	t.broker.publish(Event{Kind: EventMetrics, Time: t.opts.Now(), Metrics: *m})
+	return nil
 }
 
 // rollout takes num_steps steps in every environment, then computes GAE

@@ -361,3 +361,36 @@ func TestTensorBoardOnlyWhenAsked(t *testing.T) {
 		}
 	}
 }
+
+// Tiny iterations do not write a row each: trainer.log_every_steps spaces
+// the rows by steps, the last iteration always has one, and a large
+// iteration is never skipped.
+func TestMetricsRowsAreSpacedBySteps(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		overrides []string
+		rows      int
+		every     int64 // steps between rows (the last excepted)
+	}{
+		{"1 env × 8 steps, a row per 512 steps", []string{"env.num_envs=1", "ppo.num_steps=8", "ppo.num_minibatches=1", "ppo.total_timesteps=4200"}, 9, 512},
+		{"every iteration when asked", []string{"env.num_envs=1", "ppo.num_steps=8", "ppo.num_minibatches=1", "ppo.total_timesteps=400", "trainer.log_every_steps=0"}, 50, 8},
+		{"iterations larger than the spacing", []string{"ppo.total_timesteps=5120", "trainer.log_every_steps=100"}, 10, 512},
+		{"an uneven spacing", []string{"env.num_envs=1", "ppo.num_steps=8", "ppo.num_minibatches=1", "ppo.total_timesteps=200", "trainer.log_every_steps=60"}, 4, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sum, rows := train(t, testConfig(t, append(tc.overrides, "trainer.threads=1")...), filepath.Join(t.TempDir(), "run"))
+			if len(rows) != tc.rows {
+				t.Fatalf("%d rows, want %d", len(rows), tc.rows)
+			}
+			last := rows[len(rows)-1]
+			if int(last["iter"].(float64)) != sum.Iterations || int64(last["step"].(float64)) != sum.Last.Step {
+				t.Errorf("the last row is iteration %v step %v; the run ended at %d, step %d", last["iter"], last["step"], sum.Iterations, sum.Last.Step)
+			}
+			for i, r := range rows[:len(rows)-1] {
+				if step := int64(r["step"].(float64)); tc.every > 0 && step != int64(i+1)*tc.every {
+					t.Errorf("row %d at step %d, want %d", i, step, int64(i+1)*tc.every)
+				}
+			}
+		})
+	}
+}

@@ -30,6 +30,8 @@ type keyMap struct {
 	Sort, SortReverse, Details            key.Binding // runs browser: order, one run
 	Rename, Tag, Note, Delete             key.Binding // runs browser: managing runs
 
+	PlayPause, StepFrame, Faster, Slower, NextEpisode, Replay key.Binding // watching an agent play
+
 	Yes, No key.Binding // confirmation
 
 	Detach key.Binding // leave a training that runs in its own process
@@ -95,6 +97,13 @@ func defaultKeys() keyMap {
 		Tag:         b([]string{"t"}, "t", "tags"),
 		Note:        b([]string{"e"}, "e", "note"),
 		Delete:      b([]string{"d", "delete"}, "d", "delete"),
+
+		PlayPause:   b([]string{" ", "space"}, "space", "pause/play"),
+		StepFrame:   b([]string{".", "right"}, ".", "one step"),
+		Faster:      b([]string{"+", "="}, "+/-", "speed"),
+		Slower:      b([]string{"-", "_"}, "-", "slower"),
+		NextEpisode: b([]string{"n"}, "n", "next episode"),
+		Replay:      b([]string{"r"}, "r", "replay"),
 
 		Detach: b([]string{"D"}, "D", "detach"),
 		Yes:    b([]string{"y", "Y", "enter"}, "y", "yes"),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,10 +18,21 @@ import (
 // watchEpisodes is how many episodes the watch view plays before it stops.
 const watchEpisodes = 5
 
+// watchSpeeds are the paces a watch plays at, in frames a second; the
+// default is 20, eval --render's pace.
+var watchSpeeds = []int{1, 2, 5, 10, 20, 30, 60, 120, 240}
+
+const defaultWatchSpeed = 4
+
+// lastFrameHold is how many frames' time the last frame of an episode stays
+// up, so the end can be seen before the next episode starts.
+const lastFrameHold = 10
+
 // watcher plays a run's latest checkpoint and shows the environment's text
-// rendering as it goes: `agenttrainer eval --render` inside the app. The
-// episodes run in a goroutine; the view takes the newest frame at each tick,
-// so a slow terminal only skips frames.
+// rendering as it goes: `agenttrainer eval --render` inside the app, with
+// pause, single steps, speed and skipping to the next episode. The episodes
+// run in a goroutine held between frames by a pacer; the view takes the
+// newest frame at each tick, so a slow terminal only skips frames.
 type watcher struct {
 	sh     *shared
 	th     *theme
@@ -29,10 +41,12 @@ type watcher struct {
 	runDir string
 	cancel context.CancelFunc
 	gen    int // which watch the ticks belong to
+	pace   *pacer
 
 	mu      sync.Mutex
-	frame   string
-	episode int
+	frame   trainer.Frame
+	loading bool
+	returns []float64 // of the episodes that ended, in order
 	result  *trainer.EvalResult
 	err     error
 }
@@ -42,38 +56,49 @@ type watchTickMsg struct{ gen int }
 // closeWatchMsg leaves the watch view, back to the runs browser.
 type closeWatchMsg struct{}
 
-func newWatcher(sh *shared) *watcher { return &watcher{sh: sh, th: sh.th, keys: sh.keys} }
+func newWatcher(sh *shared) *watcher {
+	return &watcher{sh: sh, th: sh.th, keys: sh.keys, pace: newPacer()}
+}
 
 func (w *watcher) Init() tea.Cmd   { return nil }
 func (w *watcher) Title() string   { return "watch" }
 func (w *watcher) Capturing() bool { return false }
 
-// open starts playing the run in dir.
-func (w *watcher) open(dir string) tea.Cmd {
+// open starts playing the run in dir from its first episode; the speed
+// carries over.
+func (w *watcher) open(dir string) tea.Cmd { return w.play(dir, false) }
+
+// play starts the episodes of the run in dir, paused on the first frame or
+// playing.
+func (w *watcher) play(dir string, paused bool) tea.Cmd {
 	w.close()
 	ctx, cancel := context.WithCancel(context.Background())
 	w.runDir, w.cancel = dir, cancel
 	w.gen++
+	w.pace.set(func(p *pacer) { p.paused, p.steps, p.skipTo = paused, 0, 0 })
 	w.mu.Lock()
-	w.frame, w.episode, w.result, w.err = "loading the latest checkpoint…", 0, nil, nil
+	w.frame, w.loading, w.returns, w.result, w.err = trainer.Frame{}, true, nil, nil, nil
 	w.mu.Unlock()
+	pace := w.pace
 	go func() {
 		res, err := trainer.Evaluate(ctx, dir, trainer.EvalOptions{Episodes: watchEpisodes,
-			Frame: func(ep int, frame string) error {
+			Frame: func(f trainer.Frame) error {
 				w.mu.Lock()
-				w.frame, w.episode = frame, ep
-				w.mu.Unlock()
-				select { // about 20 frames a second, like eval --render's default pace
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(50 * time.Millisecond):
-					return nil
+				w.frame, w.loading = f, false
+				if f.Last {
+					w.returns = append(w.returns, f.Return)
 				}
+				w.mu.Unlock()
+				hold := 1
+				if f.Last {
+					hold = lastFrameHold
+				}
+				return pace.wait(ctx, f.Episode, hold)
 			}})
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		if ctx.Err() == nil {
-			w.result, w.err = &res, err
+			w.result, w.err, w.loading = &res, err, false
 		}
 	}()
 	return w.tick()
@@ -94,50 +119,244 @@ func (w *watcher) close() {
 
 func (w *watcher) SetSize(width, height int) { w.w, w.h = width, height }
 
-// Update opens a run, redraws on its ticks until the episodes end; esc
-// leaves.
+// finished reports whether the episodes ended (or failed).
+func (w *watcher) finished() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.result != nil || w.err != nil
+}
+
+// Update opens a run, redraws on its ticks until the episodes end, and
+// drives the pace from the keys; esc leaves.
 func (w *watcher) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case watchRunMsg:
 		return w.open(msg.dir)
-	case tea.KeyMsg:
-		if key.Matches(msg, w.keys.Back) {
-			w.close()
-			return func() tea.Msg { return closeWatchMsg{} }
-		}
-		return nil
-	}
-	if t, ok := msg.(watchTickMsg); ok && t.gen == w.gen {
-		w.mu.Lock()
-		done := w.result != nil || w.err != nil
-		w.mu.Unlock()
-		if !done {
+	case watchTickMsg:
+		if msg.gen == w.gen && !w.finished() {
 			return w.tick()
 		}
+	case tea.KeyMsg:
+		return w.key(msg)
+	}
+	return nil
+}
+
+func (w *watcher) key(msg tea.KeyMsg) tea.Cmd {
+	k := w.keys
+	switch {
+	case key.Matches(msg, k.Back):
+		w.close()
+		return func() tea.Msg { return closeWatchMsg{} }
+	case key.Matches(msg, k.Replay), key.Matches(msg, k.PlayPause) && w.finished():
+		if w.runDir != "" {
+			return w.open(w.runDir)
+		}
+	case key.Matches(msg, k.PlayPause):
+		w.pace.set(func(p *pacer) { p.paused, p.steps = !p.paused, 0 })
+	case key.Matches(msg, k.StepFrame):
+		w.pace.set(func(p *pacer) {
+			if p.paused {
+				p.steps++
+			} else {
+				p.paused = true // the first press stops on the frame at hand
+			}
+		})
+	case key.Matches(msg, k.Faster):
+		w.pace.set(func(p *pacer) { p.speed = min(p.speed+1, len(watchSpeeds)-1) })
+	case key.Matches(msg, k.Slower):
+		w.pace.set(func(p *pacer) { p.speed = max(p.speed-1, 0) })
+	case key.Matches(msg, k.NextEpisode):
+		w.mu.Lock()
+		ep := w.frame.Episode
+		w.mu.Unlock()
+		w.pace.set(func(p *pacer) { p.skipTo = max(p.skipTo, ep+1) })
 	}
 	return nil
 }
 
 func (w *watcher) View() string {
 	w.mu.Lock()
-	frame, ep, res, err := w.frame, w.episode, w.result, w.err
+	f, loading, returns, res, err := w.frame, w.loading, append([]float64(nil), w.returns...), w.result, w.err
 	w.mu.Unlock()
-	status := fmt.Sprintf("episode %d of %d", min(ep+1, watchEpisodes), watchEpisodes)
+	inner := max(w.w-2, 1)
+	var top, bottom []string
 	switch {
 	case err != nil:
-		status = w.th.Bad.Render(err.Error())
-	case res != nil:
-		status = fmt.Sprintf("%d episodes: return %.2f ± %.2f", len(res.Returns), res.Mean(), res.Std())
-		if res.HasSuccess {
-			status += fmt.Sprintf(", success rate %.2f", float64(res.Successes)/float64(len(res.Returns)))
+		top = append(top, w.th.Bad.Render(err.Error()))
+	case loading:
+		top = append(top, "loading the latest checkpoint…")
+	default:
+		line := w.pace.describe(w.th, res != nil, f.Episode) + " · " +
+			fmt.Sprintf("episode %d of %d · step %d · return %s", f.Episode+1, watchEpisodes, f.Step, num(f.Return))
+		if f.Last {
+			line += " · " + w.th.Heading.Render("episode over")
 		}
+		top = append(top, line)
+	}
+	top = append(top, "")
+	if len(returns) > 0 {
+		items := make([]string, len(returns))
+		for i, r := range returns {
+			items[i] = fmt.Sprintf("%d: %s", i+1, num(r))
+		}
+		bottom = append(bottom, "", wrapItems(append([]string{"returns"}, items...), "   ", inner, 2))
+	}
+	if res != nil && err == nil {
+		line := fmt.Sprintf("%d episodes: return %s ± %s", len(res.Returns), num(res.Mean()), num(res.Std()))
+		if res.HasSuccess {
+			line += fmt.Sprintf(", success rate %.2f", float64(res.Successes)/float64(len(res.Returns)))
+		}
+		bottom = append(bottom, line+" · on "+res.Tasks+" · r: play again")
+	}
+	caption := strings.TrimSuffix(f.Caption, "\n")
+	used := len(top) + len(bottom) + strings.Count(caption, "\n") + 1
+	drawing := centre(scaleDrawing(f.Drawing, inner, w.h-2-used), inner)
+	body := strings.Join(top, "\n") + "\n" + drawing + "\n" + caption
+	if len(bottom) > 0 {
+		body += "\n" + strings.Join(bottom, "\n")
 	}
 	title := "watch " + filepath.Base(w.runDir) + " · latest checkpoint"
-	body := frame + "\n\n" + status
+	if res != nil {
+		title = "watch " + filepath.Base(w.runDir) + " · " + filepath.Base(res.Checkpoint)
+	}
 	return box(w.th, title, body, w.w, w.h)
 }
 
 func (w *watcher) Help() help.KeyMap {
+	k := w.keys
 	back := key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back"))
-	return helpKeys{short: []key.Binding{back, w.keys.Help}, full: [][]key.Binding{{back, w.keys.Help}}}
+	short := []key.Binding{k.PlayPause, k.StepFrame, k.Faster, k.NextEpisode, k.Replay, back, k.Help}
+	return helpKeys{short: short, full: [][]key.Binding{{k.PlayPause, k.StepFrame, k.NextEpisode, k.Replay}, {k.Faster, k.Slower, back, k.Help}}}
+}
+
+// pacer holds the episodes' goroutine between frames: at the chosen speed,
+// frame by frame while paused, or not at all while skipping to the next
+// episode.
+type pacer struct {
+	mu      sync.Mutex
+	paused  bool
+	speed   int           // index into watchSpeeds
+	steps   int           // frames to let through while paused
+	skipTo  int           // frames of episodes before this one pass at once
+	changed chan struct{} // closed (and replaced) on every change
+}
+
+func newPacer() *pacer { return &pacer{speed: defaultWatchSpeed, changed: make(chan struct{})} }
+
+// set changes the pace and wakes a waiting frame to look at it.
+func (p *pacer) set(change func(*pacer)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	change(p)
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// wait holds a frame of episode ep for hold frames' time at the current
+// speed, until a step while paused, or not at all when skipping past ep.
+func (p *pacer) wait(ctx context.Context, ep, hold int) error {
+	start := time.Now()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		p.mu.Lock()
+		changed, playing := p.changed, !p.paused
+		var left time.Duration
+		switch {
+		case ep < p.skipTo:
+			p.mu.Unlock()
+			return nil
+		case p.paused && p.steps > 0:
+			p.steps--
+			p.mu.Unlock()
+			return nil
+		case playing:
+			left = time.Duration(hold)*time.Second/time.Duration(watchSpeeds[p.speed]) - time.Since(start)
+			if left <= 0 {
+				p.mu.Unlock()
+				return nil
+			}
+		}
+		p.mu.Unlock()
+		var timeout <-chan time.Time // none while paused
+		if playing {
+			timer.Reset(left)
+			timeout = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timeout:
+			return nil
+		case <-changed: // paused, played, sped up or skipped: look again
+		}
+	}
+}
+
+// describe is the pace in a few words: playing at what speed, paused, or
+// skipping.
+func (p *pacer) describe(th *theme, done bool, ep int) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case done:
+		return "■ done"
+	case ep < p.skipTo:
+		return "⏭ to the next episode"
+	case p.paused:
+		return th.Warn.Render("⏸ paused")
+	}
+	return fmt.Sprintf("▶ %d fps", watchSpeeds[p.speed])
+}
+
+// centre moves a block of lines right to the middle of w columns, keeping
+// its lines aligned with each other.
+func centre(block string, w int) string {
+	lines := strings.Split(block, "\n")
+	width := 0
+	for _, l := range lines {
+		width = max(width, len([]rune(l)))
+	}
+	pad := strings.Repeat(" ", max(w-width, 0)/2)
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = pad + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// scaleDrawing fits a text drawing into w×h cells: blown up by a whole
+// factor (at most 3, the same across and down, so shapes keep their
+// proportions) where there is room, and thinned by dropping rows or
+// columns evenly along an axis where it does not fit.
+func scaleDrawing(d string, w, h int) string {
+	lines := strings.Split(strings.TrimSuffix(d, "\n"), "\n")
+	rows := make([][]rune, len(lines))
+	dw, dh := 0, len(lines)
+	for i, l := range lines {
+		rows[i] = []rune(l)
+		dw = max(dw, len(rows[i]))
+	}
+	if dw == 0 || w <= 0 || h <= 0 {
+		return ""
+	}
+	tw, th := min(dw, w), min(dh, h)
+	if k := min(w/dw, h/dh, 3); k > 1 {
+		tw, th = dw*k, dh*k
+	}
+	out := make([]string, th)
+	line := make([]rune, tw)
+	for y := range th {
+		src := rows[y*dh/th]
+		for x := range line {
+			line[x] = ' '
+			if c := x * dw / tw; c < len(src) {
+				line[x] = src[c]
+			}
+		}
+		out[y] = strings.TrimRight(string(line), " ")
+	}
+	return strings.Join(out, "\n")
 }

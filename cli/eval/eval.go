@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
@@ -53,8 +54,9 @@ func Parse(args []string) (Options, error) {
 func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	opts := trainer.EvalOptions{Episodes: o.Episodes, Deterministic: o.Deterministic, Seed: o.Seed, Tasks: o.Tasks}
 	if o.Render {
-		opts.Frame = func(ep int, frame string) error {
-			fmt.Fprintf(stdout, "\x1b[H\x1b[2J%s  episode %d/%d\n%s\n", filepath.Base(o.RunDir), ep+1, o.Episodes, frame)
+		opts.Frame = func(f trainer.Frame) error {
+			fmt.Fprintf(stdout, "\x1b[H\x1b[2J%s  episode %d/%d  step %d  return %s\n%s\n", filepath.Base(o.RunDir),
+				f.Episode+1, o.Episodes, f.Step, strconv.FormatFloat(f.Return, 'g', 6, 64), f.Text())
 			select {
 			case <-ctx.Done():
 				return ctx.Err()

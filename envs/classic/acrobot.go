@@ -174,6 +174,12 @@ func (a *Acrobot) SetState(s []float64) { copy(a.s[:], s) }
 // Render implements Renderer: both links hanging from the pivot 'o' (elbow
 // '+', tip '*'), the target line one link above the pivot, then the state.
 func (a *Acrobot) Render() string {
+	d, caption := a.Picture()
+	return d + caption
+}
+
+// Picture implements envs.Picturer.
+func (a *Acrobot) Picture() (drawing, caption string) {
 	c := newCanvas(21, 11, 10, 5, 4, 2) // a link is 4 cells across, 2 down
 	c.hline(1, '-')
 	s1, c1 := math.Sincos(a.s[0])
@@ -185,7 +191,7 @@ func (a *Acrobot) Render() string {
 	c.plot(0, 0, 'o')
 	c.plot(ex, ey, '+')
 	c.plot(tx, ty, '*')
-	return c.String() + fmt.Sprintf("θ1=%+.3f θ2=%+.3f  θ̇1=%+.3f θ̇2=%+.3f", a.s[0], a.s[1], a.s[2], a.s[3])
+	return c.String(), fmt.Sprintf("θ1=%+.3f θ2=%+.3f  θ̇1=%+.3f θ̇2=%+.3f", a.s[0], a.s[1], a.s[2], a.s[3])
 }
 
 // Snapshot implements Snapshotter.

@@ -130,6 +130,12 @@ func (c *CartPole) Restore(b []byte) error {
 // Render implements Renderer: the track as a line with the cart and the
 // pole's lean drawn above it.
 func (c *CartPole) Render() string {
+	d, caption := c.Picture()
+	return d + caption
+}
+
+// Picture implements envs.Picturer.
+func (c *CartPole) Picture() (drawing, caption string) {
 	const width = 41
 	pos := int(math.Round((c.x + cpXThreshold) / (2 * cpXThreshold) * (width - 1)))
 	pos = max(0, min(width-1, pos))
@@ -153,6 +159,5 @@ func (c *CartPole) Render() string {
 	track := []rune(strings.Repeat("-", width))
 	track[pos] = '#'
 	b.WriteString(string(track) + "\n")
-	fmt.Fprintf(&b, "x=%+.2f  θ=%+.3f rad", c.x, c.theta)
-	return b.String()
+	return b.String(), fmt.Sprintf("x=%+.2f  θ=%+.3f rad", c.x, c.theta)
 }

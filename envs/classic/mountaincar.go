@@ -86,13 +86,19 @@ func (m *valleyCar) SetState(s []float64) { m.position, m.velocity = s[0], s[1] 
 
 // Render implements Renderer.
 func (m *MountainCar) Render() string {
+	d, caption := m.Picture()
+	return d + caption
+}
+
+// Picture implements envs.Picturer.
+func (m *MountainCar) Picture() (drawing, caption string) {
 	return renderValley(m.position, m.velocity, mcGoalPosition)
 }
 
 // renderValley draws both mountain cars: the hill's height sin(3x) sampled
 // over the track, the car 'C' on it and the flag 'F' at the goal, then the
 // numbers.
-func renderValley(position, velocity, goal float64) string {
+func renderValley(position, velocity, goal float64) (drawing, caption string) {
 	const width, height = 37, 5
 	col := func(x float64) int {
 		c := (x - mcMinPosition) / (mcMaxPosition - mcMinPosition) * (width - 1)
@@ -120,8 +126,7 @@ func renderValley(position, velocity, goal float64) string {
 	for _, line := range grid {
 		b.WriteString(strings.TrimRight(string(line), " ") + "\n")
 	}
-	fmt.Fprintf(&b, "x=%+.3f  v=%+.4f", position, velocity)
-	return b.String()
+	return b.String(), fmt.Sprintf("x=%+.3f  v=%+.4f", position, velocity)
 }
 
 // Snapshot implements Snapshotter.

@@ -66,5 +66,11 @@ func (m *MountainCarContinuous) Step(action, obs []float32) (float64, bool, bool
 
 // Render implements Renderer.
 func (m *MountainCarContinuous) Render() string {
+	d, caption := m.Picture()
+	return d + caption
+}
+
+// Picture implements envs.Picturer.
+func (m *MountainCarContinuous) Picture() (drawing, caption string) {
 	return renderValley(m.position, m.velocity, mccGoalPosition)
 }

@@ -104,13 +104,19 @@ func (p *Pendulum) SetState(s []float64) { p.theta, p.thetaDot = s[0], s[1] }
 // (up is θ = 0, θ grows counter-clockwise), then the angle, speed and last
 // torque.
 func (p *Pendulum) Render() string {
+	d, caption := p.Picture()
+	return d + caption
+}
+
+// Picture implements envs.Picturer.
+func (p *Pendulum) Picture() (drawing, caption string) {
 	c := newCanvas(19, 9, 9, 4, 8, 4) // the rod is 8 cells across, 4 down
 	s, co := math.Sincos(p.theta)
 	x, y := -s, co
 	c.line(0, 0, x, y, '.')
 	c.plot(0, 0, 'o')
 	c.plot(x, y, '*')
-	return c.String() + fmt.Sprintf("θ=%+.3f rad  θ̇=%+.3f  u=%+.2f", angleNormalize(p.theta), p.thetaDot, p.lastU)
+	return c.String(), fmt.Sprintf("θ=%+.3f rad  θ̇=%+.3f  u=%+.2f", angleNormalize(p.theta), p.thetaDot, p.lastU)
 }
 
 // Snapshot implements Snapshotter.

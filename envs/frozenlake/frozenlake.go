@@ -481,6 +481,12 @@ func (f *FrozenLake) MaxSteps() int { return f.cfg.maxSteps }
 // Render implements Renderer: the lake, one tile per column, the agent's
 // tile in brackets, then the step count, the last move and the outcome.
 func (f *FrozenLake) Render() string {
+	d, caption := f.Picture()
+	return d + caption
+}
+
+// Picture implements envs.Picturer.
+func (f *FrozenLake) Picture() (drawing, caption string) {
 	var b strings.Builder
 	n := f.cfg.size
 	for r := range n {
@@ -496,6 +502,8 @@ func (f *FrozenLake) Render() string {
 		b.WriteString(strings.TrimRight(string(line), " "))
 		b.WriteByte('\n')
 	}
+	drawing = b.String()
+	b.Reset()
 	fmt.Fprintf(&b, "step %d/%d", f.steps, f.cfg.maxSteps)
 	if f.last >= 0 {
 		fmt.Fprintf(&b, ", went %s", flActionNames[f.moved])
@@ -511,7 +519,7 @@ func (f *FrozenLake) Render() string {
 	case f.steps >= f.cfg.maxSteps:
 		b.WriteString(": out of steps")
 	}
-	return b.String()
+	return drawing, b.String()
 }
 
 type frozenLakeSnapshot struct {

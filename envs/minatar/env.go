@@ -193,6 +193,12 @@ func (e *Env) observe(obs []float32) {
 // Render implements envs.Renderer: the grid, one letter per cell (the
 // highest channel set there, '.' for none), and a legend.
 func (e *Env) Render() string {
+	d, caption := e.Picture()
+	return d + caption
+}
+
+// Picture implements envs.Picturer: the grid, and the legend as caption.
+func (e *Env) Picture() (drawing, caption string) {
 	c := len(e.info.channels)
 	var b strings.Builder
 	for y := range 10 {
@@ -211,6 +217,8 @@ func (e *Env) Render() string {
 		}
 		b.WriteByte('\n')
 	}
+	drawing = b.String()
+	b.Reset()
 	line := 0
 	for k, name := range e.info.channels {
 		item := fmt.Sprintf("%c %s", e.info.letters[k], name)
@@ -224,7 +232,7 @@ func (e *Env) Render() string {
 		b.WriteString(item)
 		line += len(item)
 	}
-	return b.String()
+	return drawing, b.String()
 }
 
 type envSnapshot struct {

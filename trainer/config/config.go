@@ -92,6 +92,7 @@ type TrainerConfig struct {
 	RunsDir     string  `toml:"runs_dir" check:"nonempty"`
 	SaveFreq    int     `toml:"save_freq" live:"" check:">=0"`
 	SaveEveryS  float64 `toml:"save_interval_s" live:"" check:">=0"`
+	LogEvery    int64   `toml:"log_every_steps" live:"" check:">=0"`
 	Keep        int     `toml:"keep_checkpoints" live:"" check:">=0"`
 	TensorBoard bool    `toml:"tensorboard"`
 	TestFreq    int     `toml:"test_freq" live:"" check:">=0"`
