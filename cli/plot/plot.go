@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,7 +13,7 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
 	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
-	iplot "github.com/agenttrainer/agenttrainer/internal/plot"
+	"github.com/agenttrainer/agenttrainer/internal/runplot"
 	"github.com/agenttrainer/agenttrainer/internal/suggest"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
@@ -29,9 +28,11 @@ type Options struct {
 	Format        string // "png" or "svg", from Out's extension
 	Title         string // "": the runs' environment
 	Width, Height int
+	Range         *runplot.Range // nil: the whole X axis
+	LogY          bool
 }
 
-const args = "RUN_DIR... [--metric M] [--x step|time] [--smooth S] [--out FILE.png|.svg] [--title T] [--size WxH]"
+const args = "RUN_DIR... [--metric M] [--x step|time] [--smooth S] [--range LO-HI] [--log-y] [--out FILE.png|.svg] [--title T] [--size WxH]"
 
 // Parse reads plot's command line.
 func Parse(argv []string) (Options, error) {
@@ -43,6 +44,8 @@ func Parse(argv []string) (Options, error) {
 	fs.StringVar(&o.Out, "out", "", "write the picture to `file` (.png or .svg); default <first run>/<metric>.png")
 	fs.StringVar(&o.Title, "title", "", "the picture's `title`; default the runs' environment")
 	size := fs.String("size", "960x600", "picture size `WxH` in pixels (an SVG's at 96 dpi)")
+	xrange := fs.String("range", "", "draw only this part of the X axis: `LO-HI` as 100k-300k (steps), 5m-12m (time), 20%-60%, or 250k- to the end")
+	fs.BoolVar(&o.LogY, "log-y", false, "a logarithmic Y axis (values ≤ 0 are left out)")
 	rest, err := fs.ParseArgs(argv)
 	if err != nil {
 		return o, err
@@ -60,6 +63,13 @@ func Parse(argv []string) (Options, error) {
 	}
 	if !(o.Smooth >= 0 && o.Smooth < 1) {
 		return o, cmdutil.Usagef("--smooth is a weight in [0, 1), not %v", o.Smooth)
+	}
+	if *xrange != "" {
+		r, err := runplot.ParseRange(*xrange)
+		if err != nil {
+			return o, cmdutil.Usagef("--range: %v", err)
+		}
+		o.Range = &r
 	}
 	if o.Width, o.Height, err = parseSize(*size); err != nil {
 		return o, err
@@ -108,64 +118,13 @@ func parseSize(s string) (w, h int, err error) {
 
 // Run reads the runs, draws the picture and writes it, printing its path.
 func Run(_ context.Context, o Options, stdout, stderr io.Writer) error {
-	xName := map[string]string{"step": "step", "time": "time_s"}[o.X]
-	lo, hi := bandOf(o.Metric)
-	var series []iplot.Series
-	var envs []string
-	names := legendNames(o.Runs)
-	for i, dir := range o.Runs {
-		if !runstore.IsRunDir(dir) {
-			return cmdutil.Configf("%s is not a run directory (it has neither %s nor %s)", dir, runstore.ConfigFile, runstore.MetricsFile)
-		}
-		info := runstore.ReadRunInfo(dir)
-		ms, err := runstore.ReadMetrics(dir)
-		if err != nil {
-			return cmdutil.Configf("%s: %v", dir, err)
-		}
-		s := iplot.Series{Name: names[i]}
-		if lo != "" {
-			s.Lo, s.Hi = make([]float64, 0, len(ms)), make([]float64, 0, len(ms))
-		}
-		n := 0
-		for j := range ms {
-			m := &ms[j]
-			x, _ := m.Value(xName)
-			y, _ := m.Value(o.Metric)
-			s.X, s.Y = append(s.X, x), append(s.Y, y)
-			if lo != "" {
-				l, _ := m.Value(lo)
-				h, _ := m.Value(hi)
-				s.Lo, s.Hi = append(s.Lo, l), append(s.Hi, h)
-			}
-			if !math.IsNaN(y) && !math.IsInf(y, 0) {
-				n++
-			}
-		}
-		if n == 0 {
-			fmt.Fprintf(stderr, "%s: %s has no values of %s\n", cmdutil.Prog, dir, o.Metric)
-			continue
-		}
-		if info.EnvID != "" && !slices.Contains(envs, info.EnvID) {
-			envs = append(envs, info.EnvID)
-		}
-		series = append(series, s)
+	data, skipped, err := runplot.Draw(runplot.Options{Runs: o.Runs, Metric: o.Metric, X: o.X, Smooth: o.Smooth,
+		Title: o.Title, Width: o.Width, Height: o.Height, Format: o.Format, Range: o.Range, LogY: o.LogY})
+	for _, s := range skipped {
+		fmt.Fprintf(stderr, "%s: %s\n", cmdutil.Prog, s)
 	}
-	if len(series) == 0 {
-		return cmdutil.Configf("no run has values of %s", o.Metric)
-	}
-	title := o.Title
-	if title == "" {
-		title = strings.Join(envs, ", ")
-	}
-	ylabel := o.Metric
-	if o.Smooth > 0 {
-		ylabel += fmt.Sprintf(" (smoothed %g)", o.Smooth)
-	}
-	xlabel := map[string]string{"step": "environment steps", "time": "wall-clock time (s)"}[o.X]
-	data, err := iplot.Render(series, iplot.Options{Title: title, XLabel: xlabel, YLabel: ylabel,
-		Width: o.Width, Height: o.Height, Smooth: o.Smooth, Format: o.Format})
 	if err != nil {
-		return err
+		return cmdutil.Configf("%v", err)
 	}
 	out := o.Out
 	if out == "" {
@@ -176,32 +135,4 @@ func Run(_ context.Context, o Options, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, out)
 	return nil
-}
-
-// bandOf names the metrics that bound metric's band: X_min and X_max for
-// X_mean when the records have them (ep_return_mean); "" otherwise.
-func bandOf(metric string) (lo, hi string) {
-	base, ok := strings.CutSuffix(metric, "_mean")
-	names := runstore.MetricNames()
-	if ok && slices.Contains(names, base+"_min") && slices.Contains(names, base+"_max") {
-		return base + "_min", base + "_max"
-	}
-	return "", ""
-}
-
-// legendNames are the runs' directory names, or the paths as given where
-// two runs share a name.
-func legendNames(dirs []string) []string {
-	names := make([]string, len(dirs))
-	seen := map[string]int{}
-	for i, d := range dirs {
-		names[i] = filepath.Base(filepath.Clean(d))
-		seen[names[i]]++
-	}
-	for i, d := range dirs {
-		if seen[names[i]] > 1 {
-			names[i] = filepath.Clean(d)
-		}
-	}
-	return names
 }

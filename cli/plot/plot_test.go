@@ -133,10 +133,3 @@ func TestRun(t *testing.T) {
 		})
 	}
 }
-
-func TestLegendNames(t *testing.T) {
-	got := legendNames([]string{"runs/a/", "x/b", "y/b"})
-	if strings.Join(got, ",") != "a,x/b,y/b" {
-		t.Errorf("legendNames = %q", got)
-	}
-}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -36,7 +37,14 @@ type Options struct {
 	Width, Height         int     // pixels at DPI; 0: 960×600
 	Smooth                float64 // EMA weight in [0, 1): 0 draws the raw curve only
 	Format                string  // "png" or "svg"
+	// XMin and XMax, when XMax > XMin, are the part of the X axis drawn
+	// (a zoom); points outside it are left out.
+	XMin, XMax float64
+	LogY       bool // a logarithmic Y axis; values ≤ 0 are left out
 }
+
+// zoomed reports whether the options ask for a part of the X axis.
+func (o Options) zoomed() bool { return o.XMax > o.XMin }
 
 // DPI relates the pixel size of a PNG to the font sizes, which are in
 // points: at 96, a 12-point label is 16 pixels tall.
@@ -86,6 +94,9 @@ func Render(series []Series, o Options) ([]byte, error) {
 	}
 	if o.Width == 0 && o.Height == 0 {
 		o.Width, o.Height = 960, 600
+	}
+	if math.IsNaN(o.XMin) || math.IsNaN(o.XMax) || math.IsInf(o.XMin, 0) || math.IsInf(o.XMax, 0) {
+		return nil, fmt.Errorf("plot: the X range %v to %v is not finite", o.XMin, o.XMax)
 	}
 	if o.Width < 100 || o.Height < 100 {
 		return nil, fmt.Errorf("plot: size %dx%d is too small (100x100 at least)", o.Width, o.Height)
@@ -138,9 +149,14 @@ func build(series []Series, o Options, area vg.Point) (*gplot.Plot, error) {
 	grid.Horizontal = grid.Vertical
 	p.Add(grid)
 
+	if o.LogY {
+		p.Y.Scale = gplot.LogScale{}
+		p.Y.Tick.Marker = logTicker{}
+	}
 	var all []plotter.XY // every drawn point, to place the legend
 	var legend []legendEntry
 	for i, s := range series {
+		s = o.visible(s)
 		if len(s.Y) != len(s.X) || (s.Lo != nil && len(s.Lo) != len(s.X)) || (s.Hi != nil && len(s.Hi) != len(s.X)) {
 			return nil, fmt.Errorf("plot: series %q has columns of different lengths", s.Name)
 		}
@@ -181,9 +197,12 @@ func build(series []Series, o Options, area vg.Point) (*gplot.Plot, error) {
 		legend = append(legend, legendEntry{s.Name, line})
 	}
 	if len(all) == 0 {
+		if o.zoomed() || o.LogY {
+			return nil, errors.New("plot: no finite points to draw in the chosen range (positive ones, on a log scale)")
+		}
 		return nil, errors.New("plot: no finite points to draw")
 	}
-	frame(p, all)
+	frame(p, all, o)
 	placeLegend(p, legend, all, area)
 	return p, nil
 }
@@ -234,12 +253,52 @@ func bandAlpha(series int) uint8 {
 
 func withAlpha(c color.NRGBA, a uint8) color.NRGBA { c.A = a; return c }
 
+// visible is s without the points the options leave out: outside the
+// X range, or not positive on a log scale (NaN stands in for them, so the
+// columns stay aligned; the drawing leaves them out).
+func (o Options) visible(s Series) Series {
+	if !o.zoomed() && !o.LogY {
+		return s
+	}
+	out := Series{Name: s.Name, X: s.X, Y: slices.Clone(s.Y)}
+	if s.Lo != nil && s.Hi != nil {
+		out.Lo, out.Hi = slices.Clone(s.Lo), slices.Clone(s.Hi)
+	}
+	nan := math.NaN()
+	for i, x := range s.X {
+		if o.zoomed() && (x < o.XMin || x > o.XMax) {
+			out.Y[i] = nan
+			if out.Lo != nil {
+				out.Lo[i], out.Hi[i] = nan, nan
+			}
+			continue
+		}
+		if o.LogY {
+			if !(out.Y[i] > 0) {
+				out.Y[i] = nan
+			}
+			if out.Lo != nil && !(out.Lo[i] > 0 && out.Hi[i] > 0) {
+				out.Lo[i], out.Hi[i] = nan, nan
+			}
+		}
+	}
+	return out
+}
+
 // frame sets the axis ranges: x from 0 when the data start near it (steps
 // and seconds do), y with a little air above and below the curves.
-func frame(p *gplot.Plot, pts []plotter.XY) {
+func frame(p *gplot.Plot, pts []plotter.XY, o Options) {
 	xmin, xmax, ymin, ymax := extent(pts)
 	if xmin >= 0 && xmin <= 0.2*xmax {
 		xmin = 0
+	}
+	if o.zoomed() {
+		xmin, xmax = o.XMin, o.XMax
+	}
+	if o.LogY { // a factor of air: an added pad could reach zero
+		p.X.Min, p.X.Max = xmin, xmax
+		p.Y.Min, p.Y.Max = ymin/1.25, ymax*1.25
+		return
 	}
 	if xmax == xmin {
 		xmin, xmax = xmin-1, xmax+1

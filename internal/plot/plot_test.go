@@ -1,6 +1,8 @@
 package plot
 
 import (
+	gplot "gonum.org/v1/plot"
+
 	"bytes"
 	"encoding/xml"
 	"image"
@@ -40,18 +42,26 @@ func TestTicksAreRound(t *testing.T) {
 	for _, tc := range []struct {
 		lo, hi float64
 		want   string // the labelled ticks
+		log    bool
 	}{
-		{0, 149504, "0 25k 50k 75k 100k 125k"},
-		{-20, 520, "0 100 200 300 400 500"},
-		{-0.011, 0.013, "-0.010 -0.005 0 0.005 0.010"},
-		{0, 1, "0 0.2 0.4 0.6 0.8 1.0"},
-		{0, 2.4e6, "0 0.5M 1.0M 1.5M 2.0M"},
-		{0, 37, "0 10 20 30"},
-		{0, 2000, "0 500 1000 1500 2000"},
-		{0, 1e6, "0 0.2M 0.4M 0.6M 0.8M 1.0M"},
+		{lo: 0.001, hi: 50, want: "0.001 0.01 0.1 1 10", log: true},
+		{lo: 0.04, hi: 30, want: "0.05 0.1 0.2 0.5 1 2 5 10 20", log: true},
+		{lo: 0.04, hi: 0.2, want: "0.050 0.075 0.100 0.125 0.150 0.175 0.200", log: true}, // within a decade: round linear steps
+		{0, 149504, "0 25k 50k 75k 100k 125k", false},
+		{-20, 520, "0 100 200 300 400 500", false},
+		{-0.011, 0.013, "-0.010 -0.005 0 0.005 0.010", false},
+		{0, 1, "0 0.2 0.4 0.6 0.8 1.0", false},
+		{0, 2.4e6, "0 0.5M 1.0M 1.5M 2.0M", false},
+		{0, 37, "0 10 20 30", false},
+		{0, 2000, "0 500 1000 1500 2000", false},
+		{0, 1e6, "0 0.2M 0.4M 0.6M 0.8M 1.0M", false},
 	} {
 		var labels []string
-		for _, tk := range (ticker{}).Ticks(tc.lo, tc.hi) {
+		var tk gplot.Ticker = ticker{}
+		if tc.log {
+			tk = logTicker{}
+		}
+		for _, tk := range tk.Ticks(tc.lo, tc.hi) {
 			if tk.Label != "" {
 				labels = append(labels, tk.Label)
 			}
@@ -174,6 +184,9 @@ func TestRenderRefuses(t *testing.T) {
 		{"size", twoRuns(), Options{Format: "png", Width: 50, Height: 50}, "too small"},
 		{"lengths", []Series{{Name: "x", X: []float64{1, 2}, Y: []float64{1}}}, Options{Format: "png"}, "different lengths"},
 		{"nothing finite", []Series{{Name: "x", X: []float64{1, 2}, Y: []float64{nan, nan}}}, Options{Format: "png"}, "no finite points"},
+		{"nothing in the range", twoRuns(), Options{Format: "png", XMin: 1e9, XMax: 2e9}, "in the chosen range"},
+		{"nothing positive on a log scale", []Series{{Name: "x", X: []float64{1, 2}, Y: []float64{-1, 0}}}, Options{Format: "png", LogY: true}, "on a log scale"},
+		{"an infinite range", twoRuns(), Options{Format: "png", XMax: math.Inf(1)}, "not finite"},
 	} {
 		if _, err := Render(tc.series, tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an error with %q", tc.name, err, tc.want)

@@ -81,3 +81,41 @@ func formatTick(v, step, scale float64) string {
 	}
 	return strconv.FormatFloat(v, 'f', decimals, 64) + suffix
 }
+
+// logTicker marks a logarithmic axis: powers of ten labelled (with 2 and
+// 5 times them too when there are few) over several decades; within about
+// a decade, where powers of ten would leave the axis bare, the round
+// numbers of the linear ticker.
+type logTicker struct{}
+
+// Ticks implements gplot.Ticker.
+func (logTicker) Ticks(lo, hi float64) []gplot.Tick {
+	if !(lo > 0) || !(hi > lo) || math.IsInf(hi, 0) {
+		return ticker{}.Ticks(lo, hi)
+	}
+	first, last := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	decades := math.Log10(hi / lo)
+	if decades <= 1 {
+		return ticker{}.Ticks(lo, hi)
+	}
+	labelled := map[int]bool{1: true}
+	if decades <= 3 {
+		labelled[2], labelled[5] = true, true
+	}
+	var ticks []gplot.Tick
+	for e := first; e <= last; e++ {
+		p := math.Pow(10, e)
+		for m := 1; m <= 9; m++ {
+			v := float64(m) * p
+			if v < lo*(1-1e-9) || v > hi*(1+1e-9) {
+				continue
+			}
+			t := gplot.Tick{Value: v}
+			if labelled[m] {
+				t.Label = formatTick(v, v, v)
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
+}
