@@ -124,6 +124,7 @@ type Model struct {
 	help    help.Model
 	sh      *shared
 	runs    runSet
+	chart   chartOpts // the viewer's chart choices, shared by the screens
 	w, h    int
 	screens [numScreens]Screen
 	active  int
@@ -179,7 +180,8 @@ func New(opts Options) *Model {
 	m := &Model{opts: opts, th: defaultTheme(opts.Renderer), keys: defaultKeys(), help: help.New(), cfg: opts.Config.Clone()}
 	m.help.ShortSeparator = " · "
 	m.help.Styles = m.th.helpStyles()
-	m.sh = &shared{th: &m.th, keys: &m.keys, runs: &m.runs, runsDir: m.cfg.Trainer.RunsDir, now: opts.Now, detachable: m.canDetach}
+	m.chart = defaultChartOpts()
+	m.sh = &shared{th: &m.th, keys: &m.keys, runs: &m.runs, chart: &m.chart, runsDir: m.cfg.Trainer.RunsDir, now: opts.Now, detachable: m.canDetach}
 	m.screens[scrPicker] = newPicker(m.sh, m.cfg.Env.ID, m.cfg.Agent.Name)
 	m.screens[scrEditor] = newEditor(m.sh, m.cfg, m.cfg.Env.ID+" · "+m.cfg.Agent.Name)
 	m.screens[scrDashboard] = newDashboard(m.sh)
@@ -355,7 +357,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case editDoneMsg, liveEndedMsg:
 		return m, m.screens[scrEditor].Update(msg)
-	case runsListedMsg, runsLoadedMsg, runsSummarizedMsg, metaSavedMsg, runDeletedMsg, runDetailMsg:
+	case runsListedMsg, runsLoadedMsg, runsSummarizedMsg, metaSavedMsg, runDeletedMsg, runDetailMsg, exportedMsg:
 		return m, m.screens[scrRuns].Update(msg)
 	case runsTickMsg:
 		if m.active != scrRuns {

@@ -331,6 +331,7 @@ type chartSpec struct {
 	w, h    int
 	xmin    float64   // left end of the X axis (zoomed charts start later)
 	xmax    float64   // right end of the X axis; 0 means the data's
+	xclip   bool      // xmax is a hard end (a typed range): later points are left out
 	xTime   bool      // X is wall-clock seconds (labels m:ss), not env steps
 	logY    bool      // log-scale Y: values ≤ 0 are left out
 	curves  []curve   // drawn in order: later curves win shared cells
@@ -472,7 +473,7 @@ func (cc *chartCanvas) render(th *theme, s chartSpec) string {
 		curves[i].pts = nil
 		for _, p := range c.pts {
 			y, ok := ty(p.y)
-			if !ok || p.x < xmin {
+			if !ok || p.x < xmin || (s.xclip && p.x > s.xmax) {
 				continue
 			}
 			curves[i].pts = append(curves[i].pts, point{p.x, y})

@@ -6,11 +6,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/progress"
-	"github.com/charmbracelet/bubbles/textinput"
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -28,34 +26,14 @@ type (
 	newRunMsg struct{}
 )
 
-// zooms are the shares of the X axis the dashboard shows, in turn.
-var zooms = []int{100, 50, 25, 10}
-
-// chartOpts are the viewer's choices of what the charts show; they outlive
-// runs and apply to every run.
-type chartOpts struct {
-	metric string // the big chart's metric (a metricDefs name)
-	smooth bool   // return: the EMA over the raw mean
-	band   bool   // return: the min/max band
-	grid   bool   // a grid of small charts instead of one
-	wall   bool   // X in wall-clock time instead of env steps
-	logY   bool
-	zoom   int // index into zooms
-}
-
 // dashboard watches the focused run of the shared run set: a chart of any
 // metric (or a grid of them), the figures, progress and a log; it lists the
 // live runs and switches between them, and sends the focused run its
 // controls.
 type dashboard struct {
 	sh   *shared
-	opts chartOpts
-
-	// The metric picker: a filterable list of the metrics.
-	picking bool
-	filter  textinput.Model
-	choices []string
-	listCursor
+	opts *chartOpts // the app's, shared with the runs browser
+	ctl  chartControls
 
 	logView viewport.Model
 	logKey  [2]int // run id and version the log view shows
@@ -84,20 +62,15 @@ func newDashboard(sh *shared) *dashboard {
 	bar := progress.New(progress.WithSolidFill(th.BarFull), progress.WithoutPercentage(),
 		progress.WithColorProfile(th.r.ColorProfile()))
 	bar.EmptyColor = th.BarEmpty
-	f := textinput.New()
-	f.Prompt = "/"
-	f.Placeholder = "filter metrics"
-	f.Cursor.SetMode(cursor.CursorStatic)
-	th.input(&f)
-	return &dashboard{sh: sh, bar: bar, logView: viewport.New(10, 3), filter: f,
-		opts: chartOpts{metric: "ep_return_mean", smooth: true, band: true}}
+	return &dashboard{sh: sh, bar: bar, logView: viewport.New(10, 3), opts: sh.chart, ctl: newChartControls(sh)}
 }
 
 func (d *dashboard) Init() tea.Cmd { return nil }
 func (d *dashboard) Title() string { return "train" }
 
-// Capturing: the metric picker's filter takes typed keys.
-func (d *dashboard) Capturing() bool { return d.picking }
+// Capturing: the metric picker's filter or the range prompt takes typed
+// keys.
+func (d *dashboard) Capturing() bool { return d.ctl.capturing() }
 
 func (d *dashboard) run() *run { return d.sh.runs.focused() }
 
@@ -107,11 +80,13 @@ func (d *dashboard) Update(msg tea.Msg) tea.Cmd {
 	if !ok {
 		return nil
 	}
-	if d.picking {
-		return d.updatePicker(km)
-	}
 	k := d.sh.keys
 	r := d.run()
+	if r != nil || d.ctl.capturing() {
+		if ok, cmd := d.ctl.key(km, d.has); ok {
+			return cmd
+		}
+	}
 	switch {
 	case key.Matches(km, k.NewRun):
 		return func() tea.Msg { return newRunMsg{} }
@@ -126,21 +101,6 @@ func (d *dashboard) Update(msg tea.Msg) tea.Cmd {
 			}
 			runs.focus = runs.runs[(runs.index()+step)%n].id
 		}
-	case key.Matches(km, k.Metric):
-		d.openPicker()
-		return d.filter.Focus()
-	case key.Matches(km, k.Grid):
-		d.opts.grid = !d.opts.grid
-	case key.Matches(km, k.XAxis):
-		d.opts.wall = !d.opts.wall
-	case key.Matches(km, k.LogY):
-		d.opts.logY = !d.opts.logY
-	case key.Matches(km, k.Zoom):
-		d.opts.zoom = (d.opts.zoom + 1) % len(zooms)
-	case key.Matches(km, k.Smooth):
-		d.opts.smooth = !d.opts.smooth
-	case key.Matches(km, k.Band):
-		d.opts.band = !d.opts.band
 	case key.Matches(km, k.LogUp):
 		d.syncLog(r)
 		d.logView.HalfPageUp()
@@ -175,58 +135,18 @@ func (d *dashboard) Update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-// openPicker lists the metrics the focused run has (val_* only when present).
-func (d *dashboard) openPicker() {
-	d.picking = true
-	d.filter.SetValue("")
-	d.refilter()
-	for i, c := range d.choices {
-		if c == d.opts.metric {
-			d.cursor = i
-		}
-	}
-}
-
-func (d *dashboard) refilter() {
-	q := strings.ToLower(strings.TrimSpace(d.filter.Value()))
+// has reports whether the focused run has values of a channel.
+func (d *dashboard) has(c channel) bool {
 	r := d.run()
-	d.choices = d.choices[:0]
-	for _, m := range metricDefs {
-		if (m.ch == chValReturn || m.ch == chValSuccess) && (r == nil || !r.hist.has(m.ch)) {
-			continue
-		}
-		if q == "" || strings.Contains(m.name, q) {
-			d.choices = append(d.choices, m.name)
-		}
-	}
-	d.cursor = min(d.cursor, max(len(d.choices)-1, 0))
+	return r != nil && r.hist.has(c)
 }
 
-func (d *dashboard) updatePicker(km tea.KeyMsg) tea.Cmd {
-	switch km.Type {
-	case tea.KeyEsc:
-		d.picking = false
-		d.filter.Blur()
-		return nil
-	case tea.KeyEnter:
-		if d.cursor < len(d.choices) {
-			d.opts.metric = d.choices[d.cursor]
-			d.opts.grid = false
-		}
-		d.picking = false
-		d.filter.Blur()
-		return nil
-	case tea.KeyUp:
-		d.cursor = max(d.cursor-1, 0)
-		return nil
-	case tea.KeyDown:
-		d.cursor = min(d.cursor+1, max(len(d.choices)-1, 0))
-		return nil
+// last is the focused run's latest value of a channel.
+func (d *dashboard) last(c channel) float64 {
+	if r := d.run(); r != nil {
+		return r.hist.last(c)
 	}
-	var cmd tea.Cmd
-	d.filter, cmd = d.filter.Update(km)
-	d.refilter()
-	return cmd
+	return math.NaN()
 }
 
 func (d *dashboard) SetSize(w, h int) {
@@ -281,32 +201,21 @@ func (d *dashboard) layout() {
 	}
 	d.logView.Width, d.logView.Height = max(d.w-2, 1), max(logH-2, 1)
 	d.chartW = d.w - sideW
-	d.chartH = max(d.h-extra-logH-d.runLines(), 3)
+	d.chartH = max(d.h-extra-logH-d.runLines()-d.ctl.rangeLines(), 3)
 	d.bar.Width = max(d.w-34, 10)
 }
 
-// xRange is the chart's X axis for r: [lo, hi] in steps or seconds, zoomed
-// to the last share.
+// xRange is the chart's X axis for r: [lo, hi] in steps or seconds, all
+// of it, zoomed to the last share or to a typed range.
 func (d *dashboard) xRange(r *run) (float64, float64) {
-	var hi float64
 	if d.opts.wall {
-		hi = math.Max(niceCeil(r.hist.lastTime()), 1)
+		full := math.Max(niceCeil(r.hist.lastTime()), 1)
 		if r.hist.lastTime() >= 60 {
-			hi = math.Max(math.Ceil(r.hist.lastTime()), 1)
+			full = math.Max(math.Ceil(r.hist.lastTime()), 1)
 		}
-	} else {
-		hi = xExtent(r.hist.lastStep(), r.total)
+		return d.opts.xRange(r.hist.lastTime(), full)
 	}
-	lo := 0.0
-	if z := zooms[d.opts.zoom]; z < 100 {
-		last := float64(r.hist.lastStep())
-		if d.opts.wall {
-			last = r.hist.lastTime()
-		}
-		hi = math.Max(last, 1)
-		lo = hi * (1 - float64(z)/100)
-	}
-	return lo, hi
+	return d.opts.xRange(float64(r.hist.lastStep()), xExtent(r.hist.lastStep(), r.total))
 }
 
 // spec is the chart of one metric of r in w×h cells (inside a box).
@@ -358,9 +267,7 @@ func (d *dashboard) spec(r *run, metric string, w, h int, main bool) (chartSpec,
 	if d.opts.logY {
 		title += " · log"
 	}
-	if z := zooms[d.opts.zoom]; z < 100 {
-		title += fmt.Sprintf(" · last %d%%", z)
-	}
+	title += d.opts.zoomTitle()
 	empty := "waiting for the first metrics…"
 	if r.have {
 		empty = "no value yet"
@@ -375,25 +282,13 @@ func (d *dashboard) spec(r *run, metric string, w, h int, main bool) (chartSpec,
 		title += " · reading history…"
 	}
 	lo, hi := d.xRange(r)
-	return chartSpec{w: w, h: h, xmin: lo, xmax: hi, xTime: wall, logY: d.opts.logY,
+	return chartSpec{w: w, h: h, xmin: lo, xmax: hi, xclip: d.opts.xr != nil, xTime: wall, logY: d.opts.logY,
 		curves: curves, markers: marks, empty: empty}, title
-}
-
-// gridMetrics are the small charts of the grid view.
-func (d *dashboard) gridMetrics(r *run) []string {
-	var out []string
-	for _, m := range metricDefs {
-		if !m.grid || ((m.ch == chValReturn || m.ch == chValSuccess) && !r.hist.has(m.ch)) {
-			continue
-		}
-		out = append(out, m.name)
-	}
-	return out
 }
 
 // redraw renders the chart (or grid) if anything it shows has changed.
 func (d *dashboard) redraw(r *run) {
-	k := drawKey{run: r.id, version: r.version, w: d.chartW, h: d.chartH, opts: d.opts}
+	k := drawKey{run: r.id, version: r.version, w: d.chartW, h: d.chartH, opts: *d.opts}
 	if k == d.drawn && d.chart != "" {
 		return
 	}
@@ -408,40 +303,14 @@ func (d *dashboard) redraw(r *run) {
 		d.chart = box(th, title, d.canvas.render(th, spec), d.chartW, d.chartH)
 		return
 	}
-	names := d.gridMetrics(r)
-	cols := max(d.chartW/26, 1)
-	rows := (len(names) + cols - 1) / cols
-	for rows > 1 && d.chartH/rows < 5 {
-		rows--
-	}
-	names = names[:min(len(names), rows*cols)]
+	names := gridMetrics(d.has)
 	if len(d.cells) < len(names) {
 		d.cells = make([]chartCanvas, len(names))
 	}
-	cellH := d.chartH / max(rows, 1)
-	var lines []string
-	for row := 0; row < rows; row++ {
-		var blocks []string
-		h := cellH
-		if row == rows-1 {
-			h = d.chartH - cellH*(rows-1)
-		}
-		for col := 0; col < cols; col++ {
-			w := d.chartW / cols
-			if col == cols-1 {
-				w = d.chartW - (d.chartW/cols)*(cols-1)
-			}
-			i := row*cols + col
-			if i >= len(names) {
-				blocks = append(blocks, fit("", w, h))
-				continue
-			}
-			spec, title := d.spec(r, names[i], w-2, h-2, false)
-			blocks = append(blocks, box(th, title, d.cells[i].render(th, spec), w, h))
-		}
-		lines = append(lines, columns(blocks...))
-	}
-	d.chart = strings.Join(lines, "\n")
+	d.chart = gridOf(names, d.chartW, d.chartH, func(i int, name string, w, h int) string {
+		spec, title := d.spec(r, name, w-2, h-2, false)
+		return box(th, title, d.cells[i].render(th, spec), w, h)
+	})
 }
 
 // syncLog shows r's log in the log pane, following its end unless the
@@ -465,12 +334,15 @@ func (d *dashboard) View() string {
 		return fit(d.sh.th.Dim.Render("No training yet: pick an environment and start one (1 or n)."), d.w, d.h)
 	}
 	d.layout()
-	if d.picking {
-		return d.viewPicker()
+	if d.ctl.picking {
+		return d.ctl.viewPicker(d.w, d.h, d.last)
 	}
 	d.redraw(r)
 	var parts []string
 	parts = append(parts, d.titleLine(r))
+	if d.ctl.ranging {
+		parts = append(parts, d.ctl.viewRange(d.w))
+	}
 	if l := d.runList(); l != "" {
 		parts = append(parts, l)
 	}
@@ -493,33 +365,6 @@ func (d *dashboard) View() string {
 		parts = append(parts, box(d.sh.th, "log", d.logView.View(), d.w, d.logView.Height+2))
 	}
 	return fit(strings.Join(parts, "\n"), d.w, d.h)
-}
-
-// viewPicker is the metric picker: a filter and the metrics that pass it.
-func (d *dashboard) viewPicker() string {
-	th := d.sh.th
-	var b strings.Builder
-	b.WriteString(th.Title.Render("Chart a metric") + th.Dim.Render("  type to filter · ↑/↓ · enter charts it · esc keeps the chart") + "\n")
-	b.WriteString(d.filter.View() + "\n")
-	rows := max(d.h-3, 1)
-	d.follow(len(d.choices), rows)
-	for i := d.offset; i < len(d.choices) && i < d.offset+rows; i++ {
-		name := d.choices[i]
-		def, _ := metricByName(name)
-		last := "-"
-		if r := d.run(); r != nil {
-			last = num(r.hist.last(def.ch))
-		}
-		line := fitLine("  "+name, 26) + th.Dim.Render(last)
-		if i == d.cursor {
-			line = th.Selected.Render(fitLine("▸ "+name, 26) + last)
-		}
-		b.WriteString(line + "\n")
-	}
-	if len(d.choices) == 0 {
-		b.WriteString(th.Dim.Render("  no metric matches"))
-	}
-	return fit(b.String(), d.w, d.h)
 }
 
 // runList lists the runs with their state, step, speed and time left, the
@@ -693,14 +538,11 @@ func (d *dashboard) compactFigures(r *run) string {
 
 func (d *dashboard) Help() help.KeyMap {
 	k := d.sh.keys
-	if d.picking {
-		return helpKeys{short: []key.Binding{
-			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "chart it")),
-			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
-		}}
+	if h := d.ctl.help(); h != nil {
+		return helpKeys{short: h}
 	}
 	r := d.run()
-	charts := []key.Binding{k.Metric, k.Grid, k.XAxis, k.LogY, k.Zoom, k.Smooth, k.Band, k.LogUp}
+	charts := []key.Binding{k.Metric, k.Grid, k.XAxis, k.LogY, k.Zoom, k.Range, k.Smooth, k.Band, k.LogUp}
 	if r == nil {
 		return helpKeys{short: []key.Binding{k.NewRun, k.Screens, k.Quit, k.Help}, full: [][]key.Binding{{k.NewRun, k.Screens, k.Help, k.Quit}}}
 	}

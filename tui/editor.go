@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
@@ -81,15 +80,7 @@ type editor struct {
 
 func newEditor(sh *shared, cfg config.Config, title string) *editor {
 	th, keys := sh.th, sh.keys
-	in := textinput.New()
-	in.Prompt = ""
-	in.Cursor.SetMode(cursor.CursorStatic)
-	f := textinput.New()
-	f.Prompt = "/"
-	f.Placeholder = "filter keys"
-	f.Cursor.SetMode(cursor.CursorStatic)
-	th.input(&in)
-	th.input(&f)
+	in, f := th.newInput("", ""), th.newInput("/", "filter keys")
 	e := &editor{sh: sh, th: th, keys: keys, schema: config.Schema(), input: in, filter: f,
 		errs: map[string]string{}, problems: map[string]string{}}
 	e.refilter()

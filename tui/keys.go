@@ -24,7 +24,8 @@ type keyMap struct {
 	Edit, Reset, Start key.Binding // editor
 
 	Pause, Save, LiveEdit, Smooth, Band, NewRun, StopRun, LogUp, LogDown key.Binding // dashboard
-	NextRun, PrevRun, Metric, Grid, XAxis, LogY, Zoom                    key.Binding // dashboard: runs and charts
+	NextRun, PrevRun, Metric, Grid, XAxis, LogY, Zoom, Range             key.Binding // dashboard: runs and charts
+	Export                                                               key.Binding // runs browser: the chart as a picture
 
 	Mark, Compare, Refresh, Attach, Watch key.Binding // runs browser
 	Sort, SortReverse, Details            key.Binding // runs browser: order, one run
@@ -83,6 +84,8 @@ func defaultKeys() keyMap {
 		XAxis:    b([]string{"t"}, "t", "x: steps/time"),
 		LogY:     b([]string{"l"}, "l", "log y"),
 		Zoom:     b([]string{"z"}, "z", "zoom"),
+		Range:    b([]string{"Z"}, "Z", "x range"),
+		Export:   b([]string{"p"}, "p", "save as PNG"),
 
 		Mark:    b([]string{" ", "space"}, "space", "mark"),
 		Compare: b([]string{"c"}, "c", "compare marked"),

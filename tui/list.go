@@ -3,7 +3,6 @@ package tui
 import (
 	"strings"
 
-	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
@@ -32,11 +31,7 @@ type choiceList struct {
 }
 
 func newChoiceList(th *theme, keys *keyMap, title string) choiceList {
-	f := textinput.New()
-	f.Prompt = "/"
-	f.Placeholder = "type to filter"
-	f.Cursor.SetMode(cursor.CursorStatic)
-	th.input(&f)
+	f := th.newInput("/", "type to filter")
 	l := choiceList{th: th, keys: keys, title: title, filter: f}
 	l.refilter()
 	return l

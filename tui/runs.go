@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
@@ -198,28 +197,25 @@ type runsBrowser struct {
 	prompt    promptKind // a text field open on a run (name, tags, note)
 	promptDir string
 	input     textinput.Model
-	confirm   string // the run directory asked to be deleted, until y or n
+	confirm   string        // the run directory asked to be deleted, until y or n
+	ctl       chartControls // the charts of one run or of runs overlaid
 }
 
 func newRunsBrowser(sh *shared, probe func(string) bool, refresh time.Duration) *runsBrowser {
-	f := textinput.New()
-	f.Prompt = "/"
-	f.Placeholder = "env: agent: name: tag: note: state:live|done|stopped, or any words"
-	f.Cursor.SetMode(cursor.CursorStatic)
-	sh.th.input(&f)
-	in := textinput.New()
-	in.Cursor.SetMode(cursor.CursorStatic)
+	f := sh.th.newInput("/", "env: agent: name: tag: note: state:live|done|stopped, or any words")
+	in := sh.th.newInput("> ", "")
 	in.CharLimit = 200
-	sh.th.input(&in)
 	return &runsBrowser{sh: sh, th: sh.th, keys: sh.keys, probe: probe, refresh: refresh,
-		cache: &runstore.SummaryCache{}, filter: f, input: in}
+		cache: &runstore.SummaryCache{}, filter: f, input: in, ctl: newChartControls(sh)}
 }
 
 func (r *runsBrowser) Init() tea.Cmd { return nil }
 func (r *runsBrowser) Title() string { return "runs" }
 
 // Capturing: the filter or a run's name, tags or note take typed keys.
-func (r *runsBrowser) Capturing() bool { return r.filtering || r.prompt != promptNone }
+func (r *runsBrowser) Capturing() bool {
+	return r.filtering || r.prompt != promptNone || r.ctl.capturing()
+}
 
 // Focus reads the runs directory again each time the browser is shown.
 func (r *runsBrowser) Focus() tea.Cmd { return r.open(r.sh.runsDir) }
@@ -356,10 +352,23 @@ func (r *runsBrowser) Update(msg tea.Msg) tea.Cmd {
 	case runsProblemMsg:
 		r.problem = msg.text
 		return nil
+	case exportedMsg:
+		r.problem = exportNote(msg)
+		return nil
 	case tea.KeyMsg:
+		if r.mode == runsOne || r.mode == runsCompare {
+			if ok, cmd := r.ctl.key(msg, r.has); ok {
+				r.problem = ""
+				return cmd
+			}
+			if key.Matches(msg, r.keys.Export) && !r.opening && len(r.loaded) > 0 {
+				r.problem = "saving…"
+				return r.export()
+			}
+		}
 		if r.mode != runsList {
 			if key.Matches(msg, r.keys.Back) {
-				r.mode, r.loaded, r.detail = runsList, nil, nil
+				r.mode, r.loaded, r.detail, r.problem = runsList, nil, nil, ""
 			}
 			return nil
 		}
@@ -531,6 +540,9 @@ func (r *runsBrowser) rows() int { return max(r.h-3, 1) }
 func (r *runsBrowser) scroll() { r.follow(len(r.runs), r.rows()) }
 
 func (r *runsBrowser) View() string {
+	if r.ctl.picking && (r.mode == runsOne || r.mode == runsCompare) {
+		return r.ctl.viewPicker(r.w, r.h, r.last)
+	}
 	switch r.mode {
 	case runsOne:
 		return r.viewOne()
@@ -715,7 +727,17 @@ func (r *runsBrowser) viewOne() string {
 	if run.err != nil {
 		b.WriteString(th.Warn.Render(cut("! "+firstLine(run.err.Error()), r.w)) + "\n")
 	}
+	if r.problem != "" {
+		b.WriteString(th.Warn.Render(cut(r.problem, r.w)) + "\n")
+	}
+	if r.ctl.ranging {
+		b.WriteString(r.ctl.viewRange(r.w) + "\n")
+	}
 	used := strings.Count(b.String(), "\n")
+	if r.sh.chart.grid {
+		b.WriteString(r.charts(r.w, max(r.h-used, 4)))
+		return fit(b.String(), r.w, r.h)
+	}
 	sparks := []struct {
 		label string
 		ch    channel
@@ -728,18 +750,7 @@ func (r *runsBrowser) viewOne() string {
 		sparkRows = max(min(r.h-used-8, sparkRows), 0)
 	}
 	chartH := max(r.h-used-sparkRows, 4)
-	var marks []float64
-	for _, e := range run.edits {
-		marks = append(marks, float64(e.Step))
-	}
-	chart := renderChart(th, chartSpec{w: r.w - 2, h: chartH - 2, xmax: xExtent(info.Steps, info.TotalSteps),
-		curves: []curve{
-			{pts: run.hist.series(chReturnMin, statMin), style: th.Band},
-			{pts: run.hist.series(chReturnMax, statMax), style: th.Band},
-			{pts: run.hist.series(chReturn, statMean), style: th.Curve},
-		},
-		markers: marks, empty: "no episode finished in this run"})
-	b.WriteString(box(th, "ep_return_mean over env steps · min/max", chart, r.w, chartH))
+	b.WriteString(r.charts(r.w, chartH))
 	sw := max(r.w-30, 8)
 	for i := 0; i < sparkRows; i++ {
 		s := sparks[i]
@@ -762,14 +773,14 @@ func (r *runsBrowser) viewCompare() string {
 		return fit(th.Dim.Render("reading the runs…"), r.w, r.h)
 	}
 	var b strings.Builder
-	b.WriteString(th.Title.Render(fmt.Sprintf("Comparing %d runs", len(r.loaded))) + th.Dim.Render(" · ep_return_mean over env steps") + "\n")
-	var curves []curve
-	xmax := 0.0
-	for i, run := range r.loaded {
-		st := th.Palette[i%len(th.Palette)]
-		curves = append(curves, curve{pts: run.hist.series(chReturn, statMean), style: st, label: fmt.Sprint(i + 1)})
-		xmax = math.Max(xmax, float64(run.info.Steps))
+	b.WriteString(th.Title.Render(fmt.Sprintf("Comparing %d runs", len(r.loaded))) + "\n")
+	if r.problem != "" {
+		b.WriteString(th.Warn.Render(cut(r.problem, r.w)) + "\n")
 	}
+	if r.ctl.ranging {
+		b.WriteString(r.ctl.viewRange(r.w) + "\n")
+	}
+	used := strings.Count(b.String(), "\n")
 	legend := make([]string, len(r.loaded))
 	for i, run := range r.loaded {
 		st := th.Palette[i%len(th.Palette)]
@@ -777,9 +788,9 @@ func (r *runsBrowser) viewCompare() string {
 			run.info.Name, steps(float64(run.info.Steps)), fmtReturn(run.info.Best), fmtReturn(run.info.Last)), r.w-5)
 	}
 	diff := configDiff(r.loaded)
-	diffRows := min(len(diff)+1, max((r.h-1-len(legend))/3, 2))
-	chartH := max(r.h-1-len(legend)-diffRows, 4)
-	b.WriteString(box(th, "", renderChart(th, chartSpec{w: r.w - 2, h: chartH - 2, xmax: xmax, curves: curves}), r.w, chartH) + "\n")
+	diffRows := min(len(diff)+1, max((r.h-used-len(legend))/3, 2))
+	chartH := max(r.h-used-len(legend)-diffRows, 4)
+	b.WriteString(r.charts(r.w, chartH) + "\n")
 	b.WriteString(strings.Join(legend, "\n") + "\n")
 	if len(diff) == 0 {
 		b.WriteString(th.Dim.Render("configs are identical"))
@@ -843,6 +854,12 @@ func (r *runsBrowser) Help() help.KeyMap {
 	k := r.keys
 	back := k.Back
 	switch {
+	case (r.mode == runsOne || r.mode == runsCompare) && r.ctl.help() != nil:
+		return helpKeys{short: r.ctl.help()}
+	case r.mode == runsOne || r.mode == runsCompare:
+		back.SetHelp("esc", "back to list")
+		return helpKeys{short: []key.Binding{k.Metric, k.Grid, k.XAxis, k.LogY, k.Zoom, k.Range, k.Export, back, k.Quit, k.Help},
+			full: [][]key.Binding{{k.Metric, k.Grid, k.XAxis, k.LogY}, {k.Zoom, k.Range, k.Smooth, k.Band}, {k.Export, back, k.Help, k.Quit}}}
 	case r.mode != runsList:
 		back.SetHelp("esc", "back to list")
 		return helpKeys{short: []key.Binding{back, k.Quit, k.Help}, full: [][]key.Binding{{back, k.Help, k.Quit}}}

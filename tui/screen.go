@@ -41,6 +41,7 @@ type shared struct {
 	th      *theme
 	keys    *keyMap
 	runs    *runSet
+	chart   *chartOpts // what the charts show, on every screen
 	runsDir string
 	now     func() time.Time
 	// detachable reports whether quitting may leave the runs training.

@@ -162,7 +162,19 @@ func TestChartControls(t *testing.T) {
 		t.Errorf("log y and zoom not shown in the title:\n%s", v)
 	}
 	golden(t, "dashboard-entropy-log-zoom-120x40", hs.view())
-	hs.press("l", "z", "z", "z", "g")
+	hs.press("Z", "type:20k-40k", "enter")
+	if v := hs.view(); !strings.Contains(v, "· log · 20k-40k") || !strings.Contains(v, "25k") || strings.Contains(v, " 50k") {
+		t.Errorf("a typed range is not the X axis:\n%s", v)
+	}
+	hs.press("Z", "ctrl+u", "type:nonsense", "enter")
+	if v := hs.view(); !strings.Contains(v, `range "nonsense"`) || !strings.Contains(v, "x range:") {
+		t.Errorf("a mistaken range is not explained:\n%s", v)
+	}
+	hs.press("esc", "z") // z after a range shows the whole axis again
+	if v := hs.view(); strings.Contains(v, "20k-40k") || strings.Contains(v, "last 50%") {
+		t.Errorf("z did not undo the range:\n%s", v)
+	}
+	hs.press("l", "g")
 	golden(t, "dashboard-grid-120x40", hs.view())
 }
 

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/textinput"
 	"github.com/charmbracelet/lipgloss"
@@ -83,8 +84,17 @@ func (th *theme) helpStyles() help.Styles {
 	}
 }
 
-// input puts a text input's styles on the theme's renderer, so that its
-// cursor shows on the terminal it is drawn on.
+// newInput is a text input with a steady cursor and its styles on the
+// theme's renderer, so that the cursor shows on the terminal it is drawn
+// on.
+func (th *theme) newInput(prompt, placeholder string) textinput.Model {
+	in := textinput.New()
+	in.Prompt, in.Placeholder = prompt, placeholder
+	in.Cursor.SetMode(cursor.CursorStatic)
+	th.input(&in)
+	return in
+}
+
 func (th *theme) input(in *textinput.Model) {
 	in.PromptStyle = th.r.NewStyle()
 	in.TextStyle = th.r.NewStyle()
