@@ -234,13 +234,19 @@ func (p *picker) trainingNote(n int) string {
 			bg++
 		}
 	}
-	switch {
-	case bg == n:
-		return fmt.Sprintf("%d run(s) found training in the background · 3 shows them", n)
-	case bg > 0:
-		return fmt.Sprintf("%d training (%d found in the background) · 3 shows them", n, bg)
+	them := "them"
+	if n == 1 {
+		them = "it"
 	}
-	return fmt.Sprintf("%d training · 3 shows them", n)
+	switch { // short: it shares the title line, 80 columns at the least
+	case bg == n && n == 1:
+		return "1 run training in the background · 3 shows it"
+	case bg == n:
+		return fmt.Sprintf("%d runs training in the background · 3 shows them", n)
+	case bg > 0:
+		return fmt.Sprintf("%d training, %d from before · 3 shows them", n, bg)
+	}
+	return fmt.Sprintf("%d training · 3 shows %s", n, them)
 }
 
 // details describes the highlighted environment and agent, most telling

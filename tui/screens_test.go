@@ -124,7 +124,7 @@ func TestBackgroundRunsAtStartup(t *testing.T) {
 	if len(fl.attached) != 1 || len(hs.m.runs.runs) != 1 || hs.m.active != scrPicker {
 		t.Fatalf("attached %v, %d runs, screen %d", fl.attached, len(hs.m.runs.runs), hs.m.active)
 	}
-	if v := hs.view(); !strings.Contains(v, "1 run(s) found training in the background · 3 shows them") {
+	if v := hs.view(); !strings.Contains(v, "1 run training in the background · 3 shows it") {
 		t.Errorf("the picker does not mention the background run:\n%s", v)
 	}
 	hs.press("3")

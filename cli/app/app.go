@@ -67,14 +67,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	resolve := func(envID, agent string) (config.Config, error) {
 		return config.Resolve(o.ConfigFile, append(overrides[:len(overrides):len(overrides)], "env.id="+envID, "agent.name="+agent))
 	}
-	background := func(runsDir string) []string {
-		var dirs []string
-		for _, l := range spawn.LiveRuns(runsDir) {
-			dirs = append(dirs, l.Dir)
-		}
-		return dirs
-	}
-	opts := tui.Options{Config: cfg, Launch: spawn.Launcher(), Detachable: true, Resolve: resolve, AttachTo: spawn.AttachTo, Background: background}
+	opts := tui.Options{Config: cfg, Launch: spawn.Launcher(), Detachable: true, Resolve: resolve, AttachTo: spawn.AttachTo, Background: spawn.LiveDirs}
 	if o.InProcess {
 		opts.Launch, opts.Detachable = tui.Local(ctx, trainer.Options{}), false
 	}

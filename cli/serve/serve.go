@@ -100,8 +100,9 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		Resolve: func(envID, agent string) (config.Config, error) {
 			return config.Resolve(o.ConfigFile, append(overrides[:len(overrides):len(overrides)], "env.id="+envID, "agent.name="+agent))
 		},
-		Launch:   spawn.Launcher(),
-		AttachTo: spawn.AttachTo,
+		Launch:     spawn.Launcher(),
+		AttachTo:   spawn.AttachTo,
+		Background: spawn.LiveDirs,
 	}
 	s, err := sshserve.New(sc, log.New(stderr, "", log.LstdFlags))
 	if err != nil {

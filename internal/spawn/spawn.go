@@ -136,6 +136,16 @@ type Live struct {
 	Run      runstore.RunInfo
 }
 
+// LiveDirs are the directories of LiveRuns: what the app attaches to at
+// start-up (tui.Options.Background), locally and in every SSH session.
+func LiveDirs(runsDir string) []string {
+	var dirs []string
+	for _, l := range LiveRuns(runsDir) {
+		dirs = append(dirs, l.Dir)
+	}
+	return dirs
+}
+
 // LiveRuns lists the runs under runsDir whose training answers, newest first.
 func LiveRuns(runsDir string) []Live {
 	// Only directories with a control endpoint are read further: also one

@@ -59,6 +59,10 @@ type Config struct {
 	Resolve  func(envID, agent string) (config.Config, error)
 	Launch   tui.Launcher
 	AttachTo func(runDir string) (*tui.Link, error)
+	// Background lists the trainings running under a runs directory; every
+	// session attaches to them at start, so runs started in an earlier
+	// session (or a local terminal) are there when one logs in again.
+	Background func(runsDir string) []string
 }
 
 func (c Config) loginGrace() time.Duration {
@@ -466,6 +470,7 @@ func (s *Server) program(sess ssh.Session) *tea.Program {
 		AttachTo:   func(dir string) (*tui.Link, error) { return a.track(s.cfg.AttachTo(dir)) },
 		Detachable: true, // every run lives in a process of its own and outlives the session
 		Resolve:    s.cfg.Resolve,
+		Background: s.cfg.Background,
 		Renderer:   r,
 	})
 	opts := append(bm.MakeOptions(sess), tea.WithAltScreen(), tea.WithoutSignalHandler())

@@ -145,8 +145,9 @@ func startServer(t *testing.T, opts ...func(*sshserve.Config)) *server {
 		Resolve: func(envID, agent string) (config.Config, error) {
 			return config.Resolve("", []string{"trainer.runs_dir=" + s.runsDir, "env.id=" + envID, "agent.name=" + agent})
 		},
-		Launch:   spawn.Launcher(),
-		AttachTo: spawn.AttachTo,
+		Launch:     spawn.Launcher(),
+		AttachTo:   spawn.AttachTo,
+		Background: spawn.LiveDirs,
 	}
 	for _, o := range opts {
 		o(&sc)
@@ -477,6 +478,43 @@ func TestServeTwoViewersOneRun(t *testing.T) {
 	c.Close()
 	if log := s.stderr.String(); strings.Count(log, "in with ssh-ed25519 key SHA256:") != 2 || !strings.Contains(log, "terminal xterm-256color") {
 		t.Errorf("the two sessions are not logged:\n%s", log)
+	}
+}
+
+// A session that logs in finds the trainings that run in the background
+// (started by an earlier session, or a local terminal): the first screen
+// says so and 3 shows one, training.
+func TestServeSessionFindsBackgroundRuns(t *testing.T) {
+	needSSH(t)
+	if testing.Short() {
+		t.Skip("runs a training process")
+	}
+	s := startServer(t)
+	run := detachedTraining(t, s.runsDir)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	v := s.view(ctx, t)
+	v.waitText(t, 30*time.Second, "1 run training in the background · 3 shows it")
+	v.keys(t, "3")
+	v.waitText(t, 20*time.Second, filepath.Base(run))
+	waitFor(t, 30*time.Second, "the step counter to advance", func() bool {
+		var seen []float64
+		for _, x := range v.steps() {
+			if x > 0 {
+				seen = append(seen, x)
+			}
+		}
+		return len(seen) >= 2 && seen[len(seen)-1] > seen[0]
+	}, v.text)
+	v.keys(t, "D")
+	select {
+	case err := <-v.done:
+		v.done <- err // for the cleanup
+		if err != nil {
+			t.Errorf("%v\n%s", err, v.text())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the session did not end after D:\n%s", v.text())
 	}
 }
 
