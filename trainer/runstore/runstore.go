@@ -83,7 +83,19 @@ func create(dir, runsDir, base string) (string, error) {
 
 // JSONL appends one JSON object per line, each with a single write so a
 // crash never leaves half a record behind a complete one.
-type JSONL struct{ f *os.File }
+type JSONL struct {
+	f    appendFile
+	size int64 // the bytes of whole records: where the next one begins
+}
+
+// appendFile is what JSONL needs of its file (*os.File; tests fake a full
+// disk).
+type appendFile interface {
+	Write([]byte) (int, error)
+	Truncate(int64) error
+	Sync() error
+	Close() error
+}
 
 // OpenJSONL opens path for appending, creating it if need be.
 func OpenJSONL(path string) (*JSONL, error) {
@@ -91,17 +103,30 @@ func OpenJSONL(path string) (*JSONL, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &JSONL{f: f}, nil
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &JSONL{f: f, size: st.Size()}, nil
 }
 
-// Write appends v as one line.
+// Write appends v as one line. A write that fails part way (a full disk)
+// is cut off again, so the file keeps whole records only.
 func (w *JSONL) Write(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	_, err = w.f.Write(append(b, '\n'))
-	return err
+	n, err := w.f.Write(append(b, '\n'))
+	if err != nil {
+		if n > 0 {
+			w.f.Truncate(w.size) // shrinking needs no space
+		}
+		return err
+	}
+	w.size += int64(n)
+	return nil
 }
 
 // Sync flushes the records written so far to the disk.
