@@ -176,3 +176,31 @@ func TestJSONLKeepsWholeRecordsOnAFullDisk(t *testing.T) {
 		t.Fatalf("metrics.jsonl after a failed write:\n%s", b)
 	}
 }
+
+// A directory under a checkpoint's name is not overwritten, nor pruned.
+func TestWriteCheckpointLeavesADirectoryInItsWay(t *testing.T) {
+	dir := t.TempDir()
+	blocked := filepath.Join(dir, CheckpointName(200))
+	os.Mkdir(blocked, 0o755)
+	if _, err := WriteCheckpoint(dir, 100, []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := WriteCheckpoint(dir, 200, []byte("b"))
+	var occ *OccupiedError
+	if !errors.As(err, &occ) || !strings.Contains(err.Error(), "is a directory") {
+		t.Fatalf("writing over a directory: %v", err)
+	}
+	if latest, _ := os.ReadFile(filepath.Join(dir, LatestFile)); strings.TrimSpace(string(latest)) != CheckpointName(100) {
+		t.Errorf("latest names %q after the refused write", latest)
+	}
+	if _, err := WriteCheckpoint(dir, 300, []byte("c")); err != nil {
+		t.Fatal(err)
+	}
+	PruneCheckpoints(dir, 1)
+	if st, err := os.Stat(blocked); err != nil || !st.IsDir() {
+		t.Errorf("the directory was pruned: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, CheckpointName(100))); err == nil {
+		t.Errorf("step 100 was kept beyond keep=1")
+	}
+}
