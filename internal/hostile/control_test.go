@@ -229,7 +229,7 @@ func controlCases() []hcase {
 		attack{name: "resume of the live run", expect: "train --resume refused naming the PID holding the run (exit 1 or 2)", do: func(c *cx, l *live) {
 			r := c.run(opt{}, "train", "--quiet", "--resume", l.run)
 			c.check(r.code == 1 || r.code == 2, "exit %d: %s", r.code, lastLines(r.out, 2))
-			c.check(strings.Contains(r.out, fmt.Sprint(l.p.cmd.Process.Pid)), "no PID in %s", lastLines(r.out, 2))
+			c.check(strings.Contains(r.out, fmt.Sprint(l.p.pid)), "no PID in %s", lastLines(r.out, 2))
 			c.note("second trainer: exit %d: %s", r.code, firstErr(r.out))
 		}},
 	)
