@@ -509,6 +509,57 @@ func TestCheckpointsByTime(t *testing.T) {
 	}
 }
 
+// A checkpoint name taken by a directory (not made by the trainer) costs
+// that one checkpoint, with a warning, not the run; the directory is left
+// alone. The final checkpoint cannot be skipped: its loss is an error.
+func TestOccupiedCheckpointNameIsSkipped(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		blocked string // the checkpoint name a directory takes
+		final   bool
+	}{{"periodic", "step-2048.safetensors", false}, {"final", "step-5120.safetensors", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			blocked := filepath.Join(dir, runstore.CheckpointsDir, tc.blocked)
+			if err := os.MkdirAll(blocked, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			tr, err := New(testConfig(t, "trainer.save_freq=1"), Options{RunDir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			events, _ := tr.Subscribe(1024)
+			_, err = tr.Run(context.Background())
+			var warnings []string
+			for e := range events {
+				if e.Kind == EventLog && strings.HasPrefix(e.Message, "warning:") {
+					warnings = append(warnings, e.Message)
+				}
+			}
+			if st, serr := os.Stat(blocked); serr != nil || !st.IsDir() {
+				t.Errorf("the directory in the way was touched: %v", serr)
+			}
+			var occ *runstore.OccupiedError
+			if tc.final {
+				if !errors.As(err, &occ) || !strings.Contains(err.Error(), "is a directory") {
+					t.Fatalf("final checkpoint's name taken: err %v, want an OccupiedError", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("a periodic checkpoint's name taken ended the run: %v", err)
+			}
+			if len(warnings) != 1 || !strings.Contains(warnings[0], tc.blocked+" not written") || !strings.Contains(warnings[0], "training goes on") {
+				t.Errorf("warnings %q, want one naming %s", warnings, tc.blocked)
+			}
+			names, _ := runstore.Checkpoints(filepath.Join(dir, runstore.CheckpointsDir))
+			if len(names) == 0 || names[0] != "step-5120.safetensors" {
+				t.Errorf("checkpoints %v, want step-5120.safetensors the latest", names)
+			}
+		})
+	}
+}
+
 // A run held before its first step changes state without log text, so no
 // viewer's log starts with "resumed" at random; later pauses are announced.
 func TestHoldBeforeTheFirstStepIsQuiet(t *testing.T) {

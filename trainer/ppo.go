@@ -10,6 +10,7 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/gpu"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 // This file is the PPO algorithm, in the order of CleanRL's ppo.py: roll
@@ -231,7 +232,12 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		due := c.Trainer.SaveEveryS > 0 && t.opts.Now().Sub(p.lastSave).Seconds() >= c.Trainer.SaveEveryS
 		if asked || due || (c.Trainer.SaveFreq > 0 && iter%c.Trainer.SaveFreq == 0) {
 			if err := t.checkpoint(f, &sum, p, asked); err != nil {
-				return sum, err
+				if !errors.As(err, new(*runstore.OccupiedError)) {
+					return sum, err
+				}
+				// Only this name is unusable: the next checkpoint gets
+				// another. The final one must be written, though.
+				t.logf("warning: %v; training goes on, and checkpoints/latest still names the one before", err)
 			}
 		}
 	}

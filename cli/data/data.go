@@ -4,6 +4,7 @@ package data
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -37,7 +38,14 @@ func Parse(args []string) (Options, error) {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			return o, &cmdutil.HelpError{Usage: help}
 		}
-		return o, cmdutil.Usagef("usage: agenttrainer data frozenlake --n N --size S --seed SEED --out FILE")
+		msg := "data needs the kind of tasks to write: frozenlake"
+		switch {
+		case len(args) > 0 && strings.HasPrefix(args[0], "-"):
+			msg = fmt.Sprintf("data takes no flag %s before the kind of tasks (frozenlake)", args[0])
+		case len(args) > 0:
+			msg = fmt.Sprintf("data cannot write %q: the one kind of tasks is frozenlake", args[0])
+		}
+		return o, &cmdutil.UsageError{Err: errors.New(msg), Usage: help}
 	}
 	fs := cmdutil.NewFlags("data frozenlake", "--n N --size S --seed SEED --out FILE [--p P] [--slippery] [--max-steps N] [--exclude FILE]",
 		"write a file of FrozenLake tasks (JSONL or CSV by the file's extension), one map per row")

@@ -69,10 +69,10 @@ func fakeServe(conn net.Conn, mode string) {
 		hello["action_space"] = map[string]any{"kind": "discrete", "n": 16777216}
 	case "hello-discrete-1m":
 		hello["action_space"] = map[string]any{"kind": "discrete", "n": 1000000}
-	case "hello-dim-1m", "hello-dim-1m-big-frames":
-		hello["observation_space"] = map[string]any{"kind": "box", "dim": 1000000}
+	case "hello-dim-200k", "hello-dim-200k-big-frames":
+		hello["observation_space"] = map[string]any{"kind": "box", "dim": 200000}
 	case "hello-action-dim":
-		hello["action_space"] = map[string]any{"kind": "box", "dim": 200000}
+		hello["action_space"] = map[string]any{"kind": "box", "dim": 60000}
 	case "hello-error":
 		send(map[string]any{"type": "error", "message": "ModuleNotFoundError: No module named 'gymnasium'"}, nil)
 		return
@@ -212,12 +212,12 @@ func TestRemoteFailuresTCP(t *testing.T) {
 		{"hello-space", []string{"observation_space has kind \"tuple\""}, nil},
 		{"hello-box-bounds", []string{"dim 3 but 2 low bounds"}, nil},
 		{"hello-discrete-obs", []string{"observations must be a box"}, nil},
-		{"hello-huge", []string{"observation_space is a box with dim = 16777216, outside the limit of 1…1048576 floats"}, nil},
+		{"hello-huge", []string{"observation_space is a box with dim = 16777216, outside the limit of 1…262144 floats"}, nil},
 		{"hello-discrete-16m", []string{"action_space is discrete with n = 16777216, outside the limit of 1…65536 actions"}, nil},
 		{"hello-discrete-1m", []string{"action_space is discrete with n = 1000000, outside the limit of 1…65536 actions"}, nil},
-		{"hello-dim-1m", []string{"observation_space is a box with dim = 1000000: a step reply for 2 sub-environments may need 16000018 bytes", "over the limit of 1048576 (env.args.max_frame_bytes)"}, envs.Params{"max_frame_bytes": 1 << 20}},
-		{"hello-dim-1m-big-frames", nil, nil}, // 16 MB per step reply fit in the default 64 MiB
-		{"hello-action-dim", []string{"action_space is a box with dim = 200000: a step request for 2 sub-environments needs 1600000 bytes (f32 actions[2×200000]), over the limit of 1048576"}, envs.Params{"max_frame_bytes": 1 << 20}},
+		{"hello-dim-200k", []string{"observation_space is a box with dim = 200000: a step reply for 2 sub-environments may need 3200018 bytes", "over the limit of 1048576 (env.args.max_frame_bytes)"}, envs.Params{"max_frame_bytes": 1 << 20}},
+		{"hello-dim-200k-big-frames", nil, nil}, // 3.2 MB per step reply fit in the default 64 MiB
+		{"hello-action-dim", []string{"action_space is a box with dim = 60000: a step request for 2 sub-environments needs 480000 bytes (f32 actions[2×60000]), over the limit of 262144"}, envs.Params{"max_frame_bytes": 1 << 18}},
 		{"hello-error", []string{"the server reported an error: ModuleNotFoundError: No module named 'gymnasium'"}, nil},
 		{"crash", []string{"step request 2", "closed the connection while the client was waiting for the reply"}, nil},
 		{"hang", []string{"step request 2", "no progress waiting for the reply within 2s (env.args.timeout_s)", "hung"}, nil},

@@ -84,8 +84,8 @@ func FuzzDecodeFrame(f *testing.F) {
 				}
 				return nil
 			}
-			decodeSpace(fr.Header.ObservationSpace, "observation_space", fits)
-			decodeSpace(fr.Header.ActionSpace, "action_space", nil)
+			decodeSpace(fr.Header.ObservationSpace, "observation_space", MaxObsDim, fits)
+			decodeSpace(fr.Header.ActionSpace, "action_space", MaxActionDim, nil)
 			// The hand-written fast path agrees with the JSON decoder.
 			hdr := data[framePrefixLen : framePrefixLen+binary.LittleEndian.Uint32(data[4:8])]
 			if typ, id, ok := fastHeader(hdr); ok {

@@ -142,14 +142,15 @@ func TestDecodeSpaceLimits(t *testing.T) {
 		{`{"kind":"discrete","n":16777216}`, "discrete with n = 16777216, outside the limit of 1…65536 actions"},
 		{`{"kind":"discrete","n":65537}`, "n = 65537, outside the limit of 1…65536"},
 		{`{"kind":"discrete","n":0}`, "n = 0, outside"},
-		{`{"kind":"box","dim":1048577}`, "box with dim = 1048577, outside the limit of 1…1048576 floats"},
-		{`{"kind":"box","dim":1000000}`, "dim 1000000 does not fit"},
+		{`{"kind":"box","dim":65537}`, "box with dim = 65537, outside the limit of 1…65536 floats"},
+		{`{"kind":"box","dim":1048576}`, "box with dim = 1048576, outside the limit of 1…65536 floats"},
+		{`{"kind":"box","dim":60000}`, "dim 60000 does not fit"},
 		{`{"kind":"discrete","n":65536}`, ""},
 		{`{"kind":"box","dim":1000}`, ""},
 	} {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		s, err := decodeSpace([]byte(c.raw), "action_space", tooBig)
+		s, err := decodeSpace([]byte(c.raw), "action_space", MaxActionDim, tooBig)
 		runtime.ReadMemStats(&after)
 		if c.want == "" {
 			if err != nil {
@@ -164,8 +165,11 @@ func TestDecodeSpaceLimits(t *testing.T) {
 			t.Errorf("%s: refusing it allocated %d bytes", c.raw, d)
 		}
 	}
-	if _, err := decodeSpace([]byte(`{"kind":"box","dim":1048576}`), "observation_space", nil); err != nil {
-		t.Errorf("the largest box: %v", err)
+	if _, err := decodeSpace([]byte(`{"kind":"box","dim":262144}`), "observation_space", MaxObsDim, nil); err != nil {
+		t.Errorf("the largest observation: %v", err)
+	}
+	if _, err := decodeSpace([]byte(`{"kind":"box","dim":262145}`), "observation_space", MaxObsDim, nil); err == nil || !strings.Contains(err.Error(), "outside the limit of 1…262144 floats") {
+		t.Errorf("an observation over the limit: %v", err)
 	}
 }
 

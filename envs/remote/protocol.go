@@ -274,18 +274,27 @@ type wireSpace struct {
 
 // The largest spaces a server may declare (remote/PROTOCOL.md, Limits):
 // the client sizes its buffers, and the trainer its networks, from them.
+//
+// They are what real environments need with room to spare, not what memory
+// allows: a server is another program, and what it declares must not size
+// the trainer to gigabytes (an observation of 2^20 floats makes an MLP's
+// first layers 64 M weights each and a default rollout 6 GB).
 const (
 	// MaxDiscreteN bounds a discrete space's n (a policy has one output per
 	// action).
 	MaxDiscreteN = 1 << 16
-	// MaxBoxDim bounds a box space's dim (2^20 floats, e.g. 512×512×4 pixels).
-	MaxBoxDim = 1 << 20
+	// MaxActionDim bounds an action box's dim, for the same reason (one
+	// mean per dimension; robots have tens).
+	MaxActionDim = 1 << 16
+	// MaxObsDim bounds an observation box's dim: 2^18 floats, e.g.
+	// 256×256×4 or 512×512 pixels (an Atari frame, 210×160×3, is 100,800).
+	MaxObsDim = 1 << 18
 )
 
 // decodeSpace parses a space from a hello header. It refuses a discrete n
-// above MaxDiscreteN, a box dim above MaxBoxDim and, when fits is not nil,
-// a box dim that fits refuses (frames too big), all before allocating.
-func decodeSpace(raw json.RawMessage, what string, fits func(dim int) error) (envs.Space, error) {
+// above MaxDiscreteN, a box dim above maxDim and, when fits is not nil, a
+// box dim that fits refuses (frames too big), all before allocating.
+func decodeSpace(raw json.RawMessage, what string, maxDim int, fits func(dim int) error) (envs.Space, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return envs.Space{}, frameErrorf("the hello reply has no %s", what)
 	}
@@ -300,8 +309,8 @@ func decodeSpace(raw json.RawMessage, what string, fits func(dim int) error) (en
 		}
 		return envs.Space{Kind: envs.Discrete, N: w.N}, nil
 	case "box":
-		if w.Dim < 1 || w.Dim > MaxBoxDim {
-			return envs.Space{}, frameErrorf("the %s is a box with dim = %d, outside the limit of 1…%d floats (remote/PROTOCOL.md, Limits)", what, w.Dim, MaxBoxDim)
+		if w.Dim < 1 || w.Dim > maxDim {
+			return envs.Space{}, frameErrorf("the %s is a box with dim = %d, outside the limit of 1…%d floats (remote/PROTOCOL.md, Limits)", what, w.Dim, maxDim)
 		}
 		if fits != nil {
 			if err := fits(w.Dim); err != nil {

@@ -349,13 +349,13 @@ func (r *RemoteEnv) handshake(o RemoteOptions) error {
 		}
 		return nil
 	}
-	if r.os, err = decodeSpace(h.ObservationSpace, "observation_space", obsFits); err != nil {
+	if r.os, err = decodeSpace(h.ObservationSpace, "observation_space", MaxObsDim, obsFits); err != nil {
 		return fail("%v", err)
 	}
 	if r.os.Kind != envs.Box {
 		return fail("the observation_space is %v; observations must be a box (flatten or one-hot encode them on the server)", r.os)
 	}
-	if r.as, err = decodeSpace(h.ActionSpace, "action_space", actFits); err != nil {
+	if r.as, err = decodeSpace(h.ActionSpace, "action_space", MaxActionDim, actFits); err != nil {
 		return fail("%v", err)
 	}
 	r.layout = stepLayout{n: r.n, d: r.os.Dim}

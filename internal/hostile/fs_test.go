@@ -98,29 +98,51 @@ func fsCases() []hcase {
 			c.note("exit %d: %s", r.code, firstErr(r.out))
 		}},
 	}
-	for _, size := range []string{"16k", "128k", "400k", "1m"} {
-		size := size
-		cs = append(cs, hcase{name: "fs/full disk (tmpfs " + size + ")", expect: "exit 1 saying no space left, checkpoints valid or none, metrics rows ≥ newest checkpoint; resume works when one was kept", skip: canMount, run: func(c *cx) {
+	// The disk fills while a checkpoint is written (a run of 40 iterations
+	// keeps 3 checkpoints of 117 KB: about 500 KB at its peak, so these
+	// sizes fill), or, with 1 MiB, while metrics.jsonl grows: one
+	// checkpoint at iteration 1000, then rows of about 470 bytes fill the
+	// rest near iteration 2000. Either way the run ends saying why, keeps
+	// its checkpoints, and its metrics.jsonl holds whole rows only.
+	fulls := []struct {
+		size, name string
+		args       []string // beyond train's
+		kept       bool     // a checkpoint must survive
+	}{
+		{"16k", "", nil, false},
+		{"128k", "", nil, false},
+		{"400k", "", nil, false},
+		{"1m", ", filled by metrics", []string{"ppo.total_timesteps=2000000", "trainer.save_freq=1000"}, true},
+	}
+	for _, fl := range fulls {
+		fl := fl
+		expect := "exit 1 saying no space left, checkpoints valid or none, metrics rows ≥ newest checkpoint; resume works when one was kept"
+		if fl.kept {
+			expect = "exit 1 saying no space left, the checkpoint written before kept and valid, metrics.jsonl whole rows ≥ its iteration; resume works"
+		}
+		cs = append(cs, hcase{name: "fs/full disk (tmpfs " + fl.size + fl.name + ")", expect: expect, skip: canMount, run: func(c *cx) {
 			d := c.path("full")
-			if why := tmpfs(d, "size="+size); why != "" {
+			if why := tmpfs(d, "size="+fl.size); why != "" {
 				c.fail("%s", why)
 				return
 			}
 			defer umount(d)
 			run := filepath.Join(d, "run")
-			r := train(c, "--run-dir", run)
+			r := train(c, append([]string{"--run-dir", run}, fl.args...)...)
 			c.check(r.code == 1, "exit %d: %s", r.code, lastLines(r.out, 2))
 			c.check(strings.Contains(r.out, "no space left"), "no reason: %s", lastLines(r.out, 2))
 			c.note("exit %d: %s", r.code, firstErr(r.out))
-			if latestIter(run) > 0 {
+			kept := latestIter(run)
+			c.check(kept > 0 || !fl.kept, "no valid checkpoint kept")
+			if kept > 0 {
 				c.checkRecords(run, 0)
-				// Room again: copy out and resume.
+				// Room again: copy out and resume for ten iterations more.
 				out := c.path("copy")
 				copyDir(run, out)
-				r2 := c.run(opt{}, "train", "--quiet", "--resume", out, "ppo.total_timesteps=20480")
+				r2 := c.run(opt{}, "train", "--quiet", "--resume", out, fmt.Sprintf("ppo.total_timesteps=%d", (kept+10)*512))
 				c.check(r2.code == 0, "resume: exit %d: %s", r2.code, lastLines(r2.out, 2))
-				c.checkRecords(out, 40)
-				c.note("resumed: exit %d", r2.code)
+				c.checkRecords(out, kept+10)
+				c.note("checkpoint of iteration %d kept; resumed: exit %d", kept, r2.code)
 			}
 		}})
 	}

@@ -37,6 +37,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(launcherEnv) != "" {
+		os.Exit(launcher(os.Args[1:]))
+	}
 	flag.Parse()
 	if testing.Short() {
 		os.Exit(m.Run())
@@ -132,10 +135,81 @@ func (c *cx) write(name string, data []byte) string {
 type proc struct {
 	c      *cx
 	cmd    *exec.Cmd
+	pid    int // the process itself (cmd runs the launcher when it is the binary)
 	out    *syncBuf
 	stdout *syncBuf
 	done   chan struct{}
 	res    res
+}
+
+// Peak RSS is measured through a launcher. Linux's ru_maxrss of a child
+// starts from the high-water mark of the memory it was forked from: a
+// process that this test binary (hundreds of MiB after many cases) starts
+// reports at least the test binary's peak, whatever it used itself. So the
+// binary under test is started by a fresh copy of the test binary, small,
+// that runs it, waits for it and reports its pid, exit status and rusage
+// on a pipe.
+const launcherEnv = "HOSTILE_LAUNCHER"
+
+// launcher runs args (the launcher's side): it writes "pid N" when the
+// process started, then "status W maxrss K" when it ended, to fd 3.
+func launcher(args []string) int {
+	report := os.NewFile(3, "report")
+	syscall.CloseOnExec(3) // the process under test must not hold the pipe
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, launcherEnv+"=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(report, "error %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(report, "pid %d\n", cmd.Process.Pid)
+	cmd.Wait()
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	var maxrss int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		maxrss = ru.Maxrss
+	}
+	fmt.Fprintf(report, "status %d maxrss %d\n", uint32(ws), maxrss)
+	return 0
+}
+
+// launched is what the launcher reported.
+type launched struct {
+	pid    int
+	err    string
+	ended  bool
+	status syscall.WaitStatus
+	maxrss int64
+}
+
+// readReport reads the launcher's lines; the pid comes on started once the
+// process runs (or the launcher failed).
+func readReport(r *os.File, started chan<- launched) launched {
+	var l launched
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		var ws uint32
+		switch {
+		case strings.HasPrefix(line, "error "):
+			l.err = strings.TrimPrefix(line, "error ")
+			started <- l
+		case strings.HasPrefix(line, "pid "):
+			l.pid, _ = strconv.Atoi(strings.TrimPrefix(line, "pid "))
+			started <- l
+		default:
+			if n, _ := fmt.Sscanf(line, "status %d maxrss %d", &ws, &l.maxrss); n == 2 {
+				l.ended, l.status = true, syscall.WaitStatus(ws)
+			}
+		}
+	}
+	close(started)
+	return l
 }
 
 type syncBuf struct {
@@ -182,12 +256,31 @@ func (c *cx) start(o opt, args ...string) *proc {
 
 func (c *cx) startCmd(o opt, name string, args ...string) *proc {
 	cmd := exec.Command(name, args...)
+	var report *os.File // the launcher's pipe, when name is the binary
+	if name == bin {
+		self, err := os.Executable()
+		if err != nil {
+			c.fail("the test binary: %v", err)
+			return failedStart()
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			c.fail("pipe: %v", err)
+			return failedStart()
+		}
+		cmd = exec.Command(self, append([]string{name}, args...)...)
+		cmd.ExtraFiles = []*os.File{w}
+		report = r
+	}
 	cmd.Dir = o.dir
 	if cmd.Dir == "" {
 		cmd.Dir = c.dir
 	}
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")
 	cmd.Env = append(cmd.Env, o.env...)
+	if report != nil {
+		cmd.Env = append(cmd.Env, launcherEnv+"=1")
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	p := &proc{c: c, cmd: cmd, out: &syncBuf{}, stdout: &syncBuf{}, done: make(chan struct{})}
 	cmd.Stdout = multiWriter{p.stdout, p.out}
@@ -200,25 +293,55 @@ func (c *cx) startCmd(o opt, name string, args ...string) *proc {
 		limit = left
 	}
 	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
+	err := cmd.Start()
+	if report != nil {
+		cmd.ExtraFiles[0].Close() // the launcher holds its own copy
+	}
+	if err != nil {
+		if report != nil {
+			report.Close()
+		}
 		c.fail("start %s: %v", name, err)
 		p.res = res{code: -2}
 		close(p.done)
 		return p
 	}
+	p.pid = cmd.Process.Pid
+	var ended chan launched
+	if report != nil {
+		started := make(chan launched, 1)
+		ended = make(chan launched, 1)
+		go func() { ended <- readReport(report, started); report.Close() }()
+		// The launcher says the pid at once; when it says nothing (it
+		// died), started closes.
+		if l, ok := <-started; ok && l.err == "" {
+			p.pid = l.pid
+		} else if ok {
+			c.fail("start %s: %s", name, l.err)
+		}
+	}
 	go func() {
 		timer := time.AfterFunc(limit, func() {
 			p.res.hung = true
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the launcher's group holds the process
 		})
-		err := cmd.Wait()
+		cmd.Wait()
 		timer.Stop()
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // children left behind (remote servers)
 		p.res.dur = time.Since(t0)
 		p.res.code = cmd.ProcessState.ExitCode()
-		_ = err
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			p.res.rssKiB = ru.Maxrss
+		}
+		if ended != nil {
+			if l := <-ended; l.ended {
+				p.res.code, p.res.rssKiB = l.status.ExitStatus(), l.maxrss
+				if l.status.Signaled() {
+					p.res.code = -1
+				}
+			} else {
+				p.res.code = -1 // the launcher was killed with the process (its bound)
+			}
 		}
 		p.res.out = p.out.String()
 		p.res.stdout = p.stdout.String()
@@ -271,9 +394,16 @@ func (p *proc) wait() res {
 }
 
 func (p *proc) signal(s syscall.Signal) {
-	if p.cmd.Process != nil {
-		p.cmd.Process.Signal(s)
+	if p.pid > 0 && !p.exited() {
+		syscall.Kill(p.pid, s)
 	}
+}
+
+// failedStart is a process that could not be started.
+func failedStart() *proc {
+	p := &proc{out: &syncBuf{}, stdout: &syncBuf{}, done: make(chan struct{}), res: res{code: -2}}
+	close(p.done)
+	return p
 }
 
 func (p *proc) exited() bool {

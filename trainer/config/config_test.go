@@ -148,6 +148,7 @@ func TestBadInput(t *testing.T) {
 		{"too many steps", []string{"ppo.num_steps=100000000"}, "", "ppo.num_steps: must be between 1 and 1048576, got 100000000"},
 		{"endless epochs", []string{"ppo.update_epochs=1000000000"}, "", "ppo.update_epochs: must be between 1 and 10000, got 1000000000"},
 		{"absurd learning rate", []string{"ppo.learning_rate=1e308"}, "", "ppo.learning_rate: must be over 0 and at most 1, got 1e+308"},
+		{"run name too long", []string{"trainer.name=" + strings.Repeat("n", 129)}, "", "trainer.name: is 129 bytes long, over the limit of 128"},
 		{"too many threads", []string{"trainer.threads=100000"}, "", "trainer.threads: must be between 0 and 1024, got 100000"},
 		// Found by FuzzOverride: the resolved config.toml could not be read back.
 		{"not UTF-8", []string{"env.args.\x91=1"}, "", `"env.args.\x91": "1" is not UTF-8 text`},

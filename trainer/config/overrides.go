@@ -399,6 +399,11 @@ func convertStrings(v any) (reflect.Value, error) {
 	return reflect.ValueOf(out), nil
 }
 
+// MaxRunName bounds trainer.name: the run directory's name is
+// <YYYYMMDD-HHMMSS>-<env>-<agent>-<name>[.N], and most file systems take at
+// most 255 bytes for one name.
+const MaxRunName = 128
+
 var (
 	// intervalRE is a range check such as [1,1048576] or (0,1]: square
 	// brackets include the bound, round ones exclude it.
@@ -458,7 +463,7 @@ func DescribeCheck(c string) string {
 	case c == "device":
 		return "auto, cpu, cuda or cuda:N"
 	case c == "name":
-		return "letters, digits, . _ -"
+		return fmt.Sprintf("letters, digits, . _ -; at most %d bytes", MaxRunName)
 	}
 	return c
 }
@@ -510,6 +515,9 @@ func checkValue(check string, v any) error {
 			return fmt.Errorf(`must be "auto", "cpu", "cuda" or "cuda:N", got %q`, v)
 		}
 	case check == "name":
+		if n := len(v.(string)); n > MaxRunName {
+			return fmt.Errorf("is %d bytes long, over the limit of %d (it names the run's directory, which a file system keeps under 255 bytes with the date, env and agent)", n, MaxRunName)
+		}
 		if !runNameRE.MatchString(v.(string)) {
 			return fmt.Errorf("may use only letters, digits, '.', '_' and '-' (it names a directory), got %q", v)
 		}

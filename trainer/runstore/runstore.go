@@ -83,7 +83,19 @@ func create(dir, runsDir, base string) (string, error) {
 
 // JSONL appends one JSON object per line, each with a single write so a
 // crash never leaves half a record behind a complete one.
-type JSONL struct{ f *os.File }
+type JSONL struct {
+	f    appendFile
+	size int64 // the bytes of whole records: where the next one begins
+}
+
+// appendFile is what JSONL needs of its file (*os.File; tests fake a full
+// disk).
+type appendFile interface {
+	Write([]byte) (int, error)
+	Truncate(int64) error
+	Sync() error
+	Close() error
+}
 
 // OpenJSONL opens path for appending, creating it if need be.
 func OpenJSONL(path string) (*JSONL, error) {
@@ -91,17 +103,30 @@ func OpenJSONL(path string) (*JSONL, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &JSONL{f: f}, nil
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &JSONL{f: f, size: st.Size()}, nil
 }
 
-// Write appends v as one line.
+// Write appends v as one line. A write that fails part way (a full disk)
+// is cut off again, so the file keeps whole records only.
 func (w *JSONL) Write(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	_, err = w.f.Write(append(b, '\n'))
-	return err
+	n, err := w.f.Write(append(b, '\n'))
+	if err != nil {
+		if n > 0 {
+			w.f.Truncate(w.size) // shrinking needs no space
+		}
+		return err
+	}
+	w.size += int64(n)
+	return nil
 }
 
 // Sync flushes the records written so far to the disk.
@@ -147,7 +172,7 @@ func Pinned(dir, name string) bool {
 	return err == nil
 }
 
-// PruneCheckpoints deletes all but the keep newest unpinned checkpoints in
+// PruneCheckpoints deletes all but the keep newest unpinned checkpoint files in
 // dir (keep 0 keeps everything); pinned ones stay. Called after the newest
 // was written and pointed to.
 func PruneCheckpoints(dir string, keep int) {
@@ -160,7 +185,9 @@ func PruneCheckpoints(dir string, keep int) {
 	}
 	var steps []int64
 	for _, e := range entries {
-		if n, ok := CheckpointStep(e.Name()); ok && !Pinned(dir, e.Name()) {
+		// Only files: a directory or a link under a checkpoint's name is
+		// not the trainer's to remove.
+		if n, ok := CheckpointStep(e.Name()); ok && e.Type().IsRegular() && !Pinned(dir, e.Name()) {
 			steps = append(steps, n)
 		}
 	}
@@ -197,12 +224,54 @@ func Checkpoints(dir string) ([]string, error) {
 	return names, nil
 }
 
+// OccupiedError is a checkpoint that was not written because its name is
+// taken by something that is not a file (a directory, a socket): the
+// program did not make it and leaves it alone. Nothing else is wrong, so a
+// training may go on and write its next checkpoint.
+type OccupiedError struct {
+	Path string // the checkpoint's path
+	What string // what is there instead, e.g. "a directory"
+}
+
+func (e *OccupiedError) Error() string {
+	return fmt.Sprintf("checkpoint %s not written: %s is %s, not a checkpoint file, and is left as it is", filepath.Base(e.Path), e.Path, e.What)
+}
+
+// occupied says what, other than a file or a symbolic link (a rename
+// replaces either), holds path; "" when nothing does.
+func occupied(path string) string {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return ""
+	}
+	switch m := st.Mode(); {
+	case m.IsRegular() || m&os.ModeSymlink != 0:
+		return ""
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "something other than a file"
+}
+
 // WriteCheckpoint writes a checkpoint's bytes as dir/step-<step>.safetensors
 // and then points dir/latest at it, each atomically, and returns its path.
+// A name taken by a directory or another non-file is an *OccupiedError.
 func WriteCheckpoint(dir string, step int64, data []byte) (string, error) {
 	name := CheckpointName(step)
 	path := filepath.Join(dir, name)
+	if what := occupied(path); what != "" {
+		return "", &OccupiedError{Path: path, What: what}
+	}
 	if err := atomicfile.Write(path, data, 0o644); err != nil {
+		if what := occupied(path); what != "" { // made while this one was written
+			return "", &OccupiedError{Path: path, What: what}
+		}
 		return "", fmt.Errorf("writing checkpoint: %w", err)
 	}
 	if err := atomicfile.Write(filepath.Join(dir, LatestFile), []byte(name+"\n"), 0o644); err != nil {

@@ -1,10 +1,12 @@
 package runstore
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -130,5 +132,75 @@ func TestPinnedCheckpointsOutliveTheRotation(t *testing.T) {
 	}
 	if !Pinned(dir, "step-1024.safetensors") || Pinned(dir, "step-2048.safetensors") {
 		t.Error("pins wrong")
+	}
+}
+
+// fullDisk is a file on a disk that fills up after room more bytes: the
+// write that crosses it is cut short, as write(2) does.
+type fullDisk struct {
+	*os.File
+	room int
+}
+
+func (d *fullDisk) Write(b []byte) (int, error) {
+	if len(b) <= d.room {
+		d.room -= len(b)
+		return d.File.Write(b)
+	}
+	n, _ := d.File.Write(b[:d.room])
+	d.room = 0
+	return n, syscall.ENOSPC
+}
+
+// A record whose write fails part way is cut off again: the file holds
+// whole records only, and later ones start on a line of their own.
+func TestJSONLKeepsWholeRecordsOnAFullDisk(t *testing.T) {
+	path := filepath.Join(t.TempDir(), MetricsFile)
+	w, err := OpenJSONL(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(map[string]int{"iter": 1}); err != nil {
+		t.Fatal(err)
+	}
+	w.f = &fullDisk{File: w.f.(*os.File), room: 5}
+	if err := w.Write(map[string]int{"iter": 2}); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("write on a full disk: %v", err)
+	}
+	w.f.(*fullDisk).room = 1 << 20 // room again
+	if err := w.Write(map[string]int{"iter": 3}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if b, _ := os.ReadFile(path); string(b) != "{\"iter\":1}\n{\"iter\":3}\n" {
+		t.Fatalf("metrics.jsonl after a failed write:\n%s", b)
+	}
+}
+
+// A directory under a checkpoint's name is not overwritten, nor pruned.
+func TestWriteCheckpointLeavesADirectoryInItsWay(t *testing.T) {
+	dir := t.TempDir()
+	blocked := filepath.Join(dir, CheckpointName(200))
+	os.Mkdir(blocked, 0o755)
+	if _, err := WriteCheckpoint(dir, 100, []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := WriteCheckpoint(dir, 200, []byte("b"))
+	var occ *OccupiedError
+	if !errors.As(err, &occ) || !strings.Contains(err.Error(), "is a directory") {
+		t.Fatalf("writing over a directory: %v", err)
+	}
+	if latest, _ := os.ReadFile(filepath.Join(dir, LatestFile)); strings.TrimSpace(string(latest)) != CheckpointName(100) {
+		t.Errorf("latest names %q after the refused write", latest)
+	}
+	if _, err := WriteCheckpoint(dir, 300, []byte("c")); err != nil {
+		t.Fatal(err)
+	}
+	PruneCheckpoints(dir, 1)
+	if st, err := os.Stat(blocked); err != nil || !st.IsDir() {
+		t.Errorf("the directory was pruned: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, CheckpointName(100))); err == nil {
+		t.Errorf("step 100 was kept beyond keep=1")
 	}
 }
