@@ -8,7 +8,7 @@
 #   (and `agenttrainer runs --tag` sees it) → the detail view → delete it
 #   after the confirmation → refuse to delete the live one.
 #
-#   scripts/tui-manage.sh [SCREENS_DIR]
+#   scripts/tui-manage.sh [SCREENS_DIR]      (VIA=ssh: the same over serve --ssh and OpenSSH)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 script=tui-manage session="at-manage-$$"
@@ -19,7 +19,7 @@ work=$(mktemp -d)
 shots=${1:-$(mktemp -d)}
 mkdir -p "$shots"
 live_pid=
-trap 'tmux kill-session -t "$session" 2>/dev/null || true; [ -n "$live_pid" ] && kill "$live_pid" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'tmux kill-session -t "$session" 2>/dev/null || true; stop_serves; [ -n "$live_pid" ] && kill "$live_pid" 2>/dev/null; rm -rf "$work"' EXIT
 go build -o "$work/agenttrainer" .
 at="$work/agenttrainer"
 
@@ -38,7 +38,7 @@ for size in 120x40 80x24; do
   (cd "$dir" && exec "$at" train ppo.total_timesteps=50000000 trainer.threads=1 trainer.runs_dir=runs >/dev/null 2>&1) &
   live_pid=$!
   tmux new-session -d -s "$session" -x "$w" -y "$h" -c "$dir" \
-    "'$at' --runs-dir runs; echo \"agenttrainer exited with \$?\"; sleep 600"
+    "$(app_command "$dir"); echo \"agenttrainer exited with \$?\"; sleep 600"
   wait_for "Pick an environment and an agent" 20
   keys 4
   wait_for "1 training now" 20

@@ -7,7 +7,7 @@
 #   ] and [ → chart entropy (c, a filter) and then the grid (g) → toggle
 #   wall-clock X (t) and log Y (l) → quit, detaching both runs.
 #
-#   scripts/tui-runs.sh [SCREENS_DIR]
+#   scripts/tui-runs.sh [SCREENS_DIR]        (VIA=ssh: the same over serve --ssh and OpenSSH)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 script=tui-runs session="at-runs-$$"
@@ -17,15 +17,16 @@ need tmux go
 work=$(mktemp -d)
 shots=${1:-$(mktemp -d)}
 mkdir -p "$shots"
-trap 'tmux kill-session -t "$session" 2>/dev/null || true; for s in 120x40 80x24; do stop_trainings "$work/agenttrainer" "$work/$s/runs"; done; rm -rf "$work"' EXIT
-go build -o "$work/agenttrainer" .
+at="$work/agenttrainer"
+trap 'tmux kill-session -t "$session" 2>/dev/null || true; stop_serves; for s in 120x40 80x24; do stop_trainings "$at" "$work/$s/runs"; done; rm -rf "$work"' EXIT
+go build -o "$at" .
 
 
 for size in 120x40 80x24; do
   w=${size%x*} h=${size#*x}
   mkdir -p "$work/$size"
   tmux new-session -d -s "$session" -x "$w" -y "$h" -c "$work/$size" \
-    "'$work/agenttrainer' ppo.total_timesteps=20000000; echo \"agenttrainer exited with \$?\"; sleep 600"
+    "$(app_command "$work/$size" ppo.total_timesteps=20000000); echo \"agenttrainer exited with \$?\"; sleep 600"
   wait_for "Pick an environment and an agent" 20
 
   # 1. The tab bar: 1–4 jump, tab and shift+tab cycle.
@@ -40,7 +41,7 @@ for size in 120x40 80x24; do
   # 2. A first run; the picker and the editor stay usable while it trains.
   keys s
   wait_for "● running" 30
-  keys 1; wait_for "1 training · 3 shows them"
+  keys 1; wait_for "1 training · 3 shows it"
   keys 2; wait_for "[2 config]"
   keys 1 /; type_text MountainCar-v0; keys Enter s # a second run, on MountainCar
   wait_for "2 training" 30

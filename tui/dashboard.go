@@ -322,7 +322,17 @@ func (d *dashboard) syncLog(r *run) {
 	}
 	follow := d.logView.AtBottom() || d.logKey[0] != r.id
 	d.logKey = key
-	d.logView.SetContent(strings.Join(r.logs, "\n"))
+	// Long lines wrap (a path, a refusal with its reason), indented under
+	// their time stamp, instead of being cut at the pane's edge.
+	lines := make([]string, 0, len(r.logs))
+	for _, l := range r.logs {
+		wrapped := wrapAtSpaces(l, max(d.logView.Width-9, 20))
+		for i := 1; i < len(wrapped); i++ {
+			wrapped[i] = "         " + wrapped[i]
+		}
+		lines = append(lines, wrapped...)
+	}
+	d.logView.SetContent(strings.Join(lines, "\n"))
 	if follow {
 		d.logView.GotoBottom()
 	}

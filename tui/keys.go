@@ -6,6 +6,7 @@ import (
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // keyMap is every key binding of the app. Screens pick the bindings they
@@ -139,6 +140,35 @@ func helpLine(th *theme, km help.KeyMap, w, lines int) string {
 
 // wrapWords wraps text at spaces onto at most lines lines of w cells.
 func wrapWords(s string, w, lines int) string { return wrapItems(strings.Fields(s), " ", w, lines) }
+
+// wrapAtSpaces breaks text into lines of at most w cells at its spaces
+// (never inside a file name at its hyphens), splitting only a word longer
+// than a line.
+func wrapAtSpaces(s string, w int) []string {
+	var out []string
+	cur := ""
+	for _, word := range strings.Fields(s) {
+		for ansi.StringWidth(word) > w { // a path longer than the pane
+			if cur != "" {
+				out, cur = append(out, cur), ""
+			}
+			out = append(out, ansi.Truncate(word, w, ""))
+			word = ansi.TruncateLeft(word, w, "")
+		}
+		switch {
+		case cur == "":
+			cur = word
+		case ansi.StringWidth(cur)+1+ansi.StringWidth(word) <= w:
+			cur += " " + word
+		default:
+			out, cur = append(out, cur), word
+		}
+	}
+	if cur != "" || len(out) == 0 {
+		out = append(out, cur)
+	}
+	return out
+}
 
 // wrapItems joins items with sep, starting a new line where the next item
 // would not fit; past lines lines, the rest is cut.

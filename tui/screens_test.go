@@ -296,3 +296,33 @@ func TestRunsColumns(t *testing.T) {
 		}
 	}
 }
+
+// Defect 22: a long log line wraps in the log pane instead of losing its
+// end at the edge (at 80 columns, the pinned checkpoint's line).
+func TestLongLogLinesWrap(t *testing.T) {
+	hs := newHarness(t, 80, 24)
+	training(hs, 10)
+	msg := "checkpoint saved at step 35840 as asked: step-35840.safetensors (pinned: the rotation keeps it)"
+	hs.fake.publish(trainer.Event{Kind: trainer.EventCheckpoint, Time: epoch, Pinned: true, Message: msg})
+	hs.pump()
+	if v := hs.view(); !strings.Contains(v, "(pinned: the rotation keeps it)") || !strings.Contains(v, "checkpoint saved at step 35840") {
+		t.Errorf("the long line is cut:\n%s", v)
+	}
+}
+
+func TestWrapAtSpaces(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		w    int
+		want string
+	}{
+		{"saved step-80384.safetensors (pinned)", 22, "saved|step-80384.safetensors|(pinned)"},
+		{"a b c d", 3, "a b|c d"},
+		{"runs/abcdefghij/klmnop", 8, "runs/abc|defghij/|klmnop"},
+		{"", 5, ""},
+	} {
+		if got := strings.Join(wrapAtSpaces(tc.in, tc.w), "|"); got != tc.want {
+			t.Errorf("wrapAtSpaces(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
+		}
+	}
+}
