@@ -37,6 +37,11 @@ for size in 120x40 80x24; do
   )
   (cd "$dir" && exec "$at" train ppo.total_timesteps=50000000 trainer.threads=1 trainer.runs_dir=runs >/dev/null 2>&1) &
   live_pid=$!
+  deadline=$((SECONDS + 30)) # the app attaches at start-up to what trains then
+  until "$at" ps --runs-dir "$dir/runs" 2>/dev/null | grep -q '^[0-9]'; do
+    ((SECONDS <= deadline)) || fail "the background training did not start"
+    sleep 0.1
+  done
   tmux new-session -d -s "$session" -x "$w" -y "$h" -c "$dir" \
     "$(app_command "$dir"); echo \"agenttrainer exited with \$?\"; sleep 600"
   wait_for "Pick an environment and an agent" 20
