@@ -7,10 +7,13 @@
 # the trainings' summed speed without and with the app, their ratio, and the
 # app's CPU time per second of wall-clock time (from /proc, user + system).
 #
-#   scripts/redraw-cost.sh [STEPS] [REPEATS]   (defaults: 200000 steps a training, 5 rounds)
+#   scripts/redraw-cost.sh [STEPS] [REPEATS]   (defaults: 1000000 steps a training, 5 rounds)
+#
+# SHOW=picker leaves the app on its first screen (attached, drawing no
+# chart): the cost of taking in the events alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-steps=${1:-200000}
+steps=${1:-1000000}
 repeats=${2:-5}
 script=redraw-cost session="at-redraw-$$"
 . scripts/lib.sh
@@ -62,8 +65,10 @@ for round in $(seq "$repeats"); do
   done
   tmux new-session -d -s "$session" -x 120 -y 40 -c "$d" "exec '$at'"
   wait_for "4 runs training in the background" 20
-  keys 3 g
-  wait_for "─ approx_kl" 20
+  if [ "${SHOW:-grid}" = grid ]; then
+    keys 3 g
+    wait_for "─ approx_kl" 20
+  fi
   pid=$(tmux display -p -t "$session" '#{pane_pid}')
   t0=$(date +%s.%N) c0=$(cpu_ticks "$pid")
   with+=("$(wait_four "$d")")
@@ -81,5 +86,7 @@ print(f"4 trainings × CartPole-v1, one thread each, {len(wo)} rounds (medians):
 print(f"  summed speed without the app: {st.median(wo):,.0f} steps/s   {sorted(wo)}")
 print(f"  summed speed with the app:    {st.median(wi):,.0f} steps/s   {sorted(wi)}")
 print(f"  ratio with/without:           {st.median(wi) / st.median(wo):.3f}")
-print(f"  the app's CPU time:           {st.median(c):.4f} s per second (grid of charts, 4 live runs)   {sorted(c)}")
+import os
+shown = "grid of charts" if os.environ.get("SHOW", "grid") == "grid" else "first screen, no chart"
+print(f"  the app's CPU time:           {st.median(c):.4f} s per second ({shown}, 4 live runs)   {sorted(c)}")
 PY

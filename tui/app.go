@@ -658,7 +658,14 @@ func (m *Model) events(msg eventsMsg) tea.Cmd {
 		m.result.Steps, m.result.Return, m.result.Err = r.last.Step, float64(r.last.EpReturnMean), r.err
 	}
 	if !msg.closed {
-		return m.poll(r, m.opts.Redraw)
+		// The run on screen is taken in at the redraw rate; the others only
+		// move a line of the run list: a fifth as often costs a fifth of
+		// the redraws, which the app pays for each message.
+		wait := m.opts.Redraw
+		if r.id != m.runs.focus {
+			wait *= 5
+		}
+		return m.poll(r, wait)
 	}
 	r.closed()
 	if r.id == m.runs.focus {

@@ -247,19 +247,58 @@ func (s *Server) stream(c net.Conn, sc *bufio.Scanner, buffer int) {
 	if err := send(c, response{OK: true, Version: Version}); err != nil {
 		return
 	}
+	var batch []byte
 	for {
 		select {
 		case e, ok := <-events:
 			if !ok {
 				return
 			}
-			if err := send(c, response{OK: true, Event: toWire(e)}); err != nil {
+			// What else is queued goes in the same write.
+			batch = appendEvent(batch[:0], e)
+			ended := false
+		drain:
+			for {
+				select {
+				case e, ok := <-events:
+					if !ok {
+						ended = true
+						break drain
+					}
+					batch = appendEvent(batch, e)
+				default:
+					break drain
+				}
+			}
+			c.SetWriteDeadline(time.Now().Add(writeTimeout))
+			if _, err := c.Write(batch); err != nil || ended {
 				return
+			}
+			// Events that arrive meanwhile wait in the queue for the next write.
+			select {
+			case <-gone:
+				return
+			case <-time.After(streamInterval):
 			}
 		case <-gone:
 			return
 		}
 	}
+}
+
+// streamInterval is the least time between two writes to a subscriber;
+// the events of a fast run (hundreds of iterations a second) go out
+// together instead of waking the viewer, and the trainer, for each: a
+// viewer needs no more than 20 updates a second.
+const streamInterval = 50 * time.Millisecond
+
+// appendEvent appends an event's line to a subscriber's batch.
+func appendEvent(batch []byte, e trainer.Event) []byte {
+	b, err := json.Marshal(response{OK: true, Event: toWire(e)})
+	if err != nil { // an event is plain data: this does not happen
+		return batch
+	}
+	return append(append(batch, b...), '\n')
 }
 
 // refuse answers a connection's first request with why it is refused.
