@@ -30,6 +30,9 @@ type Options struct {
 	Registry func() ([]EnvChoice, []AgentChoice)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// StartSweep starts a sweep in a process of its own (the sweeps
+	// screen's n); nil: the app cannot start one.
+	StartSweep SweepStarter
 	// Redraw is the interval at which the dashboard takes in events and
 	// redraws; 0 means 100 ms.
 	Redraw time.Duration
@@ -187,6 +190,7 @@ func New(opts Options) *Model {
 	m.screens[scrDashboard] = newDashboard(m.sh)
 	m.screens[scrRuns] = newRunsBrowser(m.sh, opts.Live, opts.RunsRefresh)
 	m.screens[scrWatch] = newWatcher(m.sh)
+	m.screens[scrSweeps] = newSweepsScreen(m.sh, opts.StartSweep)
 	return m
 }
 
@@ -372,6 +376,21 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.screens[scrWatch].Update(msg)
 	case closeWatchMsg:
 		return m, m.show(scrRuns)
+	case sweepsReadMsg, sweepStartedMsg, trialStoppedMsg:
+		return m, m.screens[scrSweeps].Update(msg)
+	case sweepsTickMsg:
+		if m.active != scrSweeps {
+			return m, nil // the screen was left: it stops looking
+		}
+		return m, m.screens[scrSweeps].Update(msg)
+	case showRunsMsg:
+		show := m.show(scrRuns)
+		return m, tea.Batch(show, m.screens[scrRuns].Update(msg))
+	case useConfigMsg:
+		m.setCfg(msg.cfg)
+		m.note = "the configuration of " + msg.from + " is in the editor: s starts a run with it"
+		cmd := m.screens[scrEditor].Update(openEditorMsg{cfg: m.cfg, title: m.cfg.Env.ID + " · " + m.cfg.Agent.Name + " · from " + msg.from})
+		return m, tea.Batch(cmd, m.show(scrEditor))
 	case closeRunsMsg:
 		back := m.back
 		if back == scrRuns || back == scrWatch {

@@ -170,14 +170,15 @@ func testRegistry() ([]EnvChoice, []AgentChoice) {
 // synchronously. The dashboard's poll loop is not followed on its own (it
 // would never end): pump runs one turn of it.
 type harness struct {
-	t       *testing.T
-	m       *Model
-	fake    *fakeTrainer
-	launchs int
-	poll    tea.Cmd
-	tick    *runsTickMsg // the runs browser's next look, held until a test sends it
-	quit    bool
-	w, h    int
+	t         *testing.T
+	m         *Model
+	fake      *fakeTrainer
+	launchs   int
+	poll      tea.Cmd
+	tick      *runsTickMsg   // the runs browser's next look, held until a test sends it
+	sweepTick *sweepsTickMsg // the sweeps screen's, likewise
+	quit      bool
+	w, h      int
 }
 
 func newHarness(t *testing.T, w, h int) *harness {
@@ -244,6 +245,8 @@ func (hs *harness) run(cmd tea.Cmd) {
 		hs.quit = true
 	case runsTickMsg:
 		hs.tick = &msg // followed, it would never end: lookAgain sends it
+	case sweepsTickMsg:
+		hs.sweepTick = &msg // the same
 	case eventsMsg:
 		hs.send(msg)
 	default:

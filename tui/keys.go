@@ -31,6 +31,7 @@ type keyMap struct {
 	Mark, Compare, Refresh, Attach, Watch key.Binding // runs browser
 	Sort, SortReverse, Details            key.Binding // runs browser: order, one run
 	Rename, Tag, Note, Delete             key.Binding // runs browser: managing runs
+	UseConfig                             key.Binding // sweeps: a trial's config into the editor
 
 	PlayPause, StepFrame, Faster, Slower, NextEpisode, Replay key.Binding // watching an agent play
 
@@ -47,7 +48,7 @@ func defaultKeys() keyMap {
 		Help:      b([]string{"?"}, "?", "help"),
 		Quit:      b([]string{"q", "ctrl+c"}, "q", "quit"),
 		ForceQuit: b([]string{"ctrl+c"}, "ctrl+c", "quit now"),
-		Screens:   b([]string{"1", "2", "3", "4"}, "1-4/tab", "screens"),
+		Screens:   b([]string{"1", "2", "3", "4", "5"}, "1-5/tab", "screens"),
 		NextTab:   b([]string{"tab"}, "tab", "next screen"),
 		PrevTab:   b([]string{"shift+tab"}, "shift+tab", "previous screen"),
 
@@ -101,6 +102,7 @@ func defaultKeys() keyMap {
 		Tag:         b([]string{"t"}, "t", "tags"),
 		Note:        b([]string{"e"}, "e", "note"),
 		Delete:      b([]string{"d", "delete"}, "d", "delete"),
+		UseConfig:   b([]string{"e"}, "e", "config → editor"),
 
 		PlayPause:   b([]string{" ", "space"}, "space", "pause/play"),
 		StepFrame:   b([]string{".", "right"}, ".", "one step"),

@@ -355,6 +355,17 @@ func (r *runsBrowser) Update(msg tea.Msg) tea.Cmd {
 	case exportedMsg:
 		r.problem = exportNote(msg)
 		return nil
+	case showRunsMsg:
+		infos := make([]runstore.RunInfo, len(msg.dirs))
+		for i, d := range msg.dirs {
+			infos[i] = runstore.RunInfo{Dir: d}
+		}
+		r.mode = runsCompare
+		if len(infos) == 1 {
+			r.mode = runsOne
+		}
+		r.opening, r.loaded, r.problem = true, nil, ""
+		return loadRunsCmd(infos)
 	case tea.KeyMsg:
 		if r.mode == runsOne || r.mode == runsCompare {
 			if ok, cmd := r.ctl.key(msg, r.has); ok {

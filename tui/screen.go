@@ -54,12 +54,13 @@ const (
 	scrEditor
 	scrDashboard
 	scrRuns
+	scrSweeps
 	scrWatch
 	numScreens
 )
 
-// tabs are the screens the tab bar lists (1–4).
-const tabs = 4
+// tabs are the screens the tab bar lists (1–5).
+const tabs = 5
 
 func cleanPath(p string) string { return filepath.Clean(p) }
 

@@ -13,21 +13,22 @@ import (
 // Every screen is behind the Screen interface, and the tab bar names them.
 func TestScreensBehindOneInterface(t *testing.T) {
 	hs := newHarness(t, 120, 40)
-	for i, want := range []string{"1 pick", "2 config", "3 train", "4 runs"} {
+	for i, want := range []string{"1 pick", "2 config", "3 train", "4 runs", "5 sweeps"} {
 		if hs.m.screens[i] == nil || !strings.Contains(hs.view(), want) {
 			t.Errorf("tab %d (%s) missing", i+1, want)
 		}
 	}
 }
 
-// 1–4 jump, tab and shift+tab cycle, also while a run trains; keys typed
+// 1–5 jump, tab and shift+tab cycle, also while a run trains; keys typed
 // into a filter stay in it.
 func TestTabBarNavigation(t *testing.T) {
 	hs := newHarness(t, 80, 24)
 	steps := []struct {
 		key  string
 		want int
-	}{{"2", scrEditor}, {"3", scrDashboard}, {"4", scrRuns}, {"1", scrPicker}, {"tab", scrEditor}, {"shift+tab", scrPicker}, {"shift+tab", scrRuns}, {"tab", scrPicker}}
+	}{{"2", scrEditor}, {"3", scrDashboard}, {"4", scrRuns}, {"5", scrSweeps}, {"1", scrPicker}, {"tab", scrEditor},
+		{"shift+tab", scrPicker}, {"shift+tab", scrSweeps}, {"shift+tab", scrRuns}, {"tab", scrSweeps}, {"tab", scrPicker}}
 	for _, s := range steps {
 		hs.press(s.key)
 		if hs.m.active != s.want {

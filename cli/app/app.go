@@ -67,7 +67,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	resolve := func(envID, agent string) (config.Config, error) {
 		return config.Resolve(o.ConfigFile, append(overrides[:len(overrides):len(overrides)], "env.id="+envID, "agent.name="+agent))
 	}
-	opts := tui.Options{Config: cfg, Launch: spawn.Launcher(), Detachable: true, Resolve: resolve, AttachTo: spawn.AttachTo, Background: spawn.LiveDirs}
+	opts := tui.Options{Config: cfg, Launch: spawn.Launcher(), Detachable: true, Resolve: resolve, AttachTo: spawn.AttachTo, Background: spawn.LiveDirs, StartSweep: spawn.StartSweep}
 	if o.InProcess {
 		opts.Launch, opts.Detachable = tui.Local(ctx, trainer.Options{}), false
 	}

@@ -103,6 +103,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		Launch:     spawn.Launcher(),
 		AttachTo:   spawn.AttachTo,
 		Background: spawn.LiveDirs,
+		StartSweep: spawn.StartSweep,
 	}
 	s, err := sshserve.New(sc, log.New(stderr, "", log.LstdFlags))
 	if err != nil {

@@ -189,3 +189,39 @@ func LiveRuns(runsDir string) []Live {
 	})
 	return out
 }
+
+// StartSweep runs `agenttrainer sweep SPEC trainer.runs_dir=RUNS_DIR` in a
+// process of its own that outlives the app (the sweeps screen's n), its
+// output in RUNS_DIR/sweep-<time>.log. A sweep that ends within a second
+// (a spec the app's check let through) is reported with its log's end.
+func StartSweep(spec, runsDir string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(runsDir, 0o755); err != nil {
+		return err
+	}
+	logPath := filepath.Join(runsDir, "sweep-"+time.Now().Format("20060102-150405")+".log")
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd := exec.Command(exe, "sweep", spec, "trainer.runs_dir="+runsDir)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // not killed with this terminal
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			return fmt.Errorf("the sweep stopped at once (%v); %s ends with:\n%s", err, logPath, tail(logPath, 6))
+		}
+	case <-time.After(time.Second):
+	}
+	return nil
+}

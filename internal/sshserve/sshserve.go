@@ -63,6 +63,7 @@ type Config struct {
 	// session attaches to them at start, so runs started in an earlier
 	// session (or a local terminal) are there when one logs in again.
 	Background func(runsDir string) []string
+	StartSweep tui.SweepStarter // the sweeps screen's n; nil: sessions cannot start sweeps
 }
 
 func (c Config) loginGrace() time.Duration {
@@ -471,6 +472,7 @@ func (s *Server) program(sess ssh.Session) *tea.Program {
 		Detachable: true, // every run lives in a process of its own and outlives the session
 		Resolve:    s.cfg.Resolve,
 		Background: s.cfg.Background,
+		StartSweep: s.cfg.StartSweep,
 		Renderer:   r,
 	})
 	opts := append(bm.MakeOptions(sess), tea.WithAltScreen(), tea.WithoutSignalHandler())
