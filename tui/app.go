@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/agenttrainer/agenttrainer/internal/sweep"
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
@@ -407,6 +409,17 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
+// runsDirOf is the runs directory a run belongs to: its parent, or, for a
+// sweep's trial (runs/<sweep>/trial-003), the sweep's parent, so that new
+// runs do not land among the trials.
+func runsDirOf(runDir string) string {
+	parent := filepath.Dir(runDir)
+	if _, err := os.Stat(filepath.Join(parent, sweep.SpecFile)); err == nil {
+		return filepath.Dir(parent)
+	}
+	return parent
+}
+
 // stopAll asks every live run to stop.
 func (m *Model) stopAll() tea.Cmd {
 	var cmds []tea.Cmd
@@ -629,7 +642,7 @@ func (m *Model) launched(msg launchedMsg) tea.Cmd {
 	}
 	if !msg.background {
 		m.setCfg(m.cfg.Clone())
-		m.cfg.Trainer.RunsDir = filepath.Dir(msg.info.RunDir)
+		m.cfg.Trainer.RunsDir = runsDirOf(msg.info.RunDir)
 		m.sh.runsDir = m.cfg.Trainer.RunsDir
 	}
 	r.awaitBackfill()

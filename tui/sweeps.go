@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -452,7 +453,7 @@ func (s *sweepsScreen) viewTrials(sw *sweepSummary) string {
 		t := sw.trials[i]
 		line := fitLine(t.rec.Trial, 11)
 		for _, k := range keys {
-			line += fitLine(cut(config.FormatValue(t.rec.Params[k]), valW-1), valW)
+			line += fitLine(cut(paramValue(t.rec.Params[k]), valW-1), valW)
 		}
 		state := t.rec.State
 		if t.rec.Reason != "" && state != sweep.Done {
@@ -468,6 +469,15 @@ func (s *sweepsScreen) viewTrials(sw *sweepSummary) string {
 		}
 	}
 	return fit(b.String()+s.foot(), s.w, s.h)
+}
+
+// paramValue prints a trial's value of a key: numbers to four significant
+// digits (a log-uniform draw has sixteen), the rest as TOML.
+func paramValue(v any) string {
+	if f, ok := v.(float64); ok {
+		return strconv.FormatFloat(f, 'g', 4, 64)
+	}
+	return config.FormatValue(v)
 }
 
 // shortKey is a config key without its table when that is enough

@@ -130,3 +130,17 @@ func TestSweepsGolden(t *testing.T) {
 		})
 	}
 }
+
+func TestRunsDirOf(t *testing.T) {
+	t.Chdir(t.TempDir())
+	writeSweep(t, "runs")
+	for _, tc := range []struct{ run, want string }{
+		{"runs/lr-sweep/trial-001", "runs"},
+		{"runs/20240102-030405-CartPole-v1-mlp", "runs"},
+		{"elsewhere/run", "elsewhere"},
+	} {
+		if got := runsDirOf(tc.run); got != tc.want {
+			t.Errorf("runsDirOf(%q) = %q, want %q", tc.run, got, tc.want)
+		}
+	}
+}
