@@ -787,7 +787,7 @@ func (m *Model) View() string {
 	return m.header() + "\n" + fit(body, m.w, bh) + "\n" + fit(footer, m.w, m.h-1-bh)
 }
 
-// header is the tab bar (1–4) and the state of the trainings, from any
+// header is the tab bar (1–5) and the state of the trainings, from any
 // screen; narrow terminals get shorter names.
 func (m *Model) header() string {
 	th := &m.th

@@ -24,7 +24,7 @@ type Screen interface {
 	// Help is the screen's key help, for the footer.
 	Help() help.KeyMap
 	// Capturing reports whether typed keys belong to a text field (a
-	// filter, a value being edited): then the root's own keys (1–4, tab,
+	// filter, a value being edited): then the root's own keys (1–5, tab,
 	// q, ?) are typed into it instead.
 	Capturing() bool
 	// Title names the screen in the tab bar.
