@@ -91,6 +91,51 @@ type Picturer interface {
 	Picture() (drawing, caption string)
 }
 
+// Colourer is implemented by Renderers whose drawing is cells of a few
+// kinds (MinAtar's channels): the xterm-256 colour of each kind's letter, for
+// viewers that can colour them (the legend in the caption uses the same
+// letters).
+type Colourer interface {
+	Colours() map[rune]int
+}
+
+// Colours are e's cell colours (unwrapping wrappers), or nil.
+func Colours(e Env) map[rune]int {
+	for {
+		if c, ok := e.(Colourer); ok {
+			return c.Colours()
+		}
+		u, ok := e.(interface{ Unwrap() Env })
+		if !ok {
+			return nil
+		}
+		e = u.Unwrap()
+	}
+}
+
+// Paint colours the letters of text that colours names with paint (an
+// ANSI escape, a lipgloss style); in a caption (legend) only a letter that
+// starts an item ("= paddle  o ball") is painted.
+func Paint(text string, colours map[rune]int, legend bool, paint func(s string, colour int) string) string {
+	if len(colours) == 0 {
+		return text
+	}
+	var b strings.Builder
+	rs := []rune(text)
+	for i, r := range rs {
+		c, ok := colours[r]
+		if ok && legend {
+			ok = (i == 0 || rs[i-1] == '\n' || (i >= 2 && rs[i-1] == ' ' && rs[i-2] == ' ')) && i+1 < len(rs) && rs[i+1] == ' '
+		}
+		if ok {
+			b.WriteString(paint(string(r), c))
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
 // Picture splits e's rendering into drawing and caption; a Renderer that is
 // no Picturer is all drawing. ok is false when e cannot draw itself.
 func Picture(e Env) (drawing, caption string, ok bool) {

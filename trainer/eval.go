@@ -34,6 +34,9 @@ type Frame struct {
 	Last    bool    // the episode ended on this step: Return is its return
 	Drawing string  // the environment's picture, ending in a newline
 	Caption string  // the figures or legend drawn under it, when apart
+	// Colours, when the environment has them, are the xterm-256 colours of
+	// the drawing's cell letters (and the legend's): see envs.Paint.
+	Colours map[rune]int
 }
 
 // Text is the frame as the environment renders it: drawing, then caption.
@@ -109,6 +112,7 @@ func Evaluate(ctx context.Context, dir string, o EvalOptions) (EvalResult, error
 		ok := len(v.Envs) > 0 // a remote batch has no environment here to draw
 		if ok {
 			f.Drawing, f.Caption, ok = envs.Picture(v.Envs[0])
+			f.Colours = envs.Colours(v.Envs[0])
 		}
 		if !ok {
 			return fmt.Errorf("%s cannot draw itself as text", cfg.Env.ID)

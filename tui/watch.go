@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -11,7 +12,9 @@ import (
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
+	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/trainer"
 )
 
@@ -212,6 +215,12 @@ func (w *watcher) View() string {
 	caption := strings.TrimSuffix(f.Caption, "\n")
 	used := len(top) + len(bottom) + strings.Count(caption, "\n") + 1
 	drawing := centre(scaleDrawing(f.Drawing, inner, w.h-2-used), inner)
+	if len(f.Colours) > 0 { // after scaling and centring: they count cells
+		paint := func(s string, c int) string {
+			return w.th.r.NewStyle().Foreground(lipgloss.Color(strconv.Itoa(c))).Render(s)
+		}
+		drawing, caption = envs.Paint(drawing, f.Colours, false, paint), envs.Paint(caption, f.Colours, true, paint)
+	}
 	body := strings.Join(top, "\n") + "\n" + drawing + "\n" + caption
 	if len(bottom) > 0 {
 		body += "\n" + strings.Join(bottom, "\n")

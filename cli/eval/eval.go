@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
+	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/trainer"
 )
 
@@ -56,7 +57,8 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	if o.Render {
 		opts.Frame = func(f trainer.Frame) error {
 			fmt.Fprintf(stdout, "\x1b[H\x1b[2J%s  episode %d/%d  step %d  return %s\n%s\n", filepath.Base(o.RunDir),
-				f.Episode+1, o.Episodes, f.Step, strconv.FormatFloat(f.Return, 'g', 6, 64), f.Text())
+				f.Episode+1, o.Episodes, f.Step, strconv.FormatFloat(f.Return, 'g', 6, 64),
+				envs.Paint(f.Drawing, f.Colours, false, ansiColour)+envs.Paint(f.Caption, f.Colours, true, ansiColour))
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
@@ -107,4 +109,9 @@ func meanOf(xs []float64) float64 {
 		s += x
 	}
 	return s / float64(len(xs))
+}
+
+// ansiColour paints s in an xterm-256 colour (--render draws with escapes).
+func ansiColour(s string, colour int) string {
+	return fmt.Sprintf("\x1b[38;5;%dm%s\x1b[0m", colour, s)
 }

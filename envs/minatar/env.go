@@ -147,6 +147,19 @@ func (e *Env) ObservationSpace() envs.Space {
 // ActionSpace implements envs.Env: 6 actions (-v0) or the minimal set (-v1).
 func (e *Env) ActionSpace() envs.Space { return envs.Space{Kind: envs.Discrete, N: len(e.actionSet)} }
 
+// cellColours are the channels' colours in order (xterm-256): distinct on
+// dark and light terminals; trails and speeds in quieter tones.
+var cellColours = []int{214, 196, 244, 226, 45, 201, 46, 33, 208, 99}
+
+// Colours implements envs.Colourer: a colour for each channel's letter.
+func (e *Env) Colours() map[rune]int {
+	out := make(map[rune]int, len(e.info.letters))
+	for k, l := range e.info.letters {
+		out[l] = cellColours[k%len(cellColours)]
+	}
+	return out
+}
+
 // Channels names the observation's channels in order.
 func (e *Env) Channels() []string { return slices.Clone(e.info.channels) }
 

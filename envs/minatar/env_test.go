@@ -126,3 +126,28 @@ func TestSnapshotResumesExactly(t *testing.T) {
 		})
 	}
 }
+
+// Every channel's letter has a colour of its own, and the legend lists
+// every letter, so the watch view can colour cells and legend alike.
+func TestColoursCoverTheLetters(t *testing.T) {
+	for _, id := range []string{"MinAtar/Asterix-v1", "MinAtar/Breakout-v1", "MinAtar/Freeway-v1", "MinAtar/Seaquest-v1", "MinAtar/SpaceInvaders-v1"} {
+		e, err := envs.Make(id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := e.(*Env)
+		colours := envs.Colours(e)
+		seen := map[int]bool{}
+		_, caption := m.Picture()
+		for _, l := range m.info.letters {
+			c, ok := colours[l]
+			if !ok || seen[c] {
+				t.Errorf("%s: letter %q has no colour of its own (%v)", id, l, colours)
+			}
+			seen[c] = true
+			if !strings.Contains(caption, string(l)+" ") {
+				t.Errorf("%s: the legend %q lacks %q", id, caption, l)
+			}
+		}
+	}
+}
