@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
@@ -60,11 +61,28 @@ func BenchmarkScaling(b *testing.B) {
 }
 
 // BenchmarkUpdate times the update phase alone on a filled rollout and
-// reports its arithmetic rate, to compare with gpu's BenchmarkFMAPeak.
+// reports its arithmetic rate, to compare with gpu's BenchmarkFMAPeak: the
+// CartPole MLPs of the scaling grid, and the MinAtar preset's CNN.
 func BenchmarkUpdate(b *testing.B) {
+	type setup struct {
+		name string
+		cfg  func(b *testing.B) config.Config
+	}
+	var setups []setup
 	for _, g := range scalingGrid {
-		b.Run(fmt.Sprintf("envs=%d/hidden=%s", g.envs, g.hidden), func(b *testing.B) {
-			cfg := benchConfig(b, g.envs, g.hidden)
+		setups = append(setups, setup{fmt.Sprintf("envs=%d/hidden=%s", g.envs, g.hidden),
+			func(b *testing.B) config.Config { return benchConfig(b, g.envs, g.hidden) }})
+	}
+	setups = append(setups, setup{"MinAtar/Breakout-v1/preset", func(b *testing.B) config.Config {
+		cfg, err := config.Resolve("", []string{"env.id=\"MinAtar/Breakout-v1\"", "trainer.device=cpu", "trainer.runs_dir=" + b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return cfg
+	}})
+	for _, s := range setups {
+		b.Run(s.name, func(b *testing.B) {
+			cfg := s.cfg(b)
 			t, err := New(cfg, Options{})
 			if err != nil {
 				b.Fatal(err)
@@ -85,7 +103,11 @@ func BenchmarkUpdate(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				t.update(buf, batch, samples, &p.opt, 1e-4, &m)
 			}
-			b.ReportMetric(UpdateFLOPs(cfg, obs, 2)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			outputs := t.actSpace.N // a discrete policy's logits
+			if t.actSpace.Kind != envs.Discrete {
+				outputs = t.actSpace.Dim
+			}
+			b.ReportMetric(UpdateFLOPs(cfg, obs, t.obsSpace.Shape, outputs)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
 }

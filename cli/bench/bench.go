@@ -61,7 +61,7 @@ func (r benchRun) updateRate(cfg config.Config, obs, outputs int) float64 {
 	for _, m := range r.metrics {
 		seconds += float64(m.UpdateS)
 	}
-	return trainer.UpdateFLOPs(cfg, obs, outputs) * float64(len(r.metrics)) / seconds / 1e9
+	return trainer.UpdateFLOPs(cfg, obs, nil, outputs) * float64(len(r.metrics)) / seconds / 1e9
 }
 
 // summary is the median, min and max of some runs' figure.
@@ -196,7 +196,7 @@ func (b *bench) report(w io.Writer, runs int, quick bool) error {
 		}
 		// Iterations worth about 60 GFLOP of updates (a second or so), and
 		// at least 4, whatever the size.
-		iters := max(4, int(math.Ceil(60e9/trainer.UpdateFLOPs(cfg, 4, 2))))
+		iters := max(4, int(math.Ceil(60e9/trainer.UpdateFLOPs(cfg, 4, nil, 2))))
 		if quick {
 			iters = 2
 		}

@@ -1,0 +1,37 @@
+package trainer
+
+import (
+	"testing"
+
+	"github.com/agenttrainer/agenttrainer/trainer/config"
+)
+
+func TestUpdateFLOPs(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		overrides []string
+		obs       int
+		shape     []int
+		outputs   int
+		want      float64
+	}{
+		// actor 4·64 (forward, weight gradient) + 64·64 + 64·2 (and input
+		// gradients), critic likewise to one output: 26,176 multiply-adds a
+		// sample, ×2 operations, ×512 samples × 4 epochs.
+		{"mlp, CartPole's default", nil, 4, nil, 2, 2 * 26176 * 512 * 4},
+		// conv 8·8 outputs × 3·3·4 patch × 16 (no input gradient), dense
+		// 1024·128, heads 128·3 and 128·1: 468,480 multiply-adds a sample.
+		{"cnn, Breakout's 10×10×4", []string{"agent.name=\"cnn\"", "agent.conv=[[16, 3, 1]]", "agent.hidden=[128]", "env.num_envs=1", "ppo.num_steps=1", "ppo.num_minibatches=1", "ppo.update_epochs=1"},
+			400, []int{10, 10, 4}, 3, 2 * 468480},
+		{"cnn with padding and a stride", []string{"agent.name=\"cnn\"", "agent.conv=[[8, 3, 2, 1]]", "agent.hidden=[16]", "env.num_envs=1", "ppo.num_steps=1", "ppo.num_minibatches=1", "ppo.update_epochs=1"},
+			400, []int{10, 10, 4}, 3, 2 * (2*5*5*9*4*8 + 3*200*16 + 3*16*3 + 3*16)},
+	} {
+		cfg := config.Default()
+		if err := cfg.ApplyArgs(tc.overrides); err != nil {
+			t.Fatal(err)
+		}
+		if got := UpdateFLOPs(cfg, tc.obs, tc.shape, tc.outputs); got != tc.want {
+			t.Errorf("%s: %v FLOPs, want %v", tc.name, got, tc.want)
+		}
+	}
+}
