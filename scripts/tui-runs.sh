@@ -2,7 +2,7 @@
 # Drives the real terminal app in tmux through what the second generation
 # added, at 120×40 and at 80×24, and fails when the screen does not show it:
 #
-#   switch screens with 1–4 and tab (also while a run trains) → start a
+#   switch screens with 1–5 and tab (also while a run trains) → start a
 #   second run beside the first and switch the dashboard between them with
 #   ] and [ → chart entropy (c, a filter) and then the grid (g) → toggle
 #   wall-clock X (t) and log Y (l) → quit, detaching both runs.
@@ -29,13 +29,15 @@ for size in 120x40 80x24; do
     "$(app_command "$work/$size" ppo.total_timesteps=20000000); echo \"agenttrainer exited with \$?\"; sleep 600"
   wait_for "Pick an environment and an agent" 20
 
-  # 1. The tab bar: 1–4 jump, tab and shift+tab cycle.
+  # 1. The tab bar: 1–5 jump, tab and shift+tab cycle.
   keys 2; wait_for "[2 config]"; expect "KEY"
   keys 4; wait_for "[4 runs]"
   keys 3; wait_for "[3 train]"; expect "No training yet"
   keys Tab; wait_for "[4 runs]"
+  keys Tab; wait_for "[5 sweeps]"
   keys Tab; wait_for "[1 pick]"
-  keys BTab; wait_for "[4 runs]"
+  keys BTab; wait_for "[5 sweeps]"
+  keys 5; wait_for "Sweeps in runs"
   keys 1; wait_for "[1 pick]"
 
   # 2. A first run; the picker and the editor stay usable while it trains.
