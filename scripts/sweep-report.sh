@@ -58,11 +58,14 @@ if [[ " $parts " == *" 2 "* ]]; then
     start=$(date +%s.%N)
     "$at" sweep --backend slurm "$spec" trainer.runs_dir="$work/slurm-runs" >"$work/out.txt" 2>&1 &
     pid=$!
-    for _ in $(seq 40); do
-      if squeue -h | grep -q .; then
-        echo "  squeue while it runs:"
-        squeue | head -8 | sed 's/^/    /'
-        break
+    shown=""
+    for _ in $(seq 80); do # the queue as it fills, then with trials running
+      q=$(squeue 2>/dev/null || true)
+      if [ -z "$shown" ] && [ "$(echo "$q" | wc -l)" -gt 1 ]; then
+        echo "  squeue as the array is queued:"; echo "$q" | head -6 | sed 's/^/    /'; shown=queued
+      fi
+      if [ "$shown" = queued ] && echo "$q" | grep -q ' R '; then
+        echo "  squeue with trials running:"; echo "$q" | head -8 | sed 's/^/    /'; break
       fi
       sleep 0.25
     done
@@ -73,7 +76,7 @@ if [[ " $parts " == *" 2 "* ]]; then
     cp "$work/out.txt" "$d/sweep.log"
     summary "$d"
     echo "  sacct:"
-    sacct --format=JobID,JobName,State,ExitCode,Elapsed 2>&1 | head -20 | sed 's/^/    /'
+    { sacct --format=JobID,JobName,State,ExitCode,Elapsed 2>&1 || true; } | head -20 | sed "s/^/    /"
     echo "  Slurm job ids and states in sweep.jsonl:"
     python3 -c 'import json,sys; [print("    %s job %s: %s (%s)" % (r["trial"], r.get("job_id"), r.get("slurm_state"), r["state"])) for r in map(json.loads, open(sys.argv[1]))]' "$d/sweep.jsonl" | head -16
   fi
