@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenttrainer/agenttrainer/cli"
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/control"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
@@ -48,10 +50,41 @@ func TestDetachAttachEditStop(t *testing.T) {
 		t.Fatalf("ps: exit %d\n%s", code, out)
 	}
 
-	// Watch headless for a moment; interrupting leaves the training going.
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-	code, watched, errb := runCLIContext(ctx, "attach", dir)
+	// Watch headless until a progress line comes; interrupting leaves the
+	// training going.
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe() // attach writes from two goroutines; the pipe takes one write at a time
+	progressed, watchedText := make(chan struct{}), make(chan string, 1)
+	go func() {
+		var b []byte
+		buf := make([]byte, 4096)
+		for seen := false; ; {
+			n, err := pr.Read(buf)
+			b = append(b, buf[:n]...)
+			if !seen && bytes.Contains(b, []byte("steps/s")) {
+				seen = true
+				close(progressed)
+			}
+			if err != nil {
+				break
+			}
+		}
+		watchedText <- string(b)
+	}()
+	var errBuf bytes.Buffer
+	attached := make(chan int, 1)
+	go func() {
+		code := cli.Main(ctx, []string{"attach", dir}, pw, &errBuf)
+		pw.Close()
+		attached <- code
+	}()
+	select {
+	case <-progressed:
+	case <-time.After(60 * time.Second):
+	}
 	cancel()
+	code = <-attached
+	watched, errb := <-watchedText, errBuf.String()
 	if code != 0 || !strings.Contains(watched, "steps/s") || !strings.Contains(watched, "detached; the training in") {
 		t.Fatalf("attach: exit %d\n%s%s", code, watched, errb)
 	}

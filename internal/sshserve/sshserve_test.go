@@ -442,7 +442,7 @@ func TestServeTwoViewersOneRun(t *testing.T) {
 	}
 	for i, v := range viewers {
 		v.waitText(t, 20*time.Second, filepath.Base(run)) // the dashboard's "run DIR" line, cut to the width
-		v.waitText(t, 5*time.Second, "CartPole-v1 · mlp")
+		v.waitText(t, 20*time.Second, "CartPole-v1 · mlp")
 		waitFor(t, 30*time.Second, fmt.Sprintf("viewer %d's step counter to advance", i+1), func() bool {
 			var seen []float64 // the counter reads 0 until the run's history is read back
 			for _, x := range v.steps() {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -49,7 +50,12 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		fmt.Println("locked")
-		select {} // until killed
+		// Until killed, or until the test's end of the pipe closes. Not
+		// `select {}`: with every goroutine blocked the runtime ends the
+		// process ("all goroutines are asleep"), dropping the lock before
+		// the test looks at it whenever the machine is busy enough.
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
@@ -60,6 +66,8 @@ func TestLockOfAKilledProcessIsFree(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "RUNSTORE_HOLD_LOCK="+dir)
+	hold, _ := cmd.StdinPipe() // the holder keeps the lock while this stays open
+	defer hold.Close()
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
