@@ -135,7 +135,11 @@ func flatten(prefix string, m map[string]any, out map[string]any) {
 		if prefix != "" {
 			name = prefix + "." + k
 		}
-		if sub, ok := v.(map[string]any); ok && (len(sub) > 0 || name != argsPrefix) {
+		// An empty table is a value where tables are values (env.args and
+		// the tables inside it: `[env.args.0]` reads back as {}), else
+		// nothing to set.
+		isArgs := name == argsPrefix || strings.HasPrefix(name, argsPrefix+".")
+		if sub, ok := v.(map[string]any); ok && (len(sub) > 0 || !isArgs) {
 			flatten(name, sub, out)
 			continue
 		}
