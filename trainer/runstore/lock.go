@@ -59,16 +59,31 @@ func (l *Lock) Release() {
 
 // CheckFree returns an error wrapping ErrInUse when a live process holds
 // dir's lock. It writes nothing (a directory without a lock file is free).
+// A lock that cannot be looked at is not taken for free: the error says
+// why.
 func CheckFree(dir string) error {
-	f, err := os.OpenFile(filepath.Join(dir, LockFile), os.O_RDONLY, 0)
-	if err != nil {
+	// O_NONBLOCK: a pipe put where the lock file belongs must not hang
+	// the probe (a regular file ignores the flag).
+	f, err := os.OpenFile(filepath.Join(dir, LockFile), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); errors.Is(err, syscall.EWOULDBLOCK) {
-		f.Close()
-		return inUse(dir)
+	if err != nil {
+		return fmt.Errorf("cannot tell whether a training holds %s: %w", dir, err)
 	}
-	f.Close() // closing the only descriptor drops the probe's lock
+	defer f.Close() // closing the only descriptor drops the probe's lock
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	switch {
+	case errors.Is(err, syscall.EWOULDBLOCK):
+		return inUse(dir)
+	case err != nil:
+		return fmt.Errorf("cannot tell whether a training holds %s: locking %s: %w", dir, LockFile, err)
+	}
 	return nil
 }
 

@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -85,5 +87,18 @@ func TestLockOfAKilledProcessIsFree(t *testing.T) {
 	cmd.Wait()
 	if err := CheckFree(dir); err != nil {
 		t.Fatalf("after the holder was killed: %v", err)
+	}
+}
+
+// A pipe where the lock file belongs does not hang the probe (opening a
+// FIFO for reading waits for a writer unless told not to); nobody holds a
+// lock on it, so it is free.
+func TestCheckFreeDoesNotHangOnAPipe(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, LockFile), 0o644); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	if err := CheckFree(dir); err != nil {
+		t.Fatalf("CheckFree with a pipe for a lock file: %v", err)
 	}
 }
