@@ -65,6 +65,7 @@ func (s *sshd) ssh(key string, extra ...string) (int, string) {
 func (s *sshd) refusesStranger() {
 	code, out := s.ssh("stranger")
 	s.c.check(code == 255 && strings.Contains(out, "Permission denied"), "unknown key: exit %d: %s", code, lastLines(out, 2))
+	s.c.note("unknown key: exit %d: %s", code, lastLines(out, 1))
 }
 
 func (s *sshd) stop() {
@@ -109,6 +110,7 @@ func sshCases() []hcase {
 		{"password auth refused", "ssh exits 255 with Permission denied", func(c *cx, s *sshd) {
 			code, out := s.ssh("stranger", "-o", "PreferredAuthentications=password,keyboard-interactive")
 			c.check(code == 255, "exit %d: %s", code, lastLines(out, 1))
+			c.note("password login: exit %d: %s", code, lastLines(out, 1))
 		}},
 		{"garbage on the port", "the connection is dropped; the server still refuses an unknown key", dialN(1, []byte("GET / HTTP/1.1\r\n\r\n\x00\xff\xfe garbage"))},
 		{"SSH banner then garbage", "the connection is dropped; the server goes on", dialN(1, append([]byte("SSH-2.0-evil\r\n"), make([]byte, 65536)...))},
@@ -122,11 +124,15 @@ func sshCases() []hcase {
 		{"100 idle connections", "the server goes on and refuses an unknown key; memory bounded", dialN(100, nil)},
 		{"50 banner-only connections", "the server goes on; memory bounded", dialN(50, []byte("SSH-2.0-x\r\n"))},
 		{"20 unknown-key logins", "each refused; the server goes on", func(c *cx, s *sshd) {
+			refused := 0
 			for i := 0; i < 20; i++ {
 				if code, _ := s.ssh("stranger"); code != 255 {
 					c.fail("login %d: exit %d", i, code)
+				} else {
+					refused++
 				}
 			}
+			c.note("%d of 20 logins refused (exit 255)", refused)
 		}},
 	}
 	var cs []hcase
