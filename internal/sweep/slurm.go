@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,7 +52,7 @@ func (sw *Sweep) cancelOldTasks(ctx context.Context) {
 	exec.Command("scancel", old...).Run()
 	sw.waitSlurmGone(ctx, old)
 	for _, r := range sw.Records {
-		if r.JobID != "" && !slurmTerminal[r.Slurm] {
+		if slices.Contains(old, r.JobID) { // only the tasks cancelled here
 			r.Slurm = "CANCELLED"
 		}
 	}
