@@ -81,16 +81,13 @@ type CNN struct {
 	// cap rows: per convolution its patches (reused for their gradient),
 	// outputs and output gradients; per hidden layer its outputs and their
 	// gradients; the heads' outputs and gradients.
-	cap                 int
-	cols, cOut, cGrad   []gpu.Tensor
-	dOut, dGrad         []gpu.Tensor
-	piOut, piGrad       gpu.Tensor
-	vfOut, vfGrad       gpu.Tensor
-	rows                int
-	obsDev              gpu.Tensor
-	hostOut, hostLogStd []float32
-	probs               []float64
-	actCap              int
+	cap               int
+	cols, cOut, cGrad []gpu.Tensor
+	dOut, dGrad       []gpu.Tensor
+	piOut, piGrad     gpu.Tensor
+	vfOut, vfGrad     gpu.Tensor
+	rows              int
+	actBuffers
 }
 
 // convLayer is one convolution: weights (K·K·C)×out, rows in the patch
@@ -395,16 +392,7 @@ func (a *CNN) Gradients(obs gpu.Tensor, p gpu.PPOPolicyArgs, v *gpu.ValueArgs) {
 	a.backward(value)
 }
 
-func (a *CNN) reserveAct(n int) {
-	if n <= a.actCap {
-		return
-	}
-	a.obsDev = a.dev.Alloc(n, a.obsDim)
-	a.hostOut = make([]float32, n*a.nOut)
-	a.hostLogStd = make([]float32, a.nOut)
-	a.probs = make([]float64, a.nOut)
-	a.actCap = n
-}
+func (a *CNN) reserveAct(n int) { a.actBuffers.grow(a.dev, n, a.obsDim, a.nOut) }
 
 // Values implements Agent.
 func (a *CNN) Values(obs []float32, n int, values []float32) {

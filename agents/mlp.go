@@ -107,11 +107,7 @@ type ActorCritic struct {
 	logStd, dLogStd gpu.Tensor // Gaussian only
 	names           []NamedTensor
 
-	// Host buffers for acting.
-	obsDev              gpu.Tensor
-	hostOut, hostLogStd []float32
-	probs               []float64
-	actCap              int
+	actBuffers // for acting
 
 	// The minibatch Gradients is working on, and its two passes as
 	// function values made once (a method value made per call would be
@@ -301,15 +297,27 @@ func (a *ActorCritic) runCritic(dev gpu.Device) {
 	a.critic.backward(dev)
 }
 
-func (a *ActorCritic) reserveAct(n int) {
-	if n <= a.actCap {
+func (a *ActorCritic) reserveAct(n int) { a.actBuffers.grow(a.dev, n, a.obsDim, a.nOut) }
+
+// actBuffers are what acting on n observations at once needs, for the mlp
+// and the cnn alike: the observations on the device and host copies of the
+// policy's outputs, grown to the largest n asked for.
+type actBuffers struct {
+	obsDev              gpu.Tensor
+	hostOut, hostLogStd []float32
+	probs               []float64
+	actCap              int
+}
+
+func (b *actBuffers) grow(dev gpu.Device, n, obsDim, nOut int) {
+	if n <= b.actCap {
 		return
 	}
-	a.obsDev = a.dev.Alloc(n, a.obsDim)
-	a.hostOut = make([]float32, n*a.nOut)
-	a.hostLogStd = make([]float32, a.nOut)
-	a.probs = make([]float64, a.nOut)
-	a.actCap = n
+	b.obsDev = dev.Alloc(n, obsDim)
+	b.hostOut = make([]float32, n*nOut)
+	b.hostLogStd = make([]float32, nOut)
+	b.probs = make([]float64, nOut)
+	b.actCap = n
 }
 
 // Values implements Agent.

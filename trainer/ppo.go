@@ -150,7 +150,7 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 	}
 	t.logf("training %s with %s on %s for %d steps", c.Env.ID, c.Agent.Name, t.devInfo, c.PPO.TotalTimesteps)
 
-	var unlogged *Metrics // the newest iteration's metrics when its row was not written
+	rowWritten := true // whether the newest iteration (sum.Last) has its metrics row
 	for iter := p.iter + 1; t.moreToDo(iter, p.step); iter++ {
 		t.iterStart = time.Now()
 		stepBefore := p.step
@@ -218,12 +218,11 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		mean, lo, hi, length := p.episodes.stats()
 		m.Episodes, m.EpReturnMean, m.EpReturnMin, m.EpReturnMax, m.EpLengthMean =
 			p.episodes.total, Float(mean), Float(lo), Float(hi), Float(length)
-		unlogged = &m
-		if validated || t.logDue(stepBefore, p.step, iter) { // a validation's figures are never dropped
+		rowWritten = validated || t.logDue(stepBefore, p.step, iter) // a validation's figures are never dropped
+		if rowWritten {
 			if err := t.logMetrics(f, &m); err != nil {
 				return sum, err
 			}
-			unlogged = nil
 		}
 		sum.Last, sum.Iterations = m, iter
 		t.stepsDone.Store(p.step)
@@ -249,8 +248,8 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 	}
 	// The last iteration has its row, whether the run completed or was
 	// stopped, and a final checkpoint.
-	if unlogged != nil {
-		if err := t.logMetrics(f, unlogged); err != nil {
+	if !rowWritten {
+		if err := t.logMetrics(f, &sum.Last); err != nil {
 			return sum, err
 		}
 	}

@@ -667,6 +667,15 @@ func xExtent(last, total int64) float64 {
 	return float64(max(total, last))
 }
 
+// timeExtent is the right end of a wall-clock X axis whose data end at
+// last seconds: a round number under a minute, the next whole second after.
+func timeExtent(last float64) float64 {
+	if last >= 60 {
+		return math.Max(math.Ceil(last), 1)
+	}
+	return math.Max(niceCeil(last), 1)
+}
+
 // niceCeil rounds v up to 1, 2, 2.5 or 5 times a power of ten.
 func niceCeil(v float64) float64 {
 	if v <= 0 {

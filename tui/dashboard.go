@@ -209,11 +209,7 @@ func (d *dashboard) layout() {
 // of it, zoomed to the last share or to a typed range.
 func (d *dashboard) xRange(r *run) (float64, float64) {
 	if d.opts.wall {
-		full := math.Max(niceCeil(r.hist.lastTime()), 1)
-		if r.hist.lastTime() >= 60 {
-			full = math.Max(math.Ceil(r.hist.lastTime()), 1)
-		}
-		return d.opts.xRange(r.hist.lastTime(), full)
+		return d.opts.xRange(r.hist.lastTime(), timeExtent(r.hist.lastTime()))
 	}
 	return d.opts.xRange(float64(r.hist.lastStep()), xExtent(r.hist.lastStep(), r.total))
 }

@@ -56,10 +56,7 @@ func (r *runsBrowser) xRange() (float64, float64) {
 		}
 	}
 	if o.wall {
-		full = math.Max(niceCeil(last), 1)
-		if last >= 60 {
-			full = math.Max(math.Ceil(last), 1)
-		}
+		full = timeExtent(last)
 	}
 	if len(r.loaded) > 1 && !o.wall { // overlaid runs end where the longest does
 		full = math.Max(last, 1)

@@ -360,6 +360,18 @@ func (s *server) viewTerm(ctx context.Context, t *testing.T, term string) *viewe
 	return v
 }
 
+// advancing reports whether the viewer's step counter has shown two
+// values, the later larger (it reads 0 until the run's history is read back).
+func (v *viewer) advancing() bool {
+	var seen []float64
+	for _, x := range v.steps() {
+		if x > 0 {
+			seen = append(seen, x)
+		}
+	}
+	return len(seen) >= 2 && seen[len(seen)-1] > seen[0]
+}
+
 // text is what the viewer's screen received, without escape sequences.
 func (v *viewer) text() string { return ansi.Strip(v.out.String()) }
 
@@ -443,15 +455,7 @@ func TestServeTwoViewersOneRun(t *testing.T) {
 	for i, v := range viewers {
 		v.waitText(t, 20*time.Second, filepath.Base(run)) // the dashboard's "run DIR" line, cut to the width
 		v.waitText(t, 20*time.Second, "CartPole-v1 · mlp")
-		waitFor(t, 30*time.Second, fmt.Sprintf("viewer %d's step counter to advance", i+1), func() bool {
-			var seen []float64 // the counter reads 0 until the run's history is read back
-			for _, x := range v.steps() {
-				if x > 0 {
-					seen = append(seen, x)
-				}
-			}
-			return len(seen) >= 2 && seen[len(seen)-1] > seen[0]
-		}, v.text)
+		waitFor(t, 30*time.Second, fmt.Sprintf("viewer %d's step counter to advance", i+1), v.advancing, v.text)
 	}
 	// Both leave the training going on: D detaches.
 	for _, v := range viewers {
@@ -497,15 +501,7 @@ func TestServeSessionFindsBackgroundRuns(t *testing.T) {
 	v.waitText(t, 30*time.Second, "1 run training in the background · 3 shows it")
 	v.keys(t, "3")
 	v.waitText(t, 20*time.Second, filepath.Base(run))
-	waitFor(t, 30*time.Second, "the step counter to advance", func() bool {
-		var seen []float64
-		for _, x := range v.steps() {
-			if x > 0 {
-				seen = append(seen, x)
-			}
-		}
-		return len(seen) >= 2 && seen[len(seen)-1] > seen[0]
-	}, v.text)
+	waitFor(t, 30*time.Second, "the step counter to advance", v.advancing, v.text)
 	v.keys(t, "D")
 	select {
 	case err := <-v.done:
