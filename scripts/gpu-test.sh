@@ -2,7 +2,7 @@
 # Builds and checks the cuda variant on a machine with an NVIDIA GPU. Run it
 # from the project root:
 #
-#   bash scripts/gpu-test.sh                  # build parity learn bench
+#   bash scripts/gpu-test.sh                  # build parity learn bench minatar
 #   bash scripts/gpu-test.sh build parity     # some of the steps
 #
 # Steps:
@@ -17,6 +17,9 @@
 #           default config; passes when the final ep_return_mean is >= 475
 #   bench   the CPU/GPU table for num_envs 4, 64, 1024, 4096 and hidden
 #           [64,64], [256,256] (trainer/cuda_bench_test.go)
+#   minatar MinAtar/Breakout-v1 with its preset (the cnn agent), 327,680
+#           steps on trainer.device=cuda and on cpu: steps/s side by side,
+#           and the same with 1,024 envs (where a GPU should start to pay)
 #
 # Everything lands in $OUT (default ./gpu-results): one log per step,
 # bench.md, and summary.md with a line per step. The exit status is 0 only if
@@ -27,7 +30,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-results}
 mkdir -p "$OUT"
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(build parity learn bench)
+[ ${#steps[@]} -eq 0 ] && steps=(build parity learn bench minatar)
 summary=$OUT/summary.md
 failed=0
 note() { echo "$*" | tee -a "$summary"; }
@@ -180,11 +183,31 @@ step_bench() {
   fi
 }
 
+step_minatar() {
+  need_env || return
+  local ok=1 line dev envs
+  for envs in 64 1024; do
+    line="- minatar (Breakout-v1 preset, num_envs $envs):"
+    for dev in cuda cpu; do
+      rm -rf "$OUT/minatar-$dev-$envs"
+      if ./agenttrainer train --quiet --run-dir "$OUT/minatar-$dev-$envs" env.id=MinAtar/Breakout-v1 trainer.seed=1 \
+        trainer.device=$dev env.num_envs=$envs ppo.total_timesteps=$((envs * 128 * 5)) > "$OUT/minatar-$dev-$envs.log" 2>&1; then
+        line="$line $dev $(python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1])][-1]; print(f\"{r['sps']:.0f} steps/s (return {r.get('ep_return_mean') or 0:.2f})\")" "$OUT/minatar-$dev-$envs/metrics.jsonl");"
+      else
+        line="$line $dev FAILED (minatar-$dev-$envs.log);"
+        ok=0
+      fi
+    done
+    note "$line"
+  done
+  [ $ok = 1 ] || failed=1
+}
+
 echo "## gpu-test.sh $(date -u +%FT%TZ): ${steps[*]}" >> "$summary"
 for s in "${steps[@]}"; do
   case $s in
-    build | parity | learn | bench) "step_$s" ;;
-    *) echo "unknown step $s (build, parity, learn, bench)" >&2; exit 2 ;;
+    build | parity | learn | bench | minatar) "step_$s" ;;
+    *) echo "unknown step $s (build, parity, learn, bench, minatar)" >&2; exit 2 ;;
   esac
 done
 exit $failed

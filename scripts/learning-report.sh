@@ -1,15 +1,93 @@
 #!/usr/bin/env bash
-# Trains each classic-control environment with its preset for three seeds,
-# and FrozenLake on 1,000 training / 200 held-out maps with GAE, GRPO and a
-# random agent, then prints each run's final figure and the step and wall
-# time at which it first reached the target. Needs Go and python3.
-#   scripts/learning-report.sh [OUT_DIR]     (about 15 minutes on 2 cores)
+# Learning report: trains each environment with its preset and prints each
+# run's final figure against a target or published baselines. Needs Go
+# (unless AGENTTRAINER names a built binary) and python3.
+#
+#   scripts/learning-report.sh [classic] [OUT_DIR]
+#       the five classic-control environments, three seeds each, and
+#       FrozenLake on 1,000 training / 200 held-out maps with GAE, GRPO and a
+#       random agent: each run's final figure and the step and wall time at
+#       which it first reached the target (about 15 minutes on 2 cores).
+#   scripts/learning-report.sh minatar [OUT_DIR]
+#       the five MinAtar games (MinAtar/<Game>-v1, the minimal action sets,
+#       sticky actions and difficulty ramping on) with the MinAtar preset,
+#       seeds 1-3, MINATAR_STEPS steps each (default 5,000,000: the budget
+#       of the MinAtar paper's baselines), JOBS trainings at a time (default
+#       the number of CPUs; each on one thread). A run already in OUT_DIR is
+#       resumed from its last checkpoint, or kept if finished. Then the table.
+#   scripts/learning-report.sh minatar-table [OUT_DIR]
+#       the table alone, from the runs in OUT_DIR (finished or not).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mode=classic
+case ${1:-} in classic | minatar | minatar-table) mode=$1; shift ;; esac
 out=${1:-/tmp/agenttrainer-report}
 mkdir -p "$out"
-go build -o "$out/agenttrainer" .
-at="$out/agenttrainer"
+at=${AGENTTRAINER:-}
+if [ -z "$at" ] && [ "$mode" != minatar-table ]; then
+  go build -o "$out/agenttrainer" .
+  at="$out/agenttrainer"
+fi
+
+minatar_games=(Asterix Breakout Freeway Seaquest SpaceInvaders)
+
+minatar_table() {
+  python3 - "$out" "${minatar_games[@]}" <<'PY'
+import json, os, statistics, sys
+out, games = sys.argv[1], sys.argv[2:]
+print(f"{'game':14s} {'seed':>4s} {'steps':>10s} {'return (last 100 episodes)':>27s} {'steps/s':>8s}")
+for g in games:
+    finals = []
+    for seed in (1, 2, 3):
+        path = f"{out}/MinAtar-{g}-seed{seed}/metrics.jsonl"
+        if not os.path.exists(path):
+            continue
+        rows = [json.loads(l) for l in open(path) if l.strip()]
+        rows = [r for r in rows if r.get("ep_return_mean") is not None]
+        if not rows:
+            continue
+        r = rows[-1]
+        finals.append(r["ep_return_mean"])
+        print(f"{g:14s} {seed:4d} {r['step']:10d} {r['ep_return_mean']:27.2f} {r['sps']:8.0f}")
+    if finals:
+        sd = statistics.stdev(finals) if len(finals) > 1 else 0.0
+        print(f"{g:14s} {'mean':>4s} {'':10s} {statistics.mean(finals):21.2f} ± {sd:5.2f}")
+PY
+}
+
+if [ "$mode" = minatar-table ]; then
+  minatar_table
+  exit 0
+fi
+
+if [ "$mode" = minatar ]; then
+  steps=${MINATAR_STEPS:-5000000}
+  jobs=${JOBS:-$(nproc)}
+  train_one() { # game seed
+    local dir="$out/MinAtar-$1-seed$2"
+    if [ -f "$dir/metrics.jsonl" ] && python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]; sys.exit(0 if r and r[-1]['step'] >= int(sys.argv[2]) else 1)" "$dir/metrics.jsonl" "$steps"; then
+      return 0
+    fi
+    local args=(--run-dir "$dir" env.id="MinAtar/$1-v1" trainer.seed="$2" trainer.threads=1)
+    [ -f "$dir/checkpoints/latest" ] && args=(--resume "$dir")
+    GOMAXPROCS=1 "$at" train --quiet "${args[@]}" ppo.total_timesteps="$steps" >> "$dir.log" 2>&1 ||
+      echo "MinAtar/$1 seed $2 failed: see $dir.log"
+  }
+  running=0
+  for seed in 1 2 3; do
+    for g in "${minatar_games[@]}"; do
+      train_one "$g" "$seed" &
+      running=$((running + 1))
+      if [ "$running" -ge "$jobs" ]; then
+        wait -n || true
+        running=$((running - 1))
+      fi
+    done
+  done
+  wait
+  minatar_table
+  exit 0
+fi
 
 run() { # name target args...
   local name=$1 target=$2; shift 2

@@ -18,7 +18,7 @@ import (
 	"github.com/agenttrainer/agenttrainer/gpu"
 )
 
-// Whole-update parity: the same actor-critic, built from the same seed on
+// Whole-update parity: the same agent (mlp or cnn), built from the same seed on
 // the CPU and on the GPU, goes through the steps of trainer.update
 // (Forward, PolicyLoss, ValueLoss, Backward, ClipGradNorm, Adam) on the same
 // minibatches; values, gradients, parameters, Adam moments and statistics
@@ -27,7 +27,9 @@ import (
 // The networks use tanh, and the minibatches keep ratios and values away
 // from the clipping boundaries: there the loss is discontinuous, and a
 // rounding difference between devices may put one sample on the other side
-// (ReLU has the same kind of edge at 0). The op-level tests in gpu/ feed
+// (ReLU has the same kind of edge at 0; the cnn's convolutions use ReLU,
+// but an output within rounding of 0 moves its gradients far less than the
+// tolerance). The op-level tests in gpu/ feed
 // identical inputs to both devices and do exercise clipping and ReLU.
 
 const updateTol = 1e-4
@@ -45,14 +47,21 @@ func openTestGPU(t testing.TB) *gpu.CUDA {
 // learnerState is one device's copy of everything an update touches.
 type learnerState struct {
 	dev                                  gpu.Device
-	agent                                *agents.ActorCritic
+	agent                                agents.Learner
 	obs, acts, logp, adv, ret, oldValues gpu.Tensor
 	stats, m, v                          gpu.Tensor
 }
 
-func newLearnerState(t *testing.T, dev gpu.Device, obs, act envs.Space, hidden []int, B int) *learnerState {
-	a, err := agents.NewActorCritic(agents.Build{Obs: obs, Act: act, Hidden: hidden, Activation: "tanh",
-		Device: dev, RNG: rand.New(rand.NewPCG(42, 1))})
+func newLearnerState(t *testing.T, dev gpu.Device, obs, act envs.Space, hidden []int, conv [][]int, B int) *learnerState {
+	build := agents.Build{Obs: obs, Act: act, Hidden: hidden, Conv: conv, Activation: "tanh",
+		Device: dev, RNG: rand.New(rand.NewPCG(42, 1))}
+	var a agents.Learner
+	var err error
+	if conv != nil {
+		a, err = agents.NewCNN(build)
+	} else {
+		a, err = agents.NewActorCritic(build)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +106,7 @@ type minibatch struct {
 // makeMinibatch samples actions from the CPU agent's current policy and
 // perturbs its log-probabilities and values slightly, so that ratios and
 // value changes stay well inside the clipping range.
-func makeMinibatch(r *rand.Rand, a *agents.ActorCritic, obsDim, actSize, B int) minibatch {
+func makeMinibatch(r *rand.Rand, a agents.Agent, obsDim, actSize, B int) minibatch {
 	mb := minibatch{obs: make([]float32, B*obsDim), acts: make([]float32, B*actSize), logp: make([]float32, B),
 		adv: make([]float32, B), ret: make([]float32, B), oldValues: make([]float32, B)}
 	for i := range mb.obs {
@@ -124,21 +133,29 @@ func TestCUDAPPOUpdateParity(t *testing.T) {
 		}
 		return s
 	}
+	image := func(h, w, c int) envs.Space { // as MinAtar's observations
+		s := box(h * w * c)
+		s.Shape = []int{h, w, c}
+		return s
+	}
 	cases := []struct {
 		name     string
 		obs, act envs.Space
 		hidden   []int
+		conv     [][]int // the cnn agent when set
 		B        int
 	}{
-		{"CartPole-like [64,64] B=128", box(4), envs.Space{Kind: envs.Discrete, N: 2}, []int{64, 64}, 128},
-		{"discrete [256,256] B=8192", box(8), envs.Space{Kind: envs.Discrete, N: 5}, []int{256, 256}, 8192},
-		{"Gaussian [64,64] B=512", box(3), box(1), []int{64, 64}, 512},
-		{"Gaussian [256,256] B=4096", box(11), box(3), []int{256, 256}, 4096},
+		{"CartPole-like [64,64] B=128", box(4), envs.Space{Kind: envs.Discrete, N: 2}, []int{64, 64}, nil, 128},
+		{"discrete [256,256] B=8192", box(8), envs.Space{Kind: envs.Discrete, N: 5}, []int{256, 256}, nil, 8192},
+		{"Gaussian [64,64] B=512", box(3), box(1), []int{64, 64}, nil, 512},
+		{"Gaussian [256,256] B=4096", box(11), box(3), []int{256, 256}, nil, 4096},
+		{"cnn MinAtar preset 10×10×4 B=1024", image(10, 10, 4), envs.Space{Kind: envs.Discrete, N: 3}, []int{128}, [][]int{{16, 3, 1}}, 1024},
+		{"cnn two convs, padding, stride 2, Gaussian B=256", image(12, 9, 3), box(2), []int{32}, [][]int{{8, 3, 1, 1}, {6, 2, 2}}, 256},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cs := newLearnerState(t, c, tc.obs, tc.act, tc.hidden, tc.B)
-			gs := newLearnerState(t, g, tc.obs, tc.act, tc.hidden, tc.B)
+			cs := newLearnerState(t, c, tc.obs, tc.act, tc.hidden, tc.conv, tc.B)
+			gs := newLearnerState(t, g, tc.obs, tc.act, tc.hidden, tc.conv, tc.B)
 			maxErr := map[string]float64{} // per quantity, over the steps
 			defer func() {
 				for _, what := range slices.Sorted(maps.Keys(maxErr)) {
