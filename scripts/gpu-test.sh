@@ -82,7 +82,7 @@ setup_env() {
   if [ -f .device/build.sh ]; then
     # .device/build.sh builds and exports PATH, GOFLAGS, CGO_*, LD_LIBRARY_PATH;
     # it runs in a subshell (it sets -e) and hands its exports back.
-    ( source .device/build.sh && export -p > "$compat/env.sh" ) > "$OUT/build.log" 2>&1 || return 1
+    ( source .device/build.sh && export -p | sed "s/^declare -x /declare -gx /" > "$compat/env.sh" ) > "$OUT/build.log" 2>&1 || return 1
     # shellcheck disable=SC1091
     source "$compat/env.sh" 2>/dev/null
     return 0
