@@ -568,12 +568,22 @@ func (j *adamJob) runHi(Device) {
 	adam8(&j.p[i], &j.g[i], &j.m[i], &j.v[i], len(j.p)-i, &j.k)
 }
 
-// Kernels names the CPU kernels this binary runs on this machine: "avx2+fma"
-// (the assembly kernels) or "portable" (plain Go). Results are reproducible
-// within one kind; the two round differently.
+// Kernels names the rounding of the CPU kernels this binary runs on this
+// machine: "avx2+fma" (the assembly kernels) or "portable" (plain Go).
+// Results are reproducible within one kind; the two round differently. The
+// AVX-512 product kernels belong to "avx2+fma": they give its bits.
 func Kernels() string {
 	if hasFMA {
 		return "avx2+fma"
 	}
 	return "portable"
+}
+
+// KernelSet names the kernels in use, for people: Kernels, with
+// "+avx-512" where the 64-column AVX-512 product kernels run.
+func KernelSet() string {
+	if hasAVX512 {
+		return Kernels() + "+avx-512"
+	}
+	return Kernels()
 }

@@ -42,7 +42,7 @@ func TestMatMulMatchesReference(t *testing.T) {
 		{1, 1, 1}, {3, 5, 7}, {4, 64, 4}, {128, 64, 64}, {129, 2, 64}, {67, 65, 63}, {512, 64, 4}, {5, 256, 256},
 		// Several k panels and row groups, with remainders; the last is
 		// large enough to be split across cores.
-		{130, 48, 300}, {71, 17, 2*gemmKC + 1}, {260, 64, 300},
+		{130, 48, 300}, {71, 17, 2*gemmKC + 1}, {260, 64, 300}, {9, 144, 130},
 	}
 	for _, s := range shapes {
 		for _, ta := range []bool{false, true} {

@@ -2,10 +2,26 @@
 
 package gpu
 
-import "golang.org/x/sys/cpu"
+import (
+	"os"
+
+	"golang.org/x/sys/cpu"
+)
 
 // hasFMA says whether the AVX2/FMA kernels in gemm_amd64.s may run.
 var hasFMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// hasAVX512 says whether the 64-column AVX-512 product kernels may run
+// (x/sys/cpu checks that the OS saves the ZMM state too).
+// AGENTTRAINER_CPU_KERNELS=avx2 keeps to the AVX2 ones, for comparisons;
+// both give the same bits.
+var hasAVX512 = hasFMA && cpu.X86.HasAVX512F && os.Getenv("AGENTTRAINER_CPU_KERNELS") != "avx2"
+
+//go:noescape
+func gemm4x64(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)
+
+//go:noescape
+func gemmT4x64(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)
 
 //go:noescape
 func gemm4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)

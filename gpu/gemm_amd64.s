@@ -41,6 +41,20 @@
 	VMOVUPS Y6, (DI);   \
 	VMOVUPS Y7, 32(DI)
 
+// GEMM_ARGS loads the arguments of the 4-row kernels: C in DI with its row
+// stride in bytes in R8, A in SI (R9), B in DX (R10), the depth in CX.
+#define GEMM_ARGS \
+	MOVQ c+0(FP), DI;    \
+	MOVQ ldc+8(FP), R8;  \
+	MOVQ a+16(FP), SI;   \
+	MOVQ lda+24(FP), R9; \
+	MOVQ b+32(FP), DX;   \
+	MOVQ ldb+40(FP), R10; \
+	MOVQ k+48(FP), CX;   \
+	SHLQ $2, R8;         \
+	SHLQ $2, R9;         \
+	SHLQ $2, R10
+
 // func gemm4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)
 //
 // C[0:4, 0:16] += A[0:4, 0:k] · B[0:k, 0:16] for row-major operands with
@@ -48,16 +62,7 @@
 // in eight YMM accumulators; each step of k loads one 16-wide row of B and
 // broadcasts one element of each A row into it with FMA.
 TEXT ·gemm4x16(SB), NOSPLIT, $0-57
-	MOVQ c+0(FP), DI
-	MOVQ ldc+8(FP), R8
-	MOVQ a+16(FP), SI
-	MOVQ lda+24(FP), R9
-	MOVQ b+32(FP), DX
-	MOVQ ldb+40(FP), R10
-	MOVQ k+48(FP), CX
-	SHLQ $2, R8
-	SHLQ $2, R9
-	SHLQ $2, R10
+	GEMM_ARGS
 	MOVQ SI, R11
 	LEAQ (SI)(R9*1), R12
 	LEAQ (R12)(R9*1), R13
@@ -174,16 +179,7 @@ donet:
 // (row-major), so the four broadcasts of step p read A[p, 0:4], which are
 // contiguous: weight gradients Xᵀ·dY need no transposed copy of X.
 TEXT ·gemmT4x16(SB), NOSPLIT, $0-57
-	MOVQ c+0(FP), DI
-	MOVQ ldc+8(FP), R8
-	MOVQ a+16(FP), SI
-	MOVQ lda+24(FP), R9
-	MOVQ b+32(FP), DX
-	MOVQ ldb+40(FP), R10
-	MOVQ k+48(FP), CX
-	SHLQ $2, R8
-	SHLQ $2, R9
-	SHLQ $2, R10
+	GEMM_ARGS
 
 	// From C, or from zero, as in gemm4x16.
 	MOVBQZX zero+56(FP), AX
@@ -373,5 +369,158 @@ loopg:
 	JMP          loopg
 
 doneg:
+	VZEROUPPER
+	RET
+
+// The AVX-512 kernels: a 4×64 block of C in Z0–Z15 (row r, columns
+// 16q…16q+15 in Z(4r+q)), four 16-wide loads of B's row in Z16–Z19 and A's
+// four elements broadcast into Z20–Z23 at each step. Every element of C
+// goes through the same chain of multiply-adds, in the same order, as in
+// the 4×16 AVX2 kernels, so both kernel sets give the same bits.
+// One 64-wide row of C from (AX) into four registers, or back to (DI).
+#define LOAD_ROW64(z0, z1, z2, z3) \
+	VMOVUPS (AX), z0;    \
+	VMOVUPS 64(AX), z1;  \
+	VMOVUPS 128(AX), z2; \
+	VMOVUPS 192(AX), z3
+
+#define STORE_ROW64(z0, z1, z2, z3) \
+	VMOVUPS z0, (DI);    \
+	VMOVUPS z1, 64(DI);  \
+	VMOVUPS z2, 128(DI); \
+	VMOVUPS z3, 192(DI)
+
+#define LOAD_C4x64 \
+	MOVQ DI, AX;                   \
+	LOAD_ROW64(Z0, Z1, Z2, Z3);    \
+	ADDQ R8, AX;                   \
+	LOAD_ROW64(Z4, Z5, Z6, Z7);    \
+	ADDQ R8, AX;                   \
+	LOAD_ROW64(Z8, Z9, Z10, Z11);  \
+	ADDQ R8, AX;                   \
+	LOAD_ROW64(Z12, Z13, Z14, Z15)
+
+#define ZERO_C4x64 \
+	VXORPS Z0, Z0, Z0; \
+	VXORPS Z1, Z1, Z1; \
+	VXORPS Z2, Z2, Z2; \
+	VXORPS Z3, Z3, Z3; \
+	VXORPS Z4, Z4, Z4; \
+	VXORPS Z5, Z5, Z5; \
+	VXORPS Z6, Z6, Z6; \
+	VXORPS Z7, Z7, Z7; \
+	VXORPS Z8, Z8, Z8; \
+	VXORPS Z9, Z9, Z9; \
+	VXORPS Z10, Z10, Z10; \
+	VXORPS Z11, Z11, Z11; \
+	VXORPS Z12, Z12, Z12; \
+	VXORPS Z13, Z13, Z13; \
+	VXORPS Z14, Z14, Z14; \
+	VXORPS Z15, Z15, Z15;
+
+#define STORE_C4x64 \
+	STORE_ROW64(Z0, Z1, Z2, Z3);    \
+	ADDQ R8, DI;                    \
+	STORE_ROW64(Z4, Z5, Z6, Z7);    \
+	ADDQ R8, DI;                    \
+	STORE_ROW64(Z8, Z9, Z10, Z11);  \
+	ADDQ R8, DI;                    \
+	STORE_ROW64(Z12, Z13, Z14, Z15)
+
+#define LOAD_B64 \
+	VMOVUPS (DX), Z16; \
+	VMOVUPS 64(DX), Z17; \
+	VMOVUPS 128(DX), Z18; \
+	VMOVUPS 192(DX), Z19;
+
+// C's block += B's row (Z16–Z19) times A's broadcasts (Z20–Z23).
+#define FMA_4x64 \
+	VFMADD231PS Z16, Z20, Z0; \
+	VFMADD231PS Z17, Z20, Z1; \
+	VFMADD231PS Z18, Z20, Z2; \
+	VFMADD231PS Z19, Z20, Z3; \
+	VFMADD231PS Z16, Z21, Z4; \
+	VFMADD231PS Z17, Z21, Z5; \
+	VFMADD231PS Z18, Z21, Z6; \
+	VFMADD231PS Z19, Z21, Z7; \
+	VFMADD231PS Z16, Z22, Z8; \
+	VFMADD231PS Z17, Z22, Z9; \
+	VFMADD231PS Z18, Z22, Z10; \
+	VFMADD231PS Z19, Z22, Z11; \
+	VFMADD231PS Z16, Z23, Z12; \
+	VFMADD231PS Z17, Z23, Z13; \
+	VFMADD231PS Z18, Z23, Z14; \
+	VFMADD231PS Z19, Z23, Z15;
+
+// func gemm4x64(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)
+//
+// gemm4x16 on 64 columns with AVX-512.
+TEXT ·gemm4x64(SB), NOSPLIT, $0-57
+	GEMM_ARGS
+	MOVQ SI, R11
+	LEAQ (SI)(R9*1), R12
+	LEAQ (R12)(R9*1), R13
+	LEAQ (R13)(R9*1), R14
+	MOVBQZX zero+56(FP), AX
+	TESTQ   AX, AX
+	JNE     zero64
+	LOAD_C4x64
+	JMP     loop64
+
+zero64:
+	ZERO_C4x64
+
+loop64:
+	TESTQ CX, CX
+	JE    store64
+	LOAD_B64
+	VBROADCASTSS (R11), Z20
+	VBROADCASTSS (R12), Z21
+	VBROADCASTSS (R13), Z22
+	VBROADCASTSS (R14), Z23
+	FMA_4x64
+	ADDQ         $4, R11
+	ADDQ         $4, R12
+	ADDQ         $4, R13
+	ADDQ         $4, R14
+	ADDQ         R10, DX
+	DECQ         CX
+	JMP          loop64
+
+store64:
+	STORE_C4x64
+	VZEROUPPER
+	RET
+
+// func gemmT4x64(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)
+//
+// gemmT4x16 on 64 columns with AVX-512.
+TEXT ·gemmT4x64(SB), NOSPLIT, $0-57
+	GEMM_ARGS
+	MOVBQZX zero+56(FP), AX
+	TESTQ   AX, AX
+	JNE     zeroT64
+	LOAD_C4x64
+	JMP     loopT64
+
+zeroT64:
+	ZERO_C4x64
+
+loopT64:
+	TESTQ CX, CX
+	JE    storeT64
+	LOAD_B64
+	VBROADCASTSS (SI), Z20
+	VBROADCASTSS 4(SI), Z21
+	VBROADCASTSS 8(SI), Z22
+	VBROADCASTSS 12(SI), Z23
+	FMA_4x64
+	ADDQ         R9, SI
+	ADDQ         R10, DX
+	DECQ         CX
+	JMP          loopT64
+
+storeT64:
+	STORE_C4x64
 	VZEROUPPER
 	RET

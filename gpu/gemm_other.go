@@ -6,6 +6,17 @@ package gpu
 // kernel does all the work.
 const hasFMA = false
 
+// hasAVX512 is false with hasFMA.
+const hasAVX512 = false
+
+func gemm4x64(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool) {
+	panic("gpu: no SIMD kernel on this platform")
+}
+
+func gemmT4x64(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool) {
+	panic("gpu: no SIMD kernel on this platform")
+}
+
 func gemm4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool) {
 	panic("gpu: no SIMD kernel on this platform")
 }

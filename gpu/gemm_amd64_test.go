@@ -1,0 +1,47 @@
+//go:build amd64 && !purego
+
+package gpu
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestAVX512KernelsGiveTheAVX2Bits: the 64-column AVX-512 kernels run each
+// element's multiply-adds in the AVX2 kernels' order, so every product,
+// plain or with A transposed, with k panels, leftover rows and 16-column
+// remainders, has the same bits on both kernel sets.
+func TestAVX512KernelsGiveTheAVX2Bits(t *testing.T) {
+	if !hasFMA || !hasAVX512 {
+		t.Skip("this CPU has no AVX-512 (or AGENTTRAINER_CPU_KERNELS=avx2)")
+	}
+	defer func() { hasAVX512 = true }()
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, s := range []struct{ m, n, k int }{
+		{4, 64, 1}, {37, 64, 5}, {64, 128, 2*gemmKC + 44}, {8, 80, 129}, {13, 208, 64}, {1030, 256, 256}, {3, 64, 7},
+	} {
+		for _, transA := range []bool{false, true} {
+			av, bv, cv := randSlice(r, s.m*s.k, 1), randSlice(r, s.k*s.n, 1), randSlice(r, s.m*s.n, 1)
+			ar, ac := s.m, s.k
+			if transA {
+				ar, ac = s.k, s.m
+			}
+			product := func(avx512 bool, beta float32) []float32 {
+				hasAVX512 = avx512
+				d := NewCPU(2)
+				defer d.Close()
+				c := tensorFrom(d, s.m, s.n, cv)
+				d.MatMul(c, tensorFrom(d, ar, ac, av), transA, tensorFrom(d, s.k, s.n, bv), false, beta)
+				return d.Data(c)
+			}
+			for _, beta := range []float32{0, 1} {
+				want, got := product(false, beta), product(true, beta)
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("%d×%d×%d transA=%v beta=%v: C[%d] = %v with AVX-512, %v with AVX2", s.m, s.n, s.k, transA, beta, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
