@@ -407,6 +407,18 @@ func (a *CNN) Values(obs []float32, n int, values []float32) {
 	a.dev.Download(values[:n], a.vfOut.RowRange(0, n))
 }
 
+// PolicyOutputs writes the policy head's raw outputs for n observations
+// into out (n × width, row by row): logits for a discrete policy, means
+// for a Gaussian one. Act samples from these; a caller inspecting the
+// policy, or checking an exported model, reads them here.
+func (a *CNN) PolicyOutputs(obs []float32, n int, out []float32) {
+	a.reserveAct(n)
+	x := a.obsDev.RowRange(0, n)
+	a.dev.Upload(x, obs[:n*a.obsDim])
+	a.forward(x, true, false)
+	a.dev.Download(out[:n*a.nOut], a.piOut.RowRange(0, n))
+}
+
 // Act implements Agent: one pass of the torso gives both heads; sampling
 // happens on the host with the caller's random stream, as the MLP's.
 func (a *CNN) Act(obs []float32, n int, rng *rand.Rand, deterministic bool, actions, logp, values []float32) {

@@ -81,14 +81,14 @@ def main():
     model.load_state_dict(weights, strict=True)
     print(f"{path}: load_state_dict(strict=True) took {len(weights)} tensors:",
           ", ".join(f"{k} {list(v.shape)}" for k, v in weights.items()))
-    obs = torch.tensor(expect["obs"]) if expect else (torch.rand(4, H * W * C) < 0.1).float()
+    obs = torch.tensor(expect["obs"], dtype=torch.float32) if expect else (torch.rand(4, H * W * C) < 0.1).float()
     with torch.no_grad():
         logits, values = model(obs)
     print("logits", logits.tolist())
     print("values", values.tolist() if values is not None else None)
     if expect:
-        dl = (logits - torch.tensor(expect["logits"])).abs().max().item()
-        dv = (values - torch.tensor(expect["values"])).abs().max().item()
+        dl = (logits - torch.tensor(expect["logits"], dtype=torch.float32)).abs().max().item()
+        dv = (values - torch.tensor(expect["values"], dtype=torch.float32)).abs().max().item()
         print(f"max |torch - go|: logits {dl:.3g}, values {dv:.3g}")
         if dl > 1e-4 or dv > 1e-4:
             sys.exit("the PyTorch model does not reproduce the Go agent's outputs")
