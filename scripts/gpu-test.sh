@@ -7,7 +7,7 @@
 #
 # Steps:
 #   build   ./agenttrainer with -tags cuda. With .device/ present (made by
-#           ../shared/gpu/pack.sh for lent machines without Go or network) it
+#           scripts/gpu-pack.sh for lent machines without Go or network) it
 #           goes through .device/build.sh; otherwise it uses the local Go and
 #           the CUDA toolkit found from CUDA_HOME or nvcc. Either way, CUDA 13
 #           headers get the compatibility header below.
