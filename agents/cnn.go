@@ -78,7 +78,8 @@ type CNN struct {
 	names           []NamedTensor
 
 	// Activations of the last forward pass and gradient buffers, for up to
-	// cap rows: per convolution its patches (reused for their gradient),
+	// cap rows: per convolution its patches (of a chunk of images, reused
+	// for their gradient),
 	// outputs and output gradients; per hidden layer its outputs and their
 	// gradients; the heads' outputs and gradients.
 	cap               int
@@ -87,6 +88,15 @@ type CNN struct {
 	piOut, piGrad     gpu.Tensor
 	vfOut, vfGrad     gpu.Tensor
 	rows              int
+	x                 gpu.Tensor // the last forward pass's input
+
+	// chunk is how many images a convolution's patches are made for at a
+	// time (all of them when 0). On the CPU, a minibatch's patches (9 MB
+	// for MinAtar's 1,024 frames) would leave the caches before the product
+	// reads them; a chunk's stay in L2, at the price of making them again
+	// for the backward pass. A GPU takes the whole minibatch at once.
+	chunk int
+
 	actBuffers
 }
 
@@ -121,6 +131,7 @@ func NewCNN(b Build) (*CNN, error) {
 		return nil, err
 	}
 	a := &CNN{dev: b.Device, obsDim: b.Obs.Dim, hasCritic: !b.NoCritic, act: act}
+	_, onCPU := b.Device.(*gpu.CPU)
 	if a.discrete, a.nOut, err = policyWidth(b.Act); err != nil {
 		return nil, err
 	}
@@ -143,6 +154,12 @@ func NewCNN(b Build) (*CNN, error) {
 		cl.outWidth = cl.oh * cl.ow * cl.out
 		a.convs = append(a.convs, cl)
 		total += g.Patch()*cl.out + cl.out
+		if onCPU { // the smallest chunk over the layers: 1 MB of patches
+			perImage := cl.oh * cl.ow * g.Patch() * 4
+			if c := max(1, (1<<20)/perImage); a.chunk == 0 || c < a.chunk {
+				a.chunk = c
+			}
+		}
 		h, w, c = cl.oh, cl.ow, cl.out
 	}
 	sizes := append([]int{h * w * c}, b.Hidden...)
@@ -271,7 +288,7 @@ func (a *CNN) reserve(rows int) {
 	d := a.dev
 	a.cols, a.cOut, a.cGrad = a.cols[:0], a.cOut[:0], a.cGrad[:0]
 	for _, l := range a.convs {
-		a.cols = append(a.cols, d.Alloc(rows*l.oh*l.ow, l.g.Patch()))
+		a.cols = append(a.cols, d.Alloc(a.chunkOf(rows)*l.oh*l.ow, l.g.Patch()))
 		a.cOut = append(a.cOut, d.Alloc(rows, l.outWidth))
 		a.cGrad = append(a.cGrad, d.Alloc(rows, l.outWidth))
 	}
@@ -292,15 +309,18 @@ func (a *CNN) reserve(rows int) {
 func (a *CNN) forward(x gpu.Tensor, policy, value bool) {
 	d, rows := a.dev, x.Rows
 	a.reserve(rows)
-	a.rows = rows
+	a.rows, a.x = rows, x
 	h := x
 	for i, l := range a.convs {
 		pos := l.oh * l.ow
-		cols := a.cols[i].RowRange(0, rows*pos)
-		d.Im2Col(cols, h, l.g)
 		y := a.cOut[i].RowRange(0, rows)
 		yv := y.Reshape(rows*pos, l.out)
-		d.MatMul(yv, cols, false, l.w, false, 0)
+		for r0 := 0; r0 < rows; r0 += a.chunkOf(rows) {
+			r1 := min(r0+a.chunkOf(rows), rows)
+			cols := a.cols[i].RowRange(0, (r1-r0)*pos)
+			d.Im2Col(cols, h.RowRange(r0, r1), l.g)
+			d.MatMul(yv.RowRange(r0*pos, r1*pos), cols, false, l.w, false, 0)
+		}
 		d.BiasAct(yv, l.b, gpu.ReLU)
 		h = y
 	}
@@ -361,15 +381,35 @@ func (a *CNN) backward(value bool) {
 		g := a.cGrad[i].RowRange(0, rows)
 		d.ActGrad(g, a.cOut[i].RowRange(0, rows), gpu.ReLU)
 		gv := g.Reshape(rows*pos, l.out)
-		cols := a.cols[i].RowRange(0, rows*pos)
-		d.MatMul(l.dw, cols, true, gv, false, 0)
-		d.ColSum(l.db, gv, 0)
+		in := a.x // the layer's input
 		if i > 0 {
-			// The patches are spent: their buffer takes their gradient.
-			d.MatMul(cols, gv, false, l.w, true, 0)
-			d.Col2Im(a.cGrad[i-1].RowRange(0, rows), cols, l.g)
+			in = a.cOut[i-1].RowRange(0, rows)
 		}
+		chunk := a.chunkOf(rows)
+		for r0 := 0; r0 < rows; r0 += chunk {
+			r1 := min(r0+chunk, rows)
+			cols, gc := a.cols[i].RowRange(0, (r1-r0)*pos), gv.RowRange(r0*pos, r1*pos)
+			if chunk < rows { // else the forward pass's patches are still there
+				d.Im2Col(cols, in.RowRange(r0, r1), l.g)
+			}
+			// Summed over the chunks in order: the bits of one product.
+			d.MatMul(l.dw, cols, true, gc, false, float32(min(r0, 1)))
+			if i > 0 {
+				// The patches are spent: their buffer takes their gradient.
+				d.MatMul(cols, gc, false, l.w, true, 0)
+				d.Col2Im(a.cGrad[i-1].RowRange(r0, r1), cols, l.g)
+			}
+		}
+		d.ColSum(l.db, gv, 0)
 	}
+}
+
+// chunkOf is how many of rows images get their patches made at a time.
+func (a *CNN) chunkOf(rows int) int {
+	if a.chunk == 0 {
+		return rows
+	}
+	return min(a.chunk, rows)
 }
 
 // Gradients implements Learner: one forward pass of the shared torso, the

@@ -43,6 +43,7 @@ func TestCNNGradients(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, dev := newTestCNN(t, tc.act, tc.noCritic)
+			a.chunk = 4 // patches for 4 images, then 2: the chunked passes are checked too
 			r := rand.New(rand.NewPCG(3, 4))
 			const B = 6
 			ad, od := tc.act.Size(), testImage.Dim
@@ -241,5 +242,44 @@ func TestCNNNeedsAnImage(t *testing.T) {
 		Conv: [][]int{{16, 7, 1}}, Hidden: []int{8}, Activation: "relu", Device: gpu.NewCPU(1), RNG: rand.New(rand.NewPCG(1, 1))})
 	if err == nil || !strings.Contains(err.Error(), "larger") {
 		t.Fatalf("a 7×7 kernel on a 5×6 image: %v", err)
+	}
+}
+
+// TestCNNChunksGiveTheSameBits: on the CPU the convolutions' patches are
+// made a chunk of images at a time; for 16 or more output channels the
+// weight gradient is then summed in the same order as in one product, so
+// every gradient has the bits of the unchunked passes.
+func TestCNNChunksGiveTheSameBits(t *testing.T) {
+	image := envs.Space{Kind: envs.Box, Dim: 400, Shape: []int{10, 10, 4}}
+	const B = 7
+	r := rand.New(rand.NewPCG(8, 9))
+	obs := make([]float32, B*image.Dim)
+	for i := range obs {
+		obs[i] = float32(r.IntN(2))
+	}
+	acts := []float32{0, 1, 2, 1, 0, 2, 2}
+	var grads [][]float32
+	for _, chunk := range []int{0, 3} {
+		dev := gpu.NewCPU(1)
+		a, err := NewCNN(Build{Obs: image, Act: envs.Space{Kind: envs.Discrete, N: 3}, Conv: [][]int{{16, 3, 1}, {16, 3, 1}},
+			Hidden: []int{32}, Activation: "relu", Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.chunk = chunk
+		up := func(rows, cols int, v []float32) gpu.Tensor { x := dev.Alloc(rows, cols); dev.Upload(x, v); return x }
+		zeros := make([]float32, B)
+		adv := []float32{1, -1, 0.5, 2, -0.3, 0.1, 1}
+		stats := dev.Alloc(1, gpu.NumStats)
+		a.Gradients(up(B, image.Dim, obs), gpu.PPOPolicyArgs{Actions: up(B, 1, acts), OldLogp: up(B, 1, zeros), Adv: up(B, 1, adv),
+			ClipCoef: 0.2, EntCoef: 0.01, NormAdv: true, Stats: stats},
+			&gpu.ValueArgs{OldValue: up(B, 1, zeros), Returns: up(B, 1, adv), ClipCoef: 0.2, Clip: true, VFCoef: 0.5, Stats: stats})
+		grads = append(grads, append([]float32(nil), dev.Data(a.Grads())...))
+		dev.Close()
+	}
+	for i := range grads[0] {
+		if grads[0][i] != grads[1][i] {
+			t.Fatalf("gradient %d: %v in one pass, %v in chunks of 3 images", i, grads[0][i], grads[1][i])
+		}
 	}
 }
