@@ -79,9 +79,8 @@ type CNN struct {
 
 	// Activations of the last forward pass and gradient buffers, for up to
 	// cap rows: per convolution its patches (of a chunk of images, reused
-	// for their gradient),
-	// outputs and output gradients; per hidden layer its outputs and their
-	// gradients; the heads' outputs and gradients.
+	// for their gradient), outputs and output gradients; per hidden layer
+	// its outputs and their gradients; the heads' outputs and gradients.
 	cap               int
 	cols, cOut, cGrad []gpu.Tensor
 	dOut, dGrad       []gpu.Tensor
