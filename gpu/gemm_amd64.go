@@ -3,19 +3,33 @@
 package gpu
 
 import (
+	"fmt"
 	"os"
 
 	"golang.org/x/sys/cpu"
 )
 
-// hasFMA says whether the AVX2/FMA kernels in gemm_amd64.s may run.
-var hasFMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+// hasFMA says whether the AVX2/FMA kernels in gemm_amd64.s may run, and
+// hasAVX512 whether the 64-column AVX-512 product kernels may (x/sys/cpu
+// checks that the OS saves the ZMM state too).
+var hasFMA, hasAVX512 = chooseKernels(os.Getenv("AGENTTRAINER_CPU_KERNELS"), cpu.X86.HasAVX2 && cpu.X86.HasFMA, cpu.X86.HasAVX512F)
 
-// hasAVX512 says whether the 64-column AVX-512 product kernels may run
-// (x/sys/cpu checks that the OS saves the ZMM state too).
-// AGENTTRAINER_CPU_KERNELS=avx2 keeps to the AVX2 ones, for comparisons;
-// both give the same bits.
-var hasAVX512 = hasFMA && cpu.X86.HasAVX512F && os.Getenv("AGENTTRAINER_CPU_KERNELS") != "avx2"
+// chooseKernels applies AGENTTRAINER_CPU_KERNELS, for comparisons: "avx2"
+// keeps to the AVX2 kernels (the same bits as with AVX-512), "portable" to
+// plain Go (other bits); "" or "auto" takes what the CPU has. Anything else
+// is reported on stderr and taken as "auto".
+func chooseKernels(choice string, fma, avx512 bool) (useFMA, useAVX512 bool) {
+	switch choice {
+	case "", "auto":
+	case "avx2":
+		avx512 = false
+	case "portable":
+		fma, avx512 = false, false
+	default:
+		fmt.Fprintf(os.Stderr, "agenttrainer: AGENTTRAINER_CPU_KERNELS=%q is not auto, avx2 or portable; taking auto\n", choice)
+	}
+	return fma, fma && avx512
+}
 
 //go:noescape
 func gemm4x64(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)

@@ -45,3 +45,23 @@ func TestAVX512KernelsGiveTheAVX2Bits(t *testing.T) {
 		}
 	}
 }
+
+func TestChooseKernels(t *testing.T) {
+	for _, tc := range []struct {
+		choice           string
+		fma, avx512      bool
+		wantFMA, want512 bool
+	}{
+		{"", true, true, true, true},
+		{"auto", true, false, true, false},
+		{"avx2", true, true, true, false},
+		{"portable", true, true, false, false},
+		{"bogus", true, true, true, true},
+		{"", false, true, false, false}, // AVX-512 kernels only beside the AVX2 ones
+	} {
+		gotFMA, got512 := chooseKernels(tc.choice, tc.fma, tc.avx512)
+		if gotFMA != tc.wantFMA || got512 != tc.want512 {
+			t.Errorf("chooseKernels(%q, %v, %v) = %v, %v; want %v, %v", tc.choice, tc.fma, tc.avx512, gotFMA, got512, tc.wantFMA, tc.want512)
+		}
+	}
+}
