@@ -391,7 +391,10 @@ func (a *CNN) backward(value bool) {
 			if chunk < rows { // else the forward pass's patches are still there
 				d.Im2Col(cols, in.RowRange(r0, r1), l.g)
 			}
-			// Summed over the chunks in order: the bits of one product.
+			// Summed over the chunks in order: with 16 or more output
+			// channels the bits of one product (a narrower product goes
+			// through scratch and is added chunk by chunk: other bits, as
+			// reproducible).
 			d.MatMul(l.dw, cols, true, gc, false, float32(min(r0, 1)))
 			if i > 0 {
 				// The patches are spent: their buffer takes their gradient.

@@ -65,11 +65,24 @@ if [ "$mode" = minatar ]; then
   jobs=${JOBS:-$(nproc)}
   train_one() { # game seed
     local dir="$out/MinAtar-$1-seed$2"
-    if [ -f "$dir/metrics.jsonl" ] && python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]; sys.exit(0 if r and r[-1]['step'] >= int(sys.argv[2]) else 1)" "$dir/metrics.jsonl" "$steps"; then
+    # Finished: the last row is the last whole batch within the budget.
+    if [ -f "$dir/metrics.jsonl" ] && python3 - "$dir" "$steps" <<'PY'; then
+import json, re, sys
+d, steps = sys.argv[1], int(sys.argv[2])
+cfg = open(d + "/config.toml").read()
+batch = int(re.search(r"(?m)^\s*num_envs\s*=\s*(\d+)", cfg)[1]) * int(re.search(r"(?m)^\s*num_steps\s*=\s*(\d+)", cfg)[1])
+rows = [json.loads(l) for l in open(d + "/metrics.jsonl") if l.strip()]
+sys.exit(0 if rows and rows[-1]["step"] + batch > steps else 1)
+PY
       return 0
     fi
     local args=(--run-dir "$dir" env.id="MinAtar/$1-v1" trainer.seed="$2" trainer.threads=1)
-    [ -f "$dir/checkpoints/latest" ] && args=(--resume "$dir")
+    if [ -f "$dir/checkpoints/latest" ]; then
+      args=(--resume "$dir")
+    elif [ -e "$dir" ]; then
+      echo "MinAtar/$1 seed $2: $dir holds a run without a checkpoint to resume from; remove it to start that run again"
+      return 0
+    fi
     GOMAXPROCS=1 "$at" train --quiet "${args[@]}" ppo.total_timesteps="$steps" >> "$dir.log" 2>&1 ||
       echo "MinAtar/$1 seed $2 failed: see $dir.log"
   }
