@@ -400,7 +400,8 @@ doneg:
 	ADDQ R8, AX;                   \
 	LOAD_ROW64(Z12, Z13, Z14, Z15)
 
-#define ZERO_C4x64 \
+// Clears Z0–Z15 (VPXORD: AVX-512F; VXORPS on ZMM would need DQ).
+#define ZERO_Z0_Z15 \
 	VPXORD Z0, Z0, Z0; \
 	VPXORD Z1, Z1, Z1; \
 	VPXORD Z2, Z2, Z2; \
@@ -468,7 +469,7 @@ TEXT ·gemm4x64(SB), NOSPLIT, $0-57
 	JMP     loop64
 
 zero64:
-	ZERO_C4x64
+	ZERO_Z0_Z15
 
 loop64:
 	TESTQ CX, CX
@@ -504,7 +505,7 @@ TEXT ·gemmT4x64(SB), NOSPLIT, $0-57
 	JMP     loopT64
 
 zeroT64:
-	ZERO_C4x64
+	ZERO_Z0_Z15
 
 loopT64:
 	TESTQ CX, CX
@@ -522,5 +523,148 @@ loopT64:
 
 storeT64:
 	STORE_C4x64
+	VZEROUPPER
+	RET
+
+// The 8×32 AVX-512 kernels: an 8×32 block of C in Z0–Z15 (row r in Z2r,
+// Z2r+1), B's row in Z16–Z17, A's eight elements broadcast into Z18–Z25.
+// Against the 4×64 tile, each 32-column strip of B's panel (32 KB) stays
+// in L1 and every B load feeds twice the multiply-adds. The chains of
+// multiply-adds per element are the AVX2 kernels', so are the bits.
+#define LOAD_C8x32 \
+	MOVQ DI, AX; \
+	VMOVUPS (AX), Z0; VMOVUPS 64(AX), Z1; \
+	ADDQ R8, AX; \
+	VMOVUPS (AX), Z2; VMOVUPS 64(AX), Z3; \
+	ADDQ R8, AX; \
+	VMOVUPS (AX), Z4; VMOVUPS 64(AX), Z5; \
+	ADDQ R8, AX; \
+	VMOVUPS (AX), Z6; VMOVUPS 64(AX), Z7; \
+	ADDQ R8, AX; \
+	VMOVUPS (AX), Z8; VMOVUPS 64(AX), Z9; \
+	ADDQ R8, AX; \
+	VMOVUPS (AX), Z10; VMOVUPS 64(AX), Z11; \
+	ADDQ R8, AX; \
+	VMOVUPS (AX), Z12; VMOVUPS 64(AX), Z13; \
+	ADDQ R8, AX; \
+	VMOVUPS (AX), Z14; VMOVUPS 64(AX), Z15;
+
+#define STORE_C8x32 \
+	VMOVUPS Z0, (DI); VMOVUPS Z1, 64(DI); \
+	ADDQ R8, DI; \
+	VMOVUPS Z2, (DI); VMOVUPS Z3, 64(DI); \
+	ADDQ R8, DI; \
+	VMOVUPS Z4, (DI); VMOVUPS Z5, 64(DI); \
+	ADDQ R8, DI; \
+	VMOVUPS Z6, (DI); VMOVUPS Z7, 64(DI); \
+	ADDQ R8, DI; \
+	VMOVUPS Z8, (DI); VMOVUPS Z9, 64(DI); \
+	ADDQ R8, DI; \
+	VMOVUPS Z10, (DI); VMOVUPS Z11, 64(DI); \
+	ADDQ R8, DI; \
+	VMOVUPS Z12, (DI); VMOVUPS Z13, 64(DI); \
+	ADDQ R8, DI; \
+	VMOVUPS Z14, (DI); VMOVUPS Z15, 64(DI);
+
+// C's 8×32 block += B's row (Z16, Z17) times A's broadcasts (Z18–Z25).
+#define FMA_8x32 \
+	VFMADD231PS Z16, Z18, Z0; \
+	VFMADD231PS Z17, Z18, Z1; \
+	VFMADD231PS Z16, Z19, Z2; \
+	VFMADD231PS Z17, Z19, Z3; \
+	VFMADD231PS Z16, Z20, Z4; \
+	VFMADD231PS Z17, Z20, Z5; \
+	VFMADD231PS Z16, Z21, Z6; \
+	VFMADD231PS Z17, Z21, Z7; \
+	VFMADD231PS Z16, Z22, Z8; \
+	VFMADD231PS Z17, Z22, Z9; \
+	VFMADD231PS Z16, Z23, Z10; \
+	VFMADD231PS Z17, Z23, Z11; \
+	VFMADD231PS Z16, Z24, Z12; \
+	VFMADD231PS Z17, Z24, Z13; \
+	VFMADD231PS Z16, Z25, Z14; \
+	VFMADD231PS Z17, Z25, Z15;
+
+// func gemm8x32(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)
+//
+// C[0:8, 0:32] += A[0:8, 0:k] · B[0:k, 0:32], as gemm4x16.
+TEXT ·gemm8x32(SB), NOSPLIT, $0-57
+	GEMM_ARGS
+	LEAQ (SI)(R9*2), R12
+	ADDQ R9, R12                 // row 3
+	LEAQ (SI)(R9*4), R13         // row 4
+	LEAQ (R13)(R9*2), R14
+	ADDQ R9, R14                 // row 7
+	MOVBQZX zero+56(FP), AX
+	TESTQ   AX, AX
+	JNE     zero832
+	LOAD_C8x32
+	JMP     loop832
+
+zero832:
+	ZERO_Z0_Z15
+
+loop832:
+	TESTQ CX, CX
+	JE    store832
+	VMOVUPS      (DX), Z16
+	VMOVUPS      64(DX), Z17
+	VBROADCASTSS (SI), Z18
+	VBROADCASTSS (SI)(R9*1), Z19
+	VBROADCASTSS (SI)(R9*2), Z20
+	VBROADCASTSS (R12), Z21
+	VBROADCASTSS (R13), Z22
+	VBROADCASTSS (R13)(R9*1), Z23
+	VBROADCASTSS (R13)(R9*2), Z24
+	VBROADCASTSS (R14), Z25
+	FMA_8x32
+	ADDQ         $4, SI
+	ADDQ         $4, R12
+	ADDQ         $4, R13
+	ADDQ         $4, R14
+	ADDQ         R10, DX
+	DECQ         CX
+	JMP          loop832
+
+store832:
+	STORE_C8x32
+	VZEROUPPER
+	RET
+
+// func gemmT8x32(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)
+//
+// C[0:8, 0:32] += Aᵀ[0:8, 0:k] · B[0:k, 0:32], A stored k×lda, as gemmT4x16.
+TEXT ·gemmT8x32(SB), NOSPLIT, $0-57
+	GEMM_ARGS
+	MOVBQZX zero+56(FP), AX
+	TESTQ   AX, AX
+	JNE     zeroT832
+	LOAD_C8x32
+	JMP     loopT832
+
+zeroT832:
+	ZERO_Z0_Z15
+
+loopT832:
+	TESTQ CX, CX
+	JE    storeT832
+	VMOVUPS      (DX), Z16
+	VMOVUPS      64(DX), Z17
+	VBROADCASTSS (SI), Z18
+	VBROADCASTSS 4(SI), Z19
+	VBROADCASTSS 8(SI), Z20
+	VBROADCASTSS 12(SI), Z21
+	VBROADCASTSS 16(SI), Z22
+	VBROADCASTSS 20(SI), Z23
+	VBROADCASTSS 24(SI), Z24
+	VBROADCASTSS 28(SI), Z25
+	FMA_8x32
+	ADDQ         R9, SI
+	ADDQ         R10, DX
+	DECQ         CX
+	JMP          loopT832
+
+storeT832:
+	STORE_C8x32
 	VZEROUPPER
 	RET
