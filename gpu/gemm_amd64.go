@@ -32,6 +32,12 @@ func chooseKernels(choice string, fma, avx512 bool) (useFMA, useAVX512 bool) {
 }
 
 //go:noescape
+func gemm8x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)
+
+//go:noescape
+func gemmT8x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)
+
+//go:noescape
 func gemm8x32(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)
 
 //go:noescape

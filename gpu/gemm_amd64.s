@@ -668,3 +668,145 @@ storeT832:
 	STORE_C8x32
 	VZEROUPPER
 	RET
+
+// The 8×16 AVX-512 kernels, for 16-column strips (a convolution of 16
+// channels): eight rows of C in Z0–Z7, so that eight independent chains of
+// multiply-adds hide their latency, where a 4×16 tile in ZMM registers
+// would have four. The AVX2 kernels' chains again: the same bits.
+#define LOAD_C8x16 \
+	MOVQ DI, AX; \
+	VMOVUPS (AX), Z0; \
+	ADDQ R8, AX; \
+	VMOVUPS (AX), Z1; \
+	ADDQ R8, AX; \
+	VMOVUPS (AX), Z2; \
+	ADDQ R8, AX; \
+	VMOVUPS (AX), Z3; \
+	ADDQ R8, AX; \
+	VMOVUPS (AX), Z4; \
+	ADDQ R8, AX; \
+	VMOVUPS (AX), Z5; \
+	ADDQ R8, AX; \
+	VMOVUPS (AX), Z6; \
+	ADDQ R8, AX; \
+	VMOVUPS (AX), Z7;
+
+#define STORE_C8x16 \
+	VMOVUPS Z0, (DI); \
+	ADDQ R8, DI; \
+	VMOVUPS Z1, (DI); \
+	ADDQ R8, DI; \
+	VMOVUPS Z2, (DI); \
+	ADDQ R8, DI; \
+	VMOVUPS Z3, (DI); \
+	ADDQ R8, DI; \
+	VMOVUPS Z4, (DI); \
+	ADDQ R8, DI; \
+	VMOVUPS Z5, (DI); \
+	ADDQ R8, DI; \
+	VMOVUPS Z6, (DI); \
+	ADDQ R8, DI; \
+	VMOVUPS Z7, (DI);
+
+#define ZERO_Z0_Z7 \
+	VPXORD Z0, Z0, Z0; \
+	VPXORD Z1, Z1, Z1; \
+	VPXORD Z2, Z2, Z2; \
+	VPXORD Z3, Z3, Z3; \
+	VPXORD Z4, Z4, Z4; \
+	VPXORD Z5, Z5, Z5; \
+	VPXORD Z6, Z6, Z6; \
+	VPXORD Z7, Z7, Z7;
+
+// C's 8×16 block += B's row (Z16) times A's broadcasts (Z18–Z25).
+#define FMA_8x16 \
+	VFMADD231PS Z16, Z18, Z0; \
+	VFMADD231PS Z16, Z19, Z1; \
+	VFMADD231PS Z16, Z20, Z2; \
+	VFMADD231PS Z16, Z21, Z3; \
+	VFMADD231PS Z16, Z22, Z4; \
+	VFMADD231PS Z16, Z23, Z5; \
+	VFMADD231PS Z16, Z24, Z6; \
+	VFMADD231PS Z16, Z25, Z7;
+
+// func gemm8x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)
+//
+// C[0:8, 0:16] += A[0:8, 0:k] · B[0:k, 0:16], as gemm4x16.
+TEXT ·gemm8x16(SB), NOSPLIT, $0-57
+	GEMM_ARGS
+	LEAQ (SI)(R9*2), R12
+	ADDQ R9, R12                 // row 3
+	LEAQ (SI)(R9*4), R13         // row 4
+	LEAQ (R13)(R9*2), R14
+	ADDQ R9, R14                 // row 7
+	MOVBQZX zero+56(FP), AX
+	TESTQ   AX, AX
+	JNE     zero816
+	LOAD_C8x16
+	JMP     loop816
+
+zero816:
+	ZERO_Z0_Z7
+
+loop816:
+	TESTQ CX, CX
+	JE    store816
+	VMOVUPS      (DX), Z16
+	VBROADCASTSS (SI), Z18
+	VBROADCASTSS (SI)(R9*1), Z19
+	VBROADCASTSS (SI)(R9*2), Z20
+	VBROADCASTSS (R12), Z21
+	VBROADCASTSS (R13), Z22
+	VBROADCASTSS (R13)(R9*1), Z23
+	VBROADCASTSS (R13)(R9*2), Z24
+	VBROADCASTSS (R14), Z25
+	FMA_8x16
+	ADDQ         $4, SI
+	ADDQ         $4, R12
+	ADDQ         $4, R13
+	ADDQ         $4, R14
+	ADDQ         R10, DX
+	DECQ         CX
+	JMP          loop816
+
+store816:
+	STORE_C8x16
+	VZEROUPPER
+	RET
+
+// func gemmT8x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)
+//
+// C[0:8, 0:16] += Aᵀ[0:8, 0:k] · B[0:k, 0:16], A stored k×lda, as gemmT4x16.
+TEXT ·gemmT8x16(SB), NOSPLIT, $0-57
+	GEMM_ARGS
+	MOVBQZX zero+56(FP), AX
+	TESTQ   AX, AX
+	JNE     zeroT816
+	LOAD_C8x16
+	JMP     loopT816
+
+zeroT816:
+	ZERO_Z0_Z7
+
+loopT816:
+	TESTQ CX, CX
+	JE    storeT816
+	VMOVUPS      (DX), Z16
+	VBROADCASTSS (SI), Z18
+	VBROADCASTSS 4(SI), Z19
+	VBROADCASTSS 8(SI), Z20
+	VBROADCASTSS 12(SI), Z21
+	VBROADCASTSS 16(SI), Z22
+	VBROADCASTSS 20(SI), Z23
+	VBROADCASTSS 24(SI), Z24
+	VBROADCASTSS 28(SI), Z25
+	FMA_8x16
+	ADDQ         R9, SI
+	ADDQ         R10, DX
+	DECQ         CX
+	JMP          loopT816
+
+storeT816:
+	STORE_C8x16
+	VZEROUPPER
+	RET

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestAVX512KernelsGiveTheAVX2Bits: the AVX-512 kernels (4×64 and 8×32) run each
+// TestAVX512KernelsGiveTheAVX2Bits: the AVX-512 kernels (4×64, 8×32, 8×16) run each
 // element's multiply-adds in the AVX2 kernels' order, so every product,
 // plain or with A transposed, with k panels, leftover rows and 16-column
 // remainders, has the same bits on both kernel sets.
@@ -20,6 +20,7 @@ func TestAVX512KernelsGiveTheAVX2Bits(t *testing.T) {
 	for _, s := range []struct{ m, n, k int }{
 		{4, 64, 1}, {37, 64, 5}, {64, 128, 2*gemmKC + 44}, {8, 80, 129}, {13, 208, 64}, {1030, 256, 256}, {3, 64, 7},
 		{20, 96, 300}, {70, 160, 33}, // 8×32 tiles, four rows left, a 16-column remainder
+		{37, 16, 300}, {1030, 16, 36}, // 8×16 tiles (a 16-channel convolution)
 	} {
 		for _, transA := range []bool{false, true} {
 			av, bv, cv := randSlice(r, s.m*s.k, 1), randSlice(r, s.k*s.n, 1), randSlice(r, s.m*s.n, 1)

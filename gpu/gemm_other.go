@@ -9,6 +9,14 @@ const hasFMA = false
 // hasAVX512 is false with hasFMA.
 const hasAVX512 = false
 
+func gemm8x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool) {
+	panic("gpu: no SIMD kernel on this platform")
+}
+
+func gemmT8x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool) {
+	panic("gpu: no SIMD kernel on this platform")
+}
+
 func gemm8x32(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool) {
 	panic("gpu: no SIMD kernel on this platform")
 }

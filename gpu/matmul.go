@@ -148,7 +148,15 @@ func gemmRows(g *gemmArgs, lo, hi int) {
 					}
 					j += 64
 				default:
-					for i := i0; i < i1; i += 4 {
+					i := i0
+					for ; hasAVX512 && i+8 <= i1; i += 8 {
+						if g.transA {
+							gemmT8x16(&c[i*n+j], n, &a[k0*g.lda+i], g.lda, &bp[j], n, kc, zero)
+						} else {
+							gemm8x16(&c[i*n+j], n, &a[i*k+k0], k, &bp[j], n, kc, zero)
+						}
+					}
+					for ; i < i1; i += 4 {
 						block4x16(g, bp, i, j, k0, kc, zero)
 					}
 					j += 16

@@ -5,8 +5,9 @@ import (
 )
 
 // BenchmarkMatMulShapes times, on one core, the products of a CartPole
-// minibatch pass (128 rows, 4 → 64 → 64 → 2 MLP) and the 256-wide products
-// of the scaling configurations, reporting each one's arithmetic rate.
+// minibatch pass (128 rows, 4 → 64 → 64 → 2 MLP), the 256-wide products
+// of the scaling configurations and MinAtar's, reporting each one's
+// arithmetic rate.
 func BenchmarkMatMulShapes(b *testing.B) {
 	for _, s := range []struct {
 		name           string
@@ -28,6 +29,13 @@ func BenchmarkMatMulShapes(b *testing.B) {
 		{"fwd/8192x256·256x256", 8192, 256, 256, false, false},
 		{"dW/(8192x256)ᵀ·8192x256", 256, 256, 8192, true, false},
 		{"dX/8192x256·(256x256)ᵀ", 8192, 256, 256, false, true},
+		// MinAtar's 16-channel 3×3 convolution on 4 channels, as products
+		// over the patches of a 64-frame chunk, and its dense layer on a
+		// minibatch of 1,024.
+		{"conv/4096x36·36x16", 4096, 16, 36, false, false},
+		{"convdW/(4096x36)ᵀ·4096x16", 36, 16, 4096, true, false},
+		{"fwd/1024x1024·1024x128", 1024, 128, 1024, false, false},
+		{"dW/(1024x1024)ᵀ·1024x128", 1024, 128, 1024, true, false},
 	} {
 		b.Run(s.name, func(b *testing.B) {
 			d := NewCPU(1)
