@@ -526,6 +526,44 @@ storeT64:
 	VZEROUPPER
 	RET
 
+// The 8-row kernels: A's rows 0–2 at SI + {0,1,2}·R9, row 3 in R12, rows
+// 4–6 at R13 + {0,1,2}·R9, row 7 in R14 (ROWS8 sets them up); BCAST8
+// broadcasts A's eight elements of the current step into Z18–Z25 and NEXT8
+// moves to the next; BCAST8T does the same for a transposed A, whose eight
+// elements are contiguous at SI.
+#define ROWS8 \
+	LEAQ (SI)(R9*2), R12; \
+	ADDQ R9, R12;         \
+	LEAQ (SI)(R9*4), R13; \
+	LEAQ (R13)(R9*2), R14; \
+	ADDQ R9, R14
+
+#define BCAST8 \
+	VBROADCASTSS (SI), Z18; \
+	VBROADCASTSS (SI)(R9*1), Z19; \
+	VBROADCASTSS (SI)(R9*2), Z20; \
+	VBROADCASTSS (R12), Z21; \
+	VBROADCASTSS (R13), Z22; \
+	VBROADCASTSS (R13)(R9*1), Z23; \
+	VBROADCASTSS (R13)(R9*2), Z24; \
+	VBROADCASTSS (R14), Z25;
+
+#define NEXT8 \
+	ADDQ $4, SI;  \
+	ADDQ $4, R12; \
+	ADDQ $4, R13; \
+	ADDQ $4, R14
+
+#define BCAST8T \
+	VBROADCASTSS (SI), Z18; \
+	VBROADCASTSS 4(SI), Z19; \
+	VBROADCASTSS 8(SI), Z20; \
+	VBROADCASTSS 12(SI), Z21; \
+	VBROADCASTSS 16(SI), Z22; \
+	VBROADCASTSS 20(SI), Z23; \
+	VBROADCASTSS 24(SI), Z24; \
+	VBROADCASTSS 28(SI), Z25;
+
 // The 8×32 AVX-512 kernels: an 8×32 block of C in Z0–Z15 (row r in Z2r,
 // Z2r+1), B's row in Z16–Z17, A's eight elements broadcast into Z18–Z25.
 // Against the 4×64 tile, each 32-column strip of B's panel (32 KB) stays
@@ -590,11 +628,7 @@ storeT64:
 // C[0:8, 0:32] += A[0:8, 0:k] · B[0:k, 0:32], as gemm4x16.
 TEXT ·gemm8x32(SB), NOSPLIT, $0-57
 	GEMM_ARGS
-	LEAQ (SI)(R9*2), R12
-	ADDQ R9, R12                 // row 3
-	LEAQ (SI)(R9*4), R13         // row 4
-	LEAQ (R13)(R9*2), R14
-	ADDQ R9, R14                 // row 7
+	ROWS8
 	MOVBQZX zero+56(FP), AX
 	TESTQ   AX, AX
 	JNE     zero832
@@ -609,19 +643,9 @@ loop832:
 	JE    store832
 	VMOVUPS      (DX), Z16
 	VMOVUPS      64(DX), Z17
-	VBROADCASTSS (SI), Z18
-	VBROADCASTSS (SI)(R9*1), Z19
-	VBROADCASTSS (SI)(R9*2), Z20
-	VBROADCASTSS (R12), Z21
-	VBROADCASTSS (R13), Z22
-	VBROADCASTSS (R13)(R9*1), Z23
-	VBROADCASTSS (R13)(R9*2), Z24
-	VBROADCASTSS (R14), Z25
+	BCAST8
 	FMA_8x32
-	ADDQ         $4, SI
-	ADDQ         $4, R12
-	ADDQ         $4, R13
-	ADDQ         $4, R14
+	NEXT8
 	ADDQ         R10, DX
 	DECQ         CX
 	JMP          loop832
@@ -650,14 +674,7 @@ loopT832:
 	JE    storeT832
 	VMOVUPS      (DX), Z16
 	VMOVUPS      64(DX), Z17
-	VBROADCASTSS (SI), Z18
-	VBROADCASTSS 4(SI), Z19
-	VBROADCASTSS 8(SI), Z20
-	VBROADCASTSS 12(SI), Z21
-	VBROADCASTSS 16(SI), Z22
-	VBROADCASTSS 20(SI), Z23
-	VBROADCASTSS 24(SI), Z24
-	VBROADCASTSS 28(SI), Z25
+	BCAST8T
 	FMA_8x32
 	ADDQ         R9, SI
 	ADDQ         R10, DX
@@ -734,11 +751,7 @@ storeT832:
 // C[0:8, 0:16] += A[0:8, 0:k] · B[0:k, 0:16], as gemm4x16.
 TEXT ·gemm8x16(SB), NOSPLIT, $0-57
 	GEMM_ARGS
-	LEAQ (SI)(R9*2), R12
-	ADDQ R9, R12                 // row 3
-	LEAQ (SI)(R9*4), R13         // row 4
-	LEAQ (R13)(R9*2), R14
-	ADDQ R9, R14                 // row 7
+	ROWS8
 	MOVBQZX zero+56(FP), AX
 	TESTQ   AX, AX
 	JNE     zero816
@@ -752,19 +765,9 @@ loop816:
 	TESTQ CX, CX
 	JE    store816
 	VMOVUPS      (DX), Z16
-	VBROADCASTSS (SI), Z18
-	VBROADCASTSS (SI)(R9*1), Z19
-	VBROADCASTSS (SI)(R9*2), Z20
-	VBROADCASTSS (R12), Z21
-	VBROADCASTSS (R13), Z22
-	VBROADCASTSS (R13)(R9*1), Z23
-	VBROADCASTSS (R13)(R9*2), Z24
-	VBROADCASTSS (R14), Z25
+	BCAST8
 	FMA_8x16
-	ADDQ         $4, SI
-	ADDQ         $4, R12
-	ADDQ         $4, R13
-	ADDQ         $4, R14
+	NEXT8
 	ADDQ         R10, DX
 	DECQ         CX
 	JMP          loop816
@@ -792,14 +795,7 @@ loopT816:
 	TESTQ CX, CX
 	JE    storeT816
 	VMOVUPS      (DX), Z16
-	VBROADCASTSS (SI), Z18
-	VBROADCASTSS 4(SI), Z19
-	VBROADCASTSS 8(SI), Z20
-	VBROADCASTSS 12(SI), Z21
-	VBROADCASTSS 16(SI), Z22
-	VBROADCASTSS 20(SI), Z23
-	VBROADCASTSS 24(SI), Z24
-	VBROADCASTSS 28(SI), Z25
+	BCAST8T
 	FMA_8x16
 	ADDQ         R9, SI
 	ADDQ         R10, DX
