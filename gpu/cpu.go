@@ -580,7 +580,7 @@ func Kernels() string {
 }
 
 // KernelSet names the kernels in use, for people: Kernels, with
-// "+avx-512" where the 64-column AVX-512 product kernels run.
+// "+avx-512" where the AVX-512 product kernels run.
 func KernelSet() string {
 	if hasAVX512 {
 		return Kernels() + "+avx-512"

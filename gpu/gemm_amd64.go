@@ -10,8 +10,8 @@ import (
 )
 
 // hasFMA says whether the AVX2/FMA kernels in gemm_amd64.s may run, and
-// hasAVX512 whether the 64-column AVX-512 product kernels may (x/sys/cpu
-// checks that the OS saves the ZMM state too).
+// hasAVX512 whether the AVX-512 product kernels may (x/sys/cpu checks that
+// the OS saves the ZMM state too).
 var hasFMA, hasAVX512 = chooseKernels(os.Getenv("AGENTTRAINER_CPU_KERNELS"), cpu.X86.HasAVX2 && cpu.X86.HasFMA, cpu.X86.HasAVX512F)
 
 // chooseKernels applies AGENTTRAINER_CPU_KERNELS, for comparisons: "avx2"
@@ -30,6 +30,14 @@ func chooseKernels(choice string, fma, avx512 bool) (useFMA, useAVX512 bool) {
 	}
 	return fma, fma && avx512
 }
+
+// The product kernels' tiles (tileFor chooses).
+var (
+	tile4x16 = tile{4, 16, gemm4x16, gemmT4x16}
+	tile8x16 = tile{8, 16, gemm8x16, gemmT8x16}
+	tile8x32 = tile{8, 32, gemm8x32, gemmT8x32}
+	tile4x64 = tile{4, 64, gemm4x64, gemmT4x64}
+)
 
 //go:noescape
 func gemm8x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)

@@ -6,32 +6,10 @@ package gpu
 // kernel does all the work.
 const hasFMA = false
 
-// hasAVX512 is false with hasFMA.
+// hasAVX512 is false with hasFMA, and no tile is ever run.
 const hasAVX512 = false
 
-func gemm8x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool) {
-	panic("gpu: no SIMD kernel on this platform")
-}
-
-func gemmT8x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool) {
-	panic("gpu: no SIMD kernel on this platform")
-}
-
-func gemm8x32(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool) {
-	panic("gpu: no SIMD kernel on this platform")
-}
-
-func gemmT8x32(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool) {
-	panic("gpu: no SIMD kernel on this platform")
-}
-
-func gemm4x64(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool) {
-	panic("gpu: no SIMD kernel on this platform")
-}
-
-func gemmT4x64(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool) {
-	panic("gpu: no SIMD kernel on this platform")
-}
+var tile4x16, tile8x16, tile8x32, tile4x64 tile
 
 func gemm4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool) {
 	panic("gpu: no SIMD kernel on this platform")

@@ -89,32 +89,27 @@ func (p *workerPool) gemm(g gemmArgs, m int) {
 // A and B that one block of C reads then stay in L1/L2 while the next block
 // reuses them, instead of streaming the whole depth from memory. The
 // kernels continue from C's values, so the panels give the same bits as
-// one pass. 256 rather than 128: the 64-column AVX-512 kernels load and
-// store their 4×64 block of C half as often, 5% faster on 256-wide layers
+// one pass. 256 rather than 128: the AVX-512 kernels load and store their
+// block of C half as often, 5% faster on 256-wide layers
 // (BenchmarkMatMulShapes), and the AVX2 ones do not mind.
 const gemmKC = 256
 
 // gemmMC is the number of rows of C computed against one strip of B's
-// panel (16 columns, or 64 with AVX-512) before moving to the next strip:
+// panel (16 to 64 columns, as tileFor picks) before moving to the next strip:
 // the strip stays in L1/L2 and the rows of A it meets (at most 64 KB) in
 // L2. Without it, every 4 rows of a tall product would read all of a
 // 256-wide B from L2.
 const gemmMC = 64
 
 // gemmRows computes rows [lo, hi) of C += op(A)·B: the SIMD kernels take the
-// columns in blocks of 16 where the CPU has them, the portable kernel the
-// rest.
+// columns in strips of 16 or more where the CPU has them, the portable
+// kernel the rest.
 func gemmRows(g *gemmArgs, lo, hi int) {
 	c, a, b, n, k := g.c, g.a, g.b, g.n, g.k
 	n16 := 0
 	if hasFMA && k > 0 {
 		n16 = n &^ 15
 	}
-	// With AVX-512, C wider than 64 columns takes 8×32 tiles: a strip of B's
-	// panel (32 KB) stays in L1 and each B load feeds 16 multiply-adds,
-	// 15–25 % faster than 4×64 tiles on 256-wide layers. Up to 64 columns,
-	// 4×64 tiles read A once instead of once per strip, 5–15 % faster.
-	tile832 := hasAVX512 && n16 > 64
 	for k0 := 0; k0 < k && n16 > 0; k0 += gemmKC {
 		kc := min(gemmKC, k-k0)
 		bp := b[k0*n:] // the panel's rows of B
@@ -123,44 +118,17 @@ func gemmRows(g *gemmArgs, lo, hi int) {
 		for i0 := lo; i0 < hi4; i0 += gemmMC {
 			i1 := min(i0+gemmMC, hi4)
 			for j := 0; j < n16; {
-				switch {
-				case tile832 && j+32 <= n16:
-					i := i0
-					for ; i+8 <= i1; i += 8 {
-						if g.transA {
-							gemmT8x32(&c[i*n+j], n, &a[k0*g.lda+i], g.lda, &bp[j], n, kc, zero)
-						} else {
-							gemm8x32(&c[i*n+j], n, &a[i*k+k0], k, &bp[j], n, kc, zero)
-						}
-					}
-					for ; i < i1; i += 4 { // four rows left
-						block4x16(g, bp, i, j, k0, kc, zero)
-						block4x16(g, bp, i, j+16, k0, kc, zero)
-					}
-					j += 32
-				case hasAVX512 && j+64 <= n16:
-					for i := i0; i < i1; i += 4 {
-						if g.transA {
-							gemmT4x64(&c[i*n+j], n, &a[k0*g.lda+i], g.lda, &bp[j], n, kc, zero)
-						} else {
-							gemm4x64(&c[i*n+j], n, &a[i*k+k0], k, &bp[j], n, kc, zero)
-						}
-					}
-					j += 64
-				default:
-					i := i0
-					for ; hasAVX512 && i+8 <= i1; i += 8 {
-						if g.transA {
-							gemmT8x16(&c[i*n+j], n, &a[k0*g.lda+i], g.lda, &bp[j], n, kc, zero)
-						} else {
-							gemm8x16(&c[i*n+j], n, &a[i*k+k0], k, &bp[j], n, kc, zero)
-						}
-					}
-					for ; i < i1; i += 4 {
-						block4x16(g, bp, i, j, k0, kc, zero)
-					}
-					j += 16
+				t := tileFor(n16, j)
+				i := i0
+				for ; i+t.rows <= i1; i += t.rows {
+					t.run(g, bp, i, j, k0, kc, zero)
 				}
+				for ; i < i1; i += 4 { // rows left under a tile of 8: 4×16 tiles
+					for jj := j; jj < j+t.cols; jj += 16 {
+						tile4x16.run(g, bp, i, jj, k0, kc, zero)
+					}
+				}
+				j += t.cols
 			}
 		}
 		for i := hi4; i < hi; i++ {
@@ -178,15 +146,46 @@ func gemmRows(g *gemmArgs, lo, hi int) {
 	}
 }
 
-// block4x16 runs the AVX2 kernel on rows i…i+3, columns j…j+15 of C over
-// the panel of depth kc at k0 (bp: the panel's rows of B).
-func block4x16(g *gemmArgs, bp []float32, i, j, k0, kc int, zero bool) {
+// kernel computes a block of C += op(A)·B over a panel of depth k; the
+// assembly kernels of gemm_amd64.s.
+type kernel func(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)
+
+// tile is a kernel pair for a rows×cols block of C: with A as stored, and
+// with A transposed.
+type tile struct {
+	rows, cols   int
+	plain, trans kernel
+}
+
+// run computes the tile at rows i…, columns j… of C over the panel of
+// depth kc at k0 (bp: the panel's rows of B).
+func (t tile) run(g *gemmArgs, bp []float32, i, j, k0, kc int, zero bool) {
 	c, a, n, k := g.c, g.a, g.n, g.k
 	if g.transA {
-		gemmT4x16(&c[i*n+j], n, &a[k0*g.lda+i], g.lda, &bp[j], n, kc, zero)
+		t.trans(&c[i*n+j], n, &a[k0*g.lda+i], g.lda, &bp[j], n, kc, zero)
 	} else {
-		gemm4x16(&c[i*n+j], n, &a[i*k+k0], k, &bp[j], n, kc, zero)
+		t.plain(&c[i*n+j], n, &a[i*k+k0], k, &bp[j], n, kc, zero)
 	}
+}
+
+// tileFor picks the tile for columns j… of a C n16 columns wide. With
+// AVX-512, C wider than 64 columns takes 8×32 tiles: a strip of B's panel
+// (32 KB) stays in L1 and each B load feeds 16 multiply-adds, 15–25 %
+// faster than 4×64 tiles on 256-wide layers. Up to 64 columns, 4×64 tiles
+// read A once instead of once per strip, 5–15 % faster. 16-column strips
+// take 8×16 tiles: eight chains of multiply-adds hide their latency, 1.6×
+// the AVX2 tile on a 16-channel convolution. Without AVX-512, 4×16 tiles.
+// Every tile runs each element's chain in the same order: the same bits.
+func tileFor(n16, j int) tile {
+	switch {
+	case !hasAVX512:
+		return tile4x16
+	case n16 > 64 && j+32 <= n16:
+		return tile8x32
+	case j+64 <= n16:
+		return tile4x64
+	}
+	return tile8x16
 }
 
 // gemmGo computes rows [lo, hi), columns [j0, n) of C += op(A)·B in plain
