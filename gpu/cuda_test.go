@@ -429,7 +429,7 @@ func TestCUDAMisuse(t *testing.T) {
 
 func TestCUDAOpen(t *testing.T) {
 	gpuForTest(t)
-	d, why, err := Open("auto", 2)
+	d, why, err := Open("auto", 2, math.Inf(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,13 +439,13 @@ func TestCUDAOpen(t *testing.T) {
 	}
 	t.Logf("%s; %s", why, g.Info())
 	g.Close()
-	if _, _, err := Open("cuda:99", 2); err == nil || !strings.Contains(err.Error(), "no GPU number 99") {
+	if _, _, err := Open("cuda:99", 2, math.Inf(1)); err == nil || !strings.Contains(err.Error(), "no GPU number 99") {
 		t.Fatalf("cuda:99: %v", err)
 	}
-	if _, _, err := Open("cuda:x", 2); err == nil {
+	if _, _, err := Open("cuda:x", 2, math.Inf(1)); err == nil {
 		t.Fatal("cuda:x opened")
 	}
-	c, why, err := Open("cpu", 2)
+	c, why, err := Open("cpu", 2, math.Inf(1))
 	if _, ok := c.(*CPU); err != nil || !ok {
 		t.Fatalf("cpu: %T %s %v", c, why, err)
 	}
@@ -459,12 +459,12 @@ func TestOpenWithoutGPU(t *testing.T) {
 	if _, err := OpenCUDA(0); err == nil {
 		t.Skip("a GPU answered")
 	}
-	d, why, err := Open("auto", 1)
+	d, why, err := Open("auto", 1, math.Inf(1))
 	if _, ok := d.(*CPU); err != nil || !ok || !strings.Contains(why, "auto: no usable GPU") {
 		t.Fatalf("auto without a GPU: %T %q %v", d, why, err)
 	}
 	t.Log(why)
-	if _, _, err := Open("cuda", 1); err == nil || !strings.Contains(err.Error(), "not usable") {
+	if _, _, err := Open("cuda", 1, math.Inf(1)); err == nil || !strings.Contains(err.Error(), "not usable") {
 		t.Fatalf("cuda without a GPU: %v", err)
 	}
 }

@@ -8,8 +8,9 @@ import "fmt"
 const HasCUDA = false
 
 // Open returns the device a config's trainer.device names, and a sentence
-// saying which device was chosen and why.
-func Open(spec string, threads int) (Device, string, error) {
+// saying which device was chosen and why. minibatchFLOPs, the work of one
+// minibatch's update, matters to "auto" in a cuda build only.
+func Open(spec string, threads int, minibatchFLOPs float64) (Device, string, error) {
 	switch spec {
 	case "", "auto", "cpu":
 		d := NewCPU(threads)

@@ -12,14 +12,20 @@ import (
 const HasCUDA = true
 
 // Open returns the device a config's trainer.device names, and a sentence
-// saying which device was chosen and why. "auto" takes GPU 0 when the driver
-// answers and the kernels load, and otherwise the CPU, saying what failed.
-func Open(spec string, threads int) (Device, string, error) {
+// saying which device was chosen and why. "auto" takes GPU 0 when a
+// minibatch's update is work enough for it (minibatchFLOPs, AutoKeepsCPU),
+// the driver answers and the kernels load, and otherwise the CPU, saying
+// why.
+func Open(spec string, threads int, minibatchFLOPs float64) (Device, string, error) {
 	switch {
 	case spec == "cpu":
 		d := NewCPU(threads)
 		return d, fmt.Sprintf("%s (asked for the CPU)", d.Name()), nil
 	case spec == "" || spec == "auto":
+		if keep, why := AutoKeepsCPU(minibatchFLOPs); keep {
+			d := NewCPU(threads)
+			return d, fmt.Sprintf("%s (%s)", d.Name(), why), nil
+		}
 		g, err := OpenCUDA(0)
 		if err == nil {
 			return g, fmt.Sprintf("%s (auto: GPU 0 answered)", g.Name()), nil

@@ -51,3 +51,9 @@ func UpdateFLOPs(cfg config.Config, obs int, shape []int, outputs int) float64 {
 	}
 	return 2 * macs * float64(cfg.BatchSize()*cfg.PPO.UpdateEpochs)
 }
+
+// minibatchFLOPs is UpdateFLOPs over the minibatches of an update: the work
+// a device takes at once, which trainer.device=auto weighs (gpu.AutoKeepsCPU).
+func minibatchFLOPs(cfg config.Config, obs int, shape []int, outputs int) float64 {
+	return UpdateFLOPs(cfg, obs, shape, outputs) / float64(cfg.PPO.UpdateEpochs*cfg.PPO.NumMinibatches)
+}

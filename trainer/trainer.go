@@ -205,17 +205,9 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	}
 	t.dev, t.devInfo = opts.Device, ""
 	if t.dev == nil {
-		spec, why := cfg.Trainer.Device, ""
-		if auto := spec == "" || spec == "auto"; auto && gpu.HasCUDA {
-			if cpu, reason := autoPrefersCPU(cfg, t.obsSpace.Dim, t.obsSpace.Shape, outputs); cpu {
-				spec, why = "cpu", reason
-			}
-		}
-		if t.dev, t.devInfo, err = gpu.Open(spec, cfg.Trainer.Threads); err != nil {
+		work := minibatchFLOPs(cfg, t.obsSpace.Dim, t.obsSpace.Shape, outputs)
+		if t.dev, t.devInfo, err = gpu.Open(cfg.Trainer.Device, cfg.Trainer.Threads, work); err != nil {
 			return nil, &config.Error{Key: "trainer.device", Msg: err.Error()}
-		}
-		if why != "" {
-			t.devInfo = fmt.Sprintf("%s (%s)", t.dev.Name(), why)
 		}
 	} else {
 		t.devInfo = t.dev.Name()
