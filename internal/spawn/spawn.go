@@ -50,24 +50,11 @@ func Start(dir string, cfg *config.Config, resume bool, overrides []string, star
 	if startPaused {
 		args = append(args, "--start-paused")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return 0, err
-	}
 	logPath := filepath.Join(dir, LogFile)
-	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	cmd, exited, err := startDetached(logPath, args...)
 	if err != nil {
 		return 0, err
 	}
-	defer log.Close()
-	cmd := exec.Command(exe, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // not killed with this terminal
-	if err := cmd.Start(); err != nil {
-		return 0, err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	deadline := time.After(60 * time.Second)
 	for {
 		select {
@@ -82,6 +69,30 @@ func Start(dir string, cfg *config.Config, resume bool, overrides []string, star
 			}
 		}
 	}
+}
+
+// startDetached runs this program's executable with args in a session of
+// its own, so that it outlives this terminal, its output appended to
+// logPath; exited delivers its end.
+func startDetached(logPath string, args ...string) (cmd *exec.Cmd, exited <-chan error, err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer log.Close() // the child has its own descriptors
+	cmd = exec.Command(exe, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // not killed with this terminal
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	return cmd, done, nil
 }
 
 func tail(path string, n int) string {
@@ -195,27 +206,14 @@ func LiveRuns(runsDir string) []Live {
 // output in RUNS_DIR/sweep-<time>.log. A sweep that ends within a second
 // (a spec the app's check let through) is reported with its log's end.
 func StartSweep(spec, runsDir string) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	if err := os.MkdirAll(runsDir, 0o755); err != nil {
 		return err
 	}
 	logPath := filepath.Join(runsDir, "sweep-"+time.Now().Format("20060102-150405")+".log")
-	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	_, exited, err := startDetached(logPath, "sweep", spec, "trainer.runs_dir="+runsDir)
 	if err != nil {
 		return err
 	}
-	defer log.Close()
-	cmd := exec.Command(exe, "sweep", spec, "trainer.runs_dir="+runsDir)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // not killed with this terminal
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	select {
 	case err := <-exited:
 		if err != nil {
