@@ -101,13 +101,23 @@ type Colourer interface {
 
 // Colours are e's cell colours (unwrapping wrappers), or nil.
 func Colours(e Env) map[rune]int {
+	if c, ok := unwrapTo[Colourer](e); ok {
+		return c.Colours()
+	}
+	return nil
+}
+
+// unwrapTo finds the first of e and the environments it wraps (TimeLimit's
+// Unwrap) that is a T.
+func unwrapTo[T any](e Env) (T, bool) {
 	for {
-		if c, ok := e.(Colourer); ok {
-			return c.Colours()
+		if t, ok := e.(T); ok {
+			return t, true
 		}
 		u, ok := e.(interface{ Unwrap() Env })
 		if !ok {
-			return nil
+			var zero T
+			return zero, false
 		}
 		e = u.Unwrap()
 	}

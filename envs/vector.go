@@ -119,7 +119,7 @@ func (v *Vector) Step(actions []float32) {
 		if ep == nil {
 			continue
 		}
-		if s, ok := unwrapSuccess(e); ok {
+		if s, ok := unwrapTo[SuccessReporter](e); ok {
 			ep.Success, ep.HasSuccess = s.Succeeded(), true
 		}
 		copy(v.FinalObs[i*v.ObsDim:(i+1)*v.ObsDim], obs)
@@ -148,19 +148,6 @@ func (v *Vector) account(i int, r float64, term, trunc bool) *Episode {
 
 // Done reports whether sub-environment i's episode ended on the last step.
 func (v *Vector) Done(i int) bool { return v.Terminated[i] || v.Truncated[i] }
-
-func unwrapSuccess(e Env) (SuccessReporter, bool) {
-	for {
-		if s, ok := e.(SuccessReporter); ok {
-			return s, true
-		}
-		u, ok := e.(interface{ Unwrap() Env })
-		if !ok {
-			return nil, false
-		}
-		e = u.Unwrap()
-	}
-}
 
 // Replace puts e into slot i in place of the environment there, resets it
 // with seed and starts a new episode in that slot. Spaces must match.
