@@ -309,13 +309,13 @@ func (a *CNN) forward(x gpu.Tensor, policy, value bool) {
 	d, rows := a.dev, x.Rows
 	a.reserve(rows)
 	a.rows, a.x = rows, x
-	h := x
+	h, chunk := x, a.chunkOf(rows)
 	for i, l := range a.convs {
 		pos := l.oh * l.ow
 		y := a.cOut[i].RowRange(0, rows)
 		yv := y.Reshape(rows*pos, l.out)
-		for r0 := 0; r0 < rows; r0 += a.chunkOf(rows) {
-			r1 := min(r0+a.chunkOf(rows), rows)
+		for r0 := 0; r0 < rows; r0 += chunk {
+			r1 := min(r0+chunk, rows)
 			cols := a.cols[i].RowRange(0, (r1-r0)*pos)
 			d.Im2Col(cols, h.RowRange(r0, r1), l.g)
 			d.MatMul(yv.RowRange(r0*pos, r1*pos), cols, false, l.w, false, 0)
@@ -345,6 +345,7 @@ func (a *CNN) forward(x gpu.Tensor, policy, value bool) {
 // value) into every parameter gradient.
 func (a *CNN) backward(value bool) {
 	d, rows := a.dev, a.rows
+	chunk := a.chunkOf(rows)
 	feat := a.dOut[len(a.dense)-1].RowRange(0, rows)
 	dFeat := a.dGrad[len(a.dense)-1].RowRange(0, rows)
 	dy := a.piGrad.RowRange(0, rows)
@@ -384,7 +385,6 @@ func (a *CNN) backward(value bool) {
 		if i > 0 {
 			in = a.cOut[i-1].RowRange(0, rows)
 		}
-		chunk := a.chunkOf(rows)
 		for r0 := 0; r0 < rows; r0 += chunk {
 			r1 := min(r0+chunk, rows)
 			cols, gc := a.cols[i].RowRange(0, (r1-r0)*pos), gv.RowRange(r0*pos, r1*pos)
