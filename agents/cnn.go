@@ -33,7 +33,9 @@ func init() {
 // policy head and 1 for the value head, zero biases.
 //
 // Convolutions run as matrix products over patches (gpu.Device.Im2Col),
-// channel-last throughout, so the observation is read as it comes. The
+// channel-last throughout, so the observation is read as it comes; a
+// device with direct kernels (gpu.DirectConv: the CPU with AVX-512, on
+// MinAtar's layer) reads the pixels in place instead, with the same bits. The
 // exported tensors have PyTorch's layouts, so a checkpoint's weights load
 // with load_state_dict into this model (scripts/check_cnn_checkpoint.py
 // checks it), shown for agent.conv = [[16, 3, 1]], agent.hidden = [128],
@@ -88,6 +90,11 @@ type CNN struct {
 	vfOut, vfGrad     gpu.Tensor
 	rows              int
 	x                 gpu.Tensor // the last forward pass's input
+
+	// direct is set for the convolutions the device computes without
+	// patches (gpu.DirectConv: the CPU with AVX-512 on MinAtar's layer).
+	direct []bool
+	dconv  gpu.DirectConv
 
 	// chunk is how many images a convolution's patches are made for at a
 	// time (all of them when 0). On the CPU, a minibatch's patches (9 MB
@@ -153,6 +160,12 @@ func NewCNN(b Build) (*CNN, error) {
 		cl.outWidth = cl.oh * cl.ow * cl.out
 		a.convs = append(a.convs, cl)
 		total += g.Patch()*cl.out + cl.out
+		dc, ok := b.Device.(gpu.DirectConv)
+		direct := ok && dc.ConvDirect(g, cl.out)
+		a.direct = append(a.direct, direct)
+		if direct {
+			a.dconv = dc
+		}
 		if onCPU { // the smallest chunk over the layers: 1 MB of patches
 			perImage := cl.oh * cl.ow * g.Patch() * 4
 			if c := max(1, (1<<20)/perImage); a.chunk == 0 || c < a.chunk {
@@ -286,8 +299,12 @@ func (a *CNN) reserve(rows int) {
 	}
 	d := a.dev
 	a.cols, a.cOut, a.cGrad = a.cols[:0], a.cOut[:0], a.cGrad[:0]
-	for _, l := range a.convs {
-		a.cols = append(a.cols, d.Alloc(a.chunkOf(rows)*l.oh*l.ow, l.g.Patch()))
+	for i, l := range a.convs {
+		var cols gpu.Tensor // patches, or an input gradient's: none for a direct first layer
+		if !a.direct[i] || i > 0 {
+			cols = d.Alloc(a.chunkOf(rows)*l.oh*l.ow, l.g.Patch())
+		}
+		a.cols = append(a.cols, cols)
 		a.cOut = append(a.cOut, d.Alloc(rows, l.outWidth))
 		a.cGrad = append(a.cGrad, d.Alloc(rows, l.outWidth))
 	}
@@ -313,6 +330,11 @@ func (a *CNN) forward(x gpu.Tensor, policy, value bool) {
 	for i, l := range a.convs {
 		pos := l.oh * l.ow
 		y := a.cOut[i].RowRange(0, rows)
+		if a.direct[i] {
+			a.dconv.ConvForward(y, h, l.w, l.b, l.g)
+			h = y
+			continue
+		}
 		yv := y.Reshape(rows*pos, l.out)
 		for r0 := 0; r0 < rows; r0 += chunk {
 			r1 := min(r0+chunk, rows)
@@ -385,17 +407,22 @@ func (a *CNN) backward(value bool) {
 		if i > 0 {
 			in = a.cOut[i-1].RowRange(0, rows)
 		}
-		for r0 := 0; r0 < rows; r0 += chunk {
+		if a.direct[i] {
+			a.dconv.ConvWeightGrad(l.dw, in, gv, l.g)
+		}
+		for r0 := 0; r0 < rows && (!a.direct[i] || i > 0); r0 += chunk {
 			r1 := min(r0+chunk, rows)
 			cols, gc := a.cols[i].RowRange(0, (r1-r0)*pos), gv.RowRange(r0*pos, r1*pos)
-			if chunk < rows { // else the forward pass's patches are still there
-				d.Im2Col(cols, in.RowRange(r0, r1), l.g)
+			if !a.direct[i] {
+				if chunk < rows { // else the forward pass's patches are still there
+					d.Im2Col(cols, in.RowRange(r0, r1), l.g)
+				}
+				// Summed over the chunks in order: with 16 or more output
+				// channels the bits of one product (a narrower product goes
+				// through scratch and is added chunk by chunk: other bits, as
+				// reproducible).
+				d.MatMul(l.dw, cols, true, gc, false, float32(min(r0, 1)))
 			}
-			// Summed over the chunks in order: with 16 or more output
-			// channels the bits of one product (a narrower product goes
-			// through scratch and is added chunk by chunk: other bits, as
-			// reproducible).
-			d.MatMul(l.dw, cols, true, gc, false, float32(min(r0, 1)))
 			if i > 0 {
 				// The patches are spent: their buffer takes their gradient.
 				d.MatMul(cols, gc, false, l.w, true, 0)

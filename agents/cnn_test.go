@@ -245,41 +245,60 @@ func TestCNNNeedsAnImage(t *testing.T) {
 	}
 }
 
-// TestCNNChunksGiveTheSameBits: on the CPU the convolutions' patches are
-// made a chunk of images at a time; for 16 or more output channels the
-// weight gradient is then summed in the same order as in one product, so
-// every gradient has the bits of the unchunked passes.
-func TestCNNChunksGiveTheSameBits(t *testing.T) {
-	image := envs.Space{Kind: envs.Box, Dim: 400, Shape: []int{10, 10, 4}}
+// TestCNNRoutesGiveTheSameBits: a minibatch's gradients are the same bits
+// whether the convolutions read pixels in place (gpu.DirectConv, where the
+// CPU has AVX-512), make the patches for all images at once, or make them
+// a chunk of three images at a time. MinAtar's frames go through two
+// convolutions: on 10×10 the second one's rows (6 positions) are too short
+// for the direct kernels; on 12×12 both are direct, the second with an
+// input gradient.
+func TestCNNRoutesGiveTheSameBits(t *testing.T) {
 	const B = 7
 	r := rand.New(rand.NewPCG(8, 9))
-	obs := make([]float32, B*image.Dim)
-	for i := range obs {
-		obs[i] = float32(r.IntN(2))
-	}
-	acts := []float32{0, 1, 2, 1, 0, 2, 2}
-	var grads [][]float32
-	for _, chunk := range []int{0, 3} {
-		dev := gpu.NewCPU(1)
-		a, err := NewCNN(Build{Obs: image, Act: envs.Space{Kind: envs.Discrete, N: 3}, Conv: [][]int{{16, 3, 1}, {16, 3, 1}},
-			Hidden: []int{32}, Activation: "relu", Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
-		if err != nil {
-			t.Fatal(err)
+	for _, side := range []int{10, 12} {
+		image := envs.Space{Kind: envs.Box, Dim: side * side * 4, Shape: []int{side, side, 4}}
+		obs := make([]float32, B*image.Dim)
+		for i := range obs {
+			obs[i] = float32(r.IntN(2))
 		}
-		a.chunk = chunk
-		up := func(rows, cols int, v []float32) gpu.Tensor { x := dev.Alloc(rows, cols); dev.Upload(x, v); return x }
-		zeros := make([]float32, B)
-		adv := []float32{1, -1, 0.5, 2, -0.3, 0.1, 1}
-		stats := dev.Alloc(1, gpu.NumStats)
-		a.Gradients(up(B, image.Dim, obs), gpu.PPOPolicyArgs{Actions: up(B, 1, acts), OldLogp: up(B, 1, zeros), Adv: up(B, 1, adv),
-			ClipCoef: 0.2, EntCoef: 0.01, NormAdv: true, Stats: stats},
-			&gpu.ValueArgs{OldValue: up(B, 1, zeros), Returns: up(B, 1, adv), ClipCoef: 0.2, Clip: true, VFCoef: 0.5, Stats: stats})
-		grads = append(grads, append([]float32(nil), dev.Data(a.Grads())...))
-		dev.Close()
-	}
-	for i := range grads[0] {
-		if grads[0][i] != grads[1][i] {
-			t.Fatalf("gradient %d: %v in one pass, %v in chunks of 3 images", i, grads[0][i], grads[1][i])
+		acts := []float32{0, 1, 2, 1, 0, 2, 2}
+		routes := []struct {
+			name   string
+			direct bool
+			chunk  int
+		}{{"pixels in place", true, 0}, {"patches at once", false, 0}, {"patches 3 images at a time", false, 3}}
+		var grads [][]float32
+		for _, route := range routes {
+			cpu := gpu.NewCPU(2)
+			var dev gpu.Device = cpu
+			if !route.direct {
+				dev = patchesOnly{cpu}
+			}
+			a, err := NewCNN(Build{Obs: image, Act: envs.Space{Kind: envs.Discrete, N: 3}, Conv: [][]int{{16, 3, 1}, {16, 3, 1}},
+				Hidden: []int{32}, Activation: "relu", Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.chunk = route.chunk
+			up := func(rows, cols int, v []float32) gpu.Tensor { x := dev.Alloc(rows, cols); dev.Upload(x, v); return x }
+			zeros := make([]float32, B)
+			adv := []float32{1, -1, 0.5, 2, -0.3, 0.1, 1}
+			stats := dev.Alloc(1, gpu.NumStats)
+			a.Gradients(up(B, image.Dim, obs), gpu.PPOPolicyArgs{Actions: up(B, 1, acts), OldLogp: up(B, 1, zeros), Adv: up(B, 1, adv),
+				ClipCoef: 0.2, EntCoef: 0.01, NormAdv: true, Stats: stats},
+				&gpu.ValueArgs{OldValue: up(B, 1, zeros), Returns: up(B, 1, adv), ClipCoef: 0.2, Clip: true, VFCoef: 0.5, Stats: stats})
+			grads = append(grads, append([]float32(nil), cpu.Data(a.Grads())...))
+			cpu.Close()
+		}
+		for r := 1; r < len(routes); r++ {
+			for i := range grads[0] {
+				if math.Float32bits(grads[0][i]) != math.Float32bits(grads[r][i]) {
+					t.Fatalf("%d×%d frames: gradient %d: %v with %s, %v with %s", side, side, i, grads[0][i], routes[0].name, grads[r][i], routes[r].name)
+				}
+			}
 		}
 	}
 }
+
+// patchesOnly hides a device's direct convolution kernels.
+type patchesOnly struct{ gpu.Device }

@@ -18,6 +18,7 @@ type CPU struct {
 	side    *sidecar     // Both's second goroutine, started on first use
 	probs   []float64    // one row of probabilities in CategoricalPPO
 	adam    adamJob
+	conv    convJob // the direct convolution's parts
 }
 
 // NewCPU returns a CPU device using up to threads cores (0: all of them).
@@ -170,12 +171,24 @@ func (d *CPU) grow(i, n int) []float32 {
 	return d.scratch[i][:n]
 }
 
-// transpose writes the cols×rows transpose of the rows×cols matrix src.
+// transpose writes the cols×rows transpose of the rows×cols matrix src,
+// in blocks of 8×8: row by row, a 1,024-row weight would write each value
+// 4 KB from the last, a new cache line every time. Eight destination
+// lines 4 KB apart share a cache set and fit its ways; sixteen did not
+// (BenchmarkTranspose: 1,024×128 in 130 µs, 380 with 16×16 blocks, 4× that
+// row by row).
 func transpose(dst, src []float32, rows, cols int) []float32 {
-	for i := 0; i < rows; i++ {
-		row := src[i*cols : i*cols+cols]
-		for j, v := range row {
-			dst[j*rows+i] = v
+	const blk = 8
+	for i0 := 0; i0 < rows; i0 += blk {
+		i1 := min(i0+blk, rows)
+		for j0 := 0; j0 < cols; j0 += blk {
+			j1 := min(j0+blk, cols)
+			for i := i0; i < i1; i++ {
+				row := src[i*cols+j0 : i*cols+j1]
+				for j, v := range row {
+					dst[(j0+j)*rows+i] = v
+				}
+			}
 		}
 	}
 	return dst
@@ -202,8 +215,13 @@ func (d *CPU) BiasAct(x, bias Tensor, act Activation) {
 				row[j] = tanh32(row[j] + bd[j])
 			}
 		case ReLU:
-			for j, b := range bd {
-				v := row[j] + b
+			j := 0
+			if n8 := n &^ 7; hasFMA && n8 > 0 {
+				biasReLU8(&row[0], &bd[0], n8)
+				j = n8
+			}
+			for ; j < n; j++ {
+				v := row[j] + bd[j]
 				if v < 0 {
 					v = 0
 				}
@@ -260,8 +278,13 @@ func (d *CPU) ActGrad(dy, y Tensor, act Activation) {
 			g[i] *= 1 - yd[i]*yd[i]
 		}
 	case ReLU:
-		for i, v := range yd {
-			if v <= 0 {
+		start := 0
+		if n8 := len(yd) &^ 7; hasFMA && n8 > 0 {
+			reluGrad8(&g[0], &yd[0], n8)
+			start = n8
+		}
+		for i := start; i < len(yd); i++ {
+			if yd[i] <= 0 {
 				g[i] = 0
 			}
 		}
@@ -285,7 +308,7 @@ func (d *CPU) ColSum(out, x Tensor, beta float32) {
 				d.ones[i] = 1
 			}
 		}
-		gemmRows(&gemmArgs{c: o, a: d.ones[:x.Rows], b: xd, n: n, k: x.Rows}, 0, 1)
+		gemmRows(&gemmArgs{c: o, a: d.ones[:x.Rows], b: xd, n: n, k: x.Rows}, 0, 1, nil)
 		return
 	}
 	for i := 0; i < x.Rows; i++ {

@@ -440,3 +440,35 @@ func TestAdamSplitSameBits(t *testing.T) {
 		t.Fatal("Adam on two cores differs from one pass")
 	}
 }
+
+// TestReLUSpecialValues: the SIMD ReLU and its gradient treat NaN, signed
+// zeros, infinities and subnormals bit for bit as the scalar loops do
+// (max(x+b, 0) keeps NaN and −0; the gradient is cut where y ≤ 0 and kept
+// where y is NaN).
+func TestReLUSpecialValues(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	special := []float32{nan, float32(math.Copysign(0, -1)), 0, -1, 1, -inf, inf, 1e-40, -1e-40, 3.5, -2.25, nan, 0.5, -0.5, 7, -7}
+	d := NewCPU(1)
+	for _, n := range []int{8, 16} { // SIMD only
+		x := tensorFrom(d, 1, n, special[:n])
+		d.BiasAct(x, d.Alloc(1, n), ReLU) // a zero bias
+		g := tensorFrom(d, 1, n, slices.Repeat([]float32{1.5}, n))
+		d.ActGrad(g, x, ReLU)
+		for i, v := range special[:n] {
+			want := v + 0
+			if want < 0 {
+				want = 0
+			}
+			if got := d.Data(x)[i]; math.Float32bits(got) != math.Float32bits(want) {
+				t.Errorf("ReLU(%v) = %v (bits %#x), want %v (bits %#x)", v, got, math.Float32bits(got), want, math.Float32bits(want))
+			}
+			wantG := float32(1.5)
+			if want <= 0 {
+				wantG = 0
+			}
+			if got := d.Data(g)[i]; math.Float32bits(got) != math.Float32bits(wantG) {
+				t.Errorf("ReLU gradient at y = %v: %v, want %v", want, got, wantG)
+			}
+		}
+	}
+}

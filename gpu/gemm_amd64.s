@@ -806,3 +806,162 @@ storeT816:
 	STORE_C8x16
 	VZEROUPPER
 	RET
+
+// func biasReLU8(x *float32, bias *float32, n int)
+//
+// x[i] = max(x[i] + bias[i], 0) for n a multiple of 8, as BiasAct's loop:
+// VMAXPS returns its second source (the sum) when that is NaN or when both
+// are zeros, so NaN and −0 pass as they do there.
+TEXT ·biasReLU8(SB), NOSPLIT, $0-24
+	MOVQ   x+0(FP), DI
+	MOVQ   bias+8(FP), SI
+	MOVQ   n+16(FP), CX
+	SHRQ   $3, CX
+	VXORPS Y15, Y15, Y15
+
+loopr:
+	TESTQ   CX, CX
+	JE      doner
+	VMOVUPS (DI), Y0
+	VADDPS  (SI), Y0, Y0
+	VMAXPS  Y0, Y15, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+	DECQ    CX
+	JMP     loopr
+
+doner:
+	VZEROUPPER
+	RET
+
+// func reluGrad8(dy *float32, y *float32, n int)
+//
+// dy[i] = 0 where y[i] ≤ 0, for n a multiple of 8: the ReLU derivative
+// through its output (a NaN output keeps its gradient, as ActGrad's loop).
+TEXT ·reluGrad8(SB), NOSPLIT, $0-24
+	MOVQ   dy+0(FP), DI
+	MOVQ   y+8(FP), SI
+	MOVQ   n+16(FP), CX
+	SHRQ   $3, CX
+	VXORPS Y15, Y15, Y15
+
+loopq:
+	TESTQ   CX, CX
+	JE      doneq
+	VMOVUPS (SI), Y0
+	VCMPPS  $6, Y15, Y0, Y1 // y > 0 or unordered (NLE_UQ)
+	VANDPS  (DI), Y1, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+	DECQ    CX
+	JMP     loopq
+
+doneq:
+	VZEROUPPER
+	RET
+
+// func conv8x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, run int, runs int, skip int, bias *float32)
+//
+// A direct convolution for eight output positions and sixteen channels,
+// with the bias and ReLU: C[r, 0:16] = max(bias + Σ_q Σ_j A_r[q·skip + j] ·
+// B[q·run + j, 0:16], 0), A_r = a + r·lda. Row r's patch is runs runs of
+// run values (a kernel row's K·C pixels) skip apart in the image: the
+// pixels are read where they lie instead of copied into patches. Each
+// element's chain of multiply-adds runs over the patch in im2col's column
+// order from zero, then BiasAct's add and max: the bits of Im2Col, MatMul
+// and BiasAct.
+TEXT ·conv8x16(SB), NOSPLIT, $0-80
+	GEMM_ARGS
+	ROWS8
+	MOVQ skip+64(FP), R11
+	SUBQ CX, R11
+	SHLQ $2, R11          // from a run's end to the next run's start, bytes
+	MOVQ runs+56(FP), BX
+	ZERO_Z0_Z7
+
+runc:
+	MOVQ run+48(FP), CX
+
+loopc:
+	VMOVUPS (DX), Z16
+	BCAST8
+	FMA_8x16
+	NEXT8
+	ADDQ    R10, DX
+	DECQ    CX
+	JNE     loopc
+	ADDQ    R11, SI
+	ADDQ    R11, R12
+	ADDQ    R11, R13
+	ADDQ    R11, R14
+	DECQ    BX
+	JNE     runc
+
+	MOVQ    bias+72(FP), AX
+	VMOVUPS (AX), Z16
+	VPXORD  Z17, Z17, Z17
+	VADDPS  Z16, Z0, Z0
+	VADDPS  Z16, Z1, Z1
+	VADDPS  Z16, Z2, Z2
+	VADDPS  Z16, Z3, Z3
+	VADDPS  Z16, Z4, Z4
+	VADDPS  Z16, Z5, Z5
+	VADDPS  Z16, Z6, Z6
+	VADDPS  Z16, Z7, Z7
+	VMAXPS  Z0, Z17, Z0
+	VMAXPS  Z1, Z17, Z1
+	VMAXPS  Z2, Z17, Z2
+	VMAXPS  Z3, Z17, Z3
+	VMAXPS  Z4, Z17, Z4
+	VMAXPS  Z5, Z17, Z5
+	VMAXPS  Z6, Z17, Z6
+	VMAXPS  Z7, Z17, Z7
+	STORE_C8x16
+	VZEROUPPER
+	RET
+
+// func convT8x16(c *float32, ldc int, a *float32, ldx int, g *float32, ldg int, ow int, oh int, ldy int, zero bool)
+//
+// A convolution's weight gradient for eight patch elements and sixteen
+// channels over one image: C[0:8, 0:16] += Σ_{oy<oh} Σ_{ox<ow}
+// A(oy, ox)[0:8]ᵀ · G[oy·ow + ox, 0:16], A(oy, ox) = a + oy·ldy + ox·ldx (the
+// eight elements sit side by side in a kernel row's run of pixels) and G the
+// output gradient, ldg apart. Positions in order, so each element's chain
+// is im2col's product's (gemmT8x16 over the patches): the same bits.
+TEXT ·convT8x16(SB), NOSPLIT, $0-73
+	GEMM_ARGS             // R9: ldx in bytes; CX: ow
+	MOVQ ldy+64(FP), R11
+	SHLQ $2, R11
+	MOVQ CX, AX
+	IMULQ R9, AX
+	SUBQ AX, R11          // from a row's end to the next row's start, bytes
+	MOVQ oh+56(FP), BX
+	MOVBQZX zero+72(FP), AX
+	TESTQ   AX, AX
+	JNE     zeroct
+	LOAD_C8x16
+	JMP     rowct
+
+zeroct:
+	ZERO_Z0_Z7
+
+rowct:
+	MOVQ ow+48(FP), CX
+
+loopct:
+	VMOVUPS (DX), Z16
+	BCAST8T
+	FMA_8x16
+	ADDQ    R9, SI
+	ADDQ    R10, DX
+	DECQ    CX
+	JNE     loopct
+	ADDQ    R11, SI
+	DECQ    BX
+	JNE     rowct
+
+	STORE_C8x16
+	VZEROUPPER
+	RET

@@ -20,29 +20,37 @@ type gemmArgs struct {
 	overwrite bool
 }
 
-// gemmTask is one horizontal band [lo, hi) of C.
+// gemmTask is one horizontal band [lo, hi) of C or, when fn is set, part
+// lo of a job split by each.
 type gemmTask struct {
 	gemmArgs
 	lo, hi int
+	fn     func(part int)
 }
 
 // workerPool keeps goroutines parked so that splitting a product costs two
 // channel operations and no allocation.
 type workerPool struct {
 	tasks  []chan gemmTask
+	pack   []float32 // the caller's buffer for packing A (see gemmRows)
 	done   chan struct{}
 	once   sync.Once
 	closed bool // set by close: products then run on the calling goroutine
 }
 
 func newWorkerPool(workers int) *workerPool {
-	p := &workerPool{done: make(chan struct{}, workers)}
+	p := &workerPool{done: make(chan struct{}, workers), pack: make([]float32, gemmKC*gemmMC)}
 	for i := 0; i < workers; i++ {
 		ch := make(chan gemmTask)
 		p.tasks = append(p.tasks, ch)
 		go func() {
+			pack := make([]float32, gemmKC*gemmMC)
 			for t := range ch {
-				gemmRows(&t.gemmArgs, t.lo, t.hi)
+				if t.fn != nil {
+					t.fn(t.lo)
+				} else {
+					gemmRows(&t.gemmArgs, t.lo, t.hi, pack)
+				}
 				p.done <- struct{}{}
 			}
 		}()
@@ -64,7 +72,7 @@ func (p *workerPool) close() {
 func (p *workerPool) gemm(g gemmArgs, m int) {
 	parts := len(p.tasks) + 1
 	if p.closed || m*g.n*g.k < minParallelWork || m < 8*parts {
-		gemmRows(&g, 0, m)
+		gemmRows(&g, 0, m, p.pack)
 		return
 	}
 	band := (m + parts - 1) / parts
@@ -78,8 +86,29 @@ func (p *workerPool) gemm(g gemmArgs, m int) {
 		ch <- gemmTask{gemmArgs: g, lo: lo, hi: min(lo+band, m)}
 		used++
 	}
-	gemmRows(&g, 0, min(band, m))
+	gemmRows(&g, 0, min(band, m), p.pack)
 	for ; used > 0; used-- {
+		<-p.done
+	}
+}
+
+// parts is how many parts each can run at once: the workers and the caller.
+func (p *workerPool) parts() int {
+	if p.closed {
+		return 1
+	}
+	return len(p.tasks) + 1
+}
+
+// each runs fn(part) for every part in [0, parts), parts at most p.parts():
+// part 0 on the caller, the others on the workers. fn should be a method
+// value kept by the caller, so that handing it over allocates nothing.
+func (p *workerPool) each(parts int, fn func(part int)) {
+	for i := 1; i < parts; i++ {
+		p.tasks[i-1] <- gemmTask{lo: i, fn: fn}
+	}
+	fn(0)
+	for i := 1; i < parts; i++ {
 		<-p.done
 	}
 }
@@ -103,8 +132,14 @@ const gemmMC = 64
 
 // gemmRows computes rows [lo, hi) of C += op(A)·B: the SIMD kernels take the
 // columns in strips of 16 or more where the CPU has them, the portable
-// kernel the rest.
-func gemmRows(g *gemmArgs, lo, hi int) {
+// kernel the rest. A transposed A whose rows are longer than a block of C
+// is packed first, a block of gemmMC of its columns over the panel into
+// pack (gemmKC·gemmMC values), when pack is given: stored, consecutive
+// elements of a column lie a whole row apart (4 KB in a 1,024-wide layer's
+// weight gradient), so every step of the kernels would touch a new page
+// and the same cache set, for every strip of B again. Packing copies them
+// once, side by side; the products are the same.
+func gemmRows(g *gemmArgs, lo, hi int, pack []float32) {
 	c, a, b, n, k := g.c, g.a, g.b, g.n, g.k
 	n16 := 0
 	if hasFMA && k > 0 {
@@ -117,15 +152,27 @@ func gemmRows(g *gemmArgs, lo, hi int) {
 		hi4 := lo + (hi-lo)&^3
 		for i0 := lo; i0 < hi4; i0 += gemmMC {
 			i1 := min(i0+gemmMC, hi4)
+			// The block's A: row i of op(A) at at[(i−i0)·k] (as stored) or
+			// its column at at[i−i0], lda apart (transposed).
+			at, lda := a[i0*k+k0:], k
+			if g.transA {
+				at, lda = a[k0*g.lda+i0:], g.lda
+				if w := i1 - i0; pack != nil && lda > w {
+					for p := 0; p < kc; p++ {
+						copy(pack[p*w:p*w+w], at[p*lda:p*lda+w])
+					}
+					at, lda = pack, w
+				}
+			}
 			for j := 0; j < n16; {
 				t := tileFor(n16, j)
 				i := i0
 				for ; i+t.rows <= i1; i += t.rows {
-					t.run(g, bp, i, j, k0, kc, zero)
+					t.run(g.transA, c[i*n+j:], n, at, i-i0, lda, bp[j:], kc, zero)
 				}
 				for ; i < i1; i += 4 { // rows left under a tile of 8: 4×16 tiles
 					for jj := j; jj < j+t.cols; jj += 16 {
-						tile4x16.run(g, bp, i, jj, k0, kc, zero)
+						tile4x16.run(g.transA, c[i*n+jj:], n, at, i-i0, lda, bp[jj:], kc, zero)
 					}
 				}
 				j += t.cols
@@ -157,14 +204,15 @@ type tile struct {
 	plain, trans kernel
 }
 
-// run computes the tile at rows i…, columns j… of C over the panel of
-// depth kc at k0 (bp: the panel's rows of B).
-func (t tile) run(g *gemmArgs, bp []float32, i, j, k0, kc int, zero bool) {
-	c, a, n, k := g.c, g.a, g.n, g.k
-	if g.transA {
-		t.trans(&c[i*n+j], n, &a[k0*g.lda+i], g.lda, &bp[j], n, kc, zero)
+// run computes the tile whose corner is c[0] (rows ldc apart) over a panel
+// of depth kc: A's rows i… of the block at (row r of op(A) at a[r·lda], or
+// when trans its column at a[r], rows lda apart), B's panel at b (rows ldc
+// apart too, as B has C's width).
+func (t tile) run(trans bool, c []float32, ldc int, a []float32, i, lda int, b []float32, kc int, zero bool) {
+	if trans {
+		t.trans(&c[0], ldc, &a[i], lda, &b[0], ldc, kc, zero)
 	} else {
-		t.plain(&c[i*n+j], n, &a[i*k+k0], k, &bp[j], n, kc, zero)
+		t.plain(&c[0], ldc, &a[i*lda], lda, &b[0], ldc, kc, zero)
 	}
 }
 

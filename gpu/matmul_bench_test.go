@@ -1,6 +1,9 @@
 package gpu
 
 import (
+	"fmt"
+	"os"
+	"strconv"
 	"testing"
 )
 
@@ -36,9 +39,11 @@ func BenchmarkMatMulShapes(b *testing.B) {
 		{"convdW/(4096x36)ᵀ·4096x16", 36, 16, 4096, true, false},
 		{"fwd/1024x1024·1024x128", 1024, 128, 1024, false, false},
 		{"dW/(1024x1024)ᵀ·1024x128", 1024, 128, 1024, true, false},
+		{"dX/1024x128·(1024x128)ᵀ", 1024, 1024, 128, false, true},
 	} {
 		b.Run(s.name, func(b *testing.B) {
-			d := NewCPU(1)
+			d := NewCPU(benchThreads)
+			defer d.Close()
 			ar, ac, br, bc := operandShapes(s.m, s.n, s.k, s.transA, s.transB)
 			a, bm, c := d.Alloc(ar, ac), d.Alloc(br, bc), d.Alloc(s.m, s.n)
 			for i, x := range [][]float32{d.Data(a), d.Data(bm)} {
@@ -51,6 +56,28 @@ func BenchmarkMatMulShapes(b *testing.B) {
 				d.MatMul(c, a, s.transA, bm, s.transB, 0)
 			}
 			b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// benchThreads is the thread count of BenchmarkMatMulShapes' device (one
+// core unless BENCH_THREADS says otherwise, to see how a product splits).
+var benchThreads = func() int {
+	n, _ := strconv.Atoi(os.Getenv("BENCH_THREADS"))
+	return max(n, 1)
+}()
+
+// BenchmarkTranspose times the copy a product with a transposed weight
+// makes first: MinAtar's 1,024×128 hidden layer (rows 4 KB apart) and a
+// 256-wide one.
+func BenchmarkTranspose(b *testing.B) {
+	for _, s := range []struct{ rows, cols int }{{1024, 128}, {256, 256}} {
+		b.Run(fmt.Sprintf("%dx%d", s.rows, s.cols), func(b *testing.B) {
+			src, dst := make([]float32, s.rows*s.cols), make([]float32, s.rows*s.cols)
+			b.SetBytes(int64(8 * len(src)))
+			for i := 0; i < b.N; i++ {
+				transpose(dst, src, s.rows, s.cols)
+			}
 		})
 	}
 }

@@ -1,0 +1,162 @@
+package gpu
+
+import "fmt"
+
+// DirectConv is a device that convolves without making patches: its
+// kernels read each patch's pixels where they lie in the image. The CPU
+// with AVX-512 is one: on MinAtar, making the patches (twice a minibatch:
+// again for the weight gradient) cost more than the products themselves.
+// Results are the bits of the patch route (Im2Col, MatMul, BiasAct), so a
+// model trains the same either way.
+type DirectConv interface {
+	// ConvDirect says whether ConvForward and ConvWeightGrad take a layer
+	// of geometry g with out output channels.
+	ConvDirect(g Conv2D, out int) bool
+	// ConvForward sets y (B×(OH·OW·out), channel-last) to
+	// ReLU(conv(x, w) + bias) for the B images x (B×(H·W·C)), w being
+	// (K·K·C)×out in patch order (see Conv2D).
+	ConvForward(y, x, w, bias Tensor, g Conv2D)
+	// ConvWeightGrad sets dw ((K·K·C)×out) to the weight gradient of
+	// the convolution of x whose output gradient is dy ((B·OH·OW)×out):
+	// the patches' transpose times dy.
+	ConvWeightGrad(dw, x, dy Tensor, g Conv2D)
+}
+
+// ConvDirect implements DirectConv: with AVX-512, no padding, output
+// channels in sixteens, output rows of at least eight positions and
+// kernel rows of at least eight values (the kernels' 8×16 tiles fit in
+// the image); otherwise the patch route.
+func (d *CPU) ConvDirect(g Conv2D, out int) bool {
+	if !hasAVX512 || g.Valid() != nil {
+		return false
+	}
+	_, ow := g.Out()
+	return g.Pad == 0 && out > 0 && out%16 == 0 && ow >= 8 && g.K*g.C >= 8
+}
+
+// convJob is one direct convolution split across the pool: forward by
+// images, the weight gradient by tiles of the gradient (every part reads
+// every image, each element's sum stays in one chain). It lives in the
+// device, its methods bound once, so a pass allocates nothing.
+type convJob struct {
+	g                  Conv2D
+	out, images, parts int
+	y, x, w, bias      []float32
+	dw, dy             []float32
+	tiles              []convTile
+	scratch            []float32 // 8×16 per tile: the weight gradient's partial sums
+	fwd, wgrad         func(part int)
+}
+
+// convTile is an 8×16 block of the weight gradient: rows from+own… of
+// kernel row ky's run (the rows before own are the previous tile's, when the
+// last tile of a run steps back to fit), columns col….
+type convTile struct {
+	ky, from, own, col int
+}
+
+func (d *CPU) convJob(g Conv2D, out, images int) *convJob {
+	j := &d.conv
+	if j.fwd == nil {
+		j.fwd, j.wgrad = j.forward, j.weightGrad
+	}
+	j.g, j.out, j.images = g, out, images
+	return j
+}
+
+// ConvForward implements DirectConv.
+func (d *CPU) ConvForward(y, x, w, bias Tensor, g Conv2D) {
+	out := w.Cols
+	B := checkDirect(d, g, out, x, w, "forward")
+	oh, ow := g.Out()
+	if y.Rows != B || y.Cols != oh*ow*out || bias.Len() != out {
+		panic(fmt.Sprintf("gpu: conv forward shapes: output %d×%d, bias %d for %d images of %d×%d×%d", y.Rows, y.Cols, bias.Len(), B, oh, ow, out))
+	}
+	j := d.convJob(g, out, B)
+	j.y, j.x, j.w, j.bias = d.data(y), d.data(x), d.data(w), d.data(bias)
+	j.parts = min(d.pool.parts(), B)
+	d.pool.each(j.parts, j.fwd)
+}
+
+// ConvWeightGrad implements DirectConv.
+func (d *CPU) ConvWeightGrad(dw, x, dy Tensor, g Conv2D) {
+	out := dw.Cols
+	B := checkDirect(d, g, out, x, dw, "weight gradient")
+	oh, ow := g.Out()
+	if dy.Rows != B*oh*ow || dy.Cols != out {
+		panic(fmt.Sprintf("gpu: conv weight gradient shapes: output gradient %d×%d for %d images of %d×%d×%d", dy.Rows, dy.Cols, B, oh, ow, out))
+	}
+	j := d.convJob(g, out, B)
+	j.dw, j.x, j.dy = d.data(dw), d.data(x), d.data(dy)
+	run := g.K * g.C
+	j.tiles = j.tiles[:0]
+	for ky := 0; ky < g.K; ky++ {
+		for from, done := 0, 0; done < run; from += 8 {
+			from = min(from, run-8)
+			for col := 0; col < out; col += 16 {
+				j.tiles = append(j.tiles, convTile{ky: ky, from: from, own: done - from, col: col})
+			}
+			done = from + 8
+		}
+	}
+	if n := len(j.tiles) * 128; cap(j.scratch) < n {
+		j.scratch = make([]float32, n)
+	}
+	j.parts = min(d.pool.parts(), len(j.tiles))
+	d.pool.each(j.parts, j.wgrad)
+}
+
+// checkDirect panics when the layer is not one ConvDirect takes or x and
+// the weights w (or their gradient) do not fit it; it returns the batch size.
+func checkDirect(d *CPU, g Conv2D, out int, x, w Tensor, what string) int {
+	if !d.ConvDirect(g, out) {
+		panic(fmt.Sprintf("gpu: conv %s: no direct kernels for %+v with %d outputs (ask ConvDirect)", what, g, out))
+	}
+	if x.Cols != g.H*g.W*g.C || w.Rows != g.Patch() {
+		panic(fmt.Sprintf("gpu: conv %s shapes: images %d×%d, weights %d×%d for %d×%d×%d, kernel %d", what, x.Rows, x.Cols, w.Rows, w.Cols, g.H, g.W, g.C, g.K))
+	}
+	return x.Rows
+}
+
+// forward computes images [lo, hi) of part: for each output row, tiles of
+// eight positions (the last one stepping back to fit, recomputing a few
+// positions with the same bits) and sixteen channels.
+func (j *convJob) forward(part int) {
+	g, out := j.g, j.out
+	oh, ow := g.Out()
+	img, pos, run, line := g.H*g.W*g.C, oh*ow, g.K*g.C, g.W*g.C
+	for b := j.images * part / j.parts; b < j.images*(part+1)/j.parts; b++ {
+		for oy := 0; oy < oh; oy++ {
+			for ox := 0; ox < ow; ox += 8 {
+				ox = min(ox, ow-8)
+				a := &j.x[b*img+(oy*g.Stride*g.W+ox*g.Stride)*g.C]
+				c := j.y[((b*pos)+oy*ow+ox)*out:]
+				for col := 0; col < out; col += 16 {
+					conv8x16(&c[col], out, a, g.Stride*g.C, &j.w[col], out, run, g.K, line, &j.bias[col])
+				}
+			}
+		}
+	}
+}
+
+// weightGrad computes part's share of the tiles over every image, in
+// order, then writes the rows each tile owns.
+func (j *convJob) weightGrad(part int) {
+	g, out := j.g, j.out
+	oh, ow := g.Out()
+	img, pos, run, line := g.H*g.W*g.C, oh*ow, g.K*g.C, g.W*g.C
+	lo, hi := len(j.tiles)*part/j.parts, len(j.tiles)*(part+1)/j.parts
+	for b := 0; b < j.images; b++ {
+		xb, dyb := j.x[b*img:], j.dy[b*pos*out:]
+		for i := lo; i < hi; i++ {
+			t := j.tiles[i]
+			convT8x16(&j.scratch[i*128], 16, &xb[t.ky*line+t.from], g.Stride*g.C, &dyb[t.col], out, ow, oh, g.Stride*line, b == 0)
+		}
+	}
+	for i := lo; i < hi; i++ {
+		t := j.tiles[i]
+		for r := t.own; r < 8; r++ {
+			copy(j.dw[(t.ky*run+t.from+r)*out+t.col:][:16], j.scratch[i*128+r*16:][:16])
+		}
+	}
+}
