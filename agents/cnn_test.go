@@ -302,3 +302,31 @@ func TestCNNRoutesGiveTheSameBits(t *testing.T) {
 
 // patchesOnly hides a device's direct convolution kernels.
 type patchesOnly struct{ gpu.Device }
+
+// TestCNNGradientsAllocateNothing: once its buffers are sized, a minibatch
+// pass (forward, losses, backward, products split across two cores) makes
+// no garbage, by either convolution route.
+func TestCNNGradientsAllocateNothing(t *testing.T) {
+	image := envs.Space{Kind: envs.Box, Dim: 400, Shape: []int{10, 10, 4}}
+	const B = 256
+	for _, direct := range []bool{true, false} {
+		cpu := gpu.NewCPU(2)
+		var dev gpu.Device = cpu
+		if !direct {
+			dev = patchesOnly{cpu}
+		}
+		a, err := NewCNN(Build{Obs: image, Act: envs.Space{Kind: envs.Discrete, N: 3}, Conv: [][]int{{16, 3, 1}},
+			Hidden: []int{128}, Activation: "relu", Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, acts, zeros := dev.Alloc(B, image.Dim), dev.Alloc(B, 1), dev.Alloc(B, 1)
+		stats := dev.Alloc(1, gpu.NumStats)
+		p := gpu.PPOPolicyArgs{Actions: acts, OldLogp: zeros, Adv: zeros, ClipCoef: 0.2, EntCoef: 0.01, Stats: stats}
+		v := gpu.ValueArgs{OldValue: zeros, Returns: zeros, ClipCoef: 0.2, VFCoef: 0.5, Stats: stats}
+		if n := testing.AllocsPerRun(5, func() { a.Gradients(x, p, &v) }); n != 0 {
+			t.Errorf("direct=%v: %v allocations per minibatch pass", direct, n)
+		}
+		cpu.Close()
+	}
+}

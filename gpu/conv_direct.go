@@ -37,7 +37,7 @@ func (d *CPU) ConvDirect(g Conv2D, out int) bool {
 // convJob is one direct convolution split across the pool: forward by
 // images, the weight gradient by tiles of the gradient (every part reads
 // every image, each element's sum stays in one chain). It lives in the
-// device, its methods bound once, so a pass allocates nothing.
+// device, its methods bound once (NewCPU), so a pass allocates nothing.
 type convJob struct {
 	g                  Conv2D
 	out, images, parts int
@@ -57,9 +57,6 @@ type convTile struct {
 
 func (d *CPU) convJob(g Conv2D, out, images int) *convJob {
 	j := &d.conv
-	if j.fwd == nil {
-		j.fwd, j.wgrad = j.forward, j.weightGrad
-	}
 	j.g, j.out, j.images = g, out, images
 	return j
 }

@@ -79,31 +79,52 @@ func TestConv2DValid(t *testing.T) {
 }
 
 // BenchmarkConv is MinAtar's convolution (10×10×4, 16 filters of 3×3) over
-// a minibatch: the patches, the product and, backwards, the weight
-// gradient and the input gradient (patches and col2im).
+// a minibatch, through patches (Im2Col and products; backwards the weight
+// gradient and the input gradient, patches and col2im) and, where the CPU
+// has the kernels, directly (the forward pass with bias and ReLU, and the
+// weight gradient), on one core and on all of them.
 func BenchmarkConv(b *testing.B) {
-	for _, B := range []int{64, 1024} {
-		g := Conv2D{H: 10, W: 10, C: 4, K: 3, Stride: 1}
-		const out = 16
-		d := NewCPU(0)
-		oh, ow := g.Out()
-		x, cols := d.Alloc(B, g.H*g.W*g.C), d.Alloc(B*oh*ow, g.Patch())
-		w, dw := d.Alloc(g.Patch(), out), d.Alloc(g.Patch(), out)
-		y, dx := d.Alloc(B*oh*ow, out), d.Alloc(B, g.H*g.W*g.C)
-		r := rand.New(rand.NewPCG(1, 1))
-		d.Upload(x, randSlice(r, x.Len(), 1))
-		d.Upload(w, randSlice(r, w.Len(), 1))
-		flops := 3 * 2 * float64(B*oh*ow*g.Patch()*out)
-		b.Run(fmt.Sprintf("B=%d", B), func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				d.Im2Col(cols, x, g)
-				d.MatMul(y, cols, false, w, false, 0)
-				d.MatMul(dw, cols, true, y, false, 0)
-				d.MatMul(cols, y, false, w, true, 0)
-				d.Col2Im(dx, cols, g)
+	for _, threads := range []int{1, 0} {
+		for _, B := range []int{64, 1024} {
+			g := Conv2D{H: 10, W: 10, C: 4, K: 3, Stride: 1}
+			const out = 16
+			d := NewCPU(threads)
+			oh, ow := g.Out()
+			x, cols := d.Alloc(B, g.H*g.W*g.C), d.Alloc(B*oh*ow, g.Patch())
+			w, dw, bias := d.Alloc(g.Patch(), out), d.Alloc(g.Patch(), out), d.Alloc(1, out)
+			y, dx := d.Alloc(B*oh*ow, out), d.Alloc(B, g.H*g.W*g.C)
+			r := rand.New(rand.NewPCG(1, 1))
+			d.Upload(x, randSlice(r, x.Len(), 1))
+			d.Upload(w, randSlice(r, w.Len(), 1))
+			flops := 2 * float64(B*oh*ow*g.Patch()*out)
+			name := fmt.Sprintf("threads=%d/B=%d", d.threads, B)
+			b.Run(name+"/patches", func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					d.Im2Col(cols, x, g)
+					d.MatMul(y, cols, false, w, false, 0)
+					d.MatMul(dw, cols, true, y, false, 0)
+					d.MatMul(cols, y, false, w, true, 0)
+					d.Col2Im(dx, cols, g)
+				}
+				b.ReportMetric(3*flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+			if !d.ConvDirect(g, out) {
+				d.Close()
+				continue
 			}
-			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-		})
-		d.Close()
+			b.Run(name+"/direct-forward", func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					d.ConvForward(y.Reshape(B, oh*ow*out), x, w, bias, g)
+				}
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+			b.Run(name+"/direct-weight-gradient", func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					d.ConvWeightGrad(dw, x, y, g)
+				}
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+			d.Close()
+		}
 	}
 }

@@ -321,6 +321,27 @@ func TestColSumAndGather(t *testing.T) {
 	if got := d.Data(dst); got[0] != 5 || got[1] != 6 || got[2] != 1 || got[3] != 2 {
 		t.Fatalf("gather = %v", got)
 	}
+
+	// Enough values to be split across two cores.
+	d2 := NewCPU(2)
+	defer d2.Close()
+	const rows, cols, picks = 300, 400, 250
+	r := rand.New(rand.NewPCG(15, 16))
+	sv := randSlice(r, rows*cols, 1)
+	idx := make([]int32, picks)
+	for i := range idx {
+		idx[i] = int32(r.IntN(rows))
+	}
+	big := d2.Alloc(picks, cols)
+	if big.Len() < minParallelGather {
+		t.Fatal("the gather is too small to be split")
+	}
+	d2.GatherRows(big, tensorFrom(d2, rows, cols, sv), idx)
+	for i, row := range idx {
+		if got, want := d2.Data(big)[i*cols:(i+1)*cols], sv[int(row)*cols:(int(row)+1)*cols]; !slices.Equal(got, want) {
+			t.Fatalf("split gather: row %d is not source row %d", i, row)
+		}
+	}
 }
 
 func TestTanh32Accuracy(t *testing.T) {
@@ -469,6 +490,58 @@ func TestReLUSpecialValues(t *testing.T) {
 			if got := d.Data(g)[i]; math.Float32bits(got) != math.Float32bits(wantG) {
 				t.Errorf("ReLU gradient at y = %v: %v, want %v", want, got, wantG)
 			}
+		}
+	}
+}
+
+// TestTransBSplitGivesTheSameBits: a product with a transposed B large
+// enough to be split by blocks of columns across two cores (each part
+// transposing its own block) gives the bits of one pass on one core, for
+// fresh and accumulated C, blocks that do and do not end on the widest
+// tile, and rows left over by the tiles.
+func TestTransBSplitGivesTheSameBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, s := range []struct{ m, n, k int }{{102, 224, 200}, {1024, 1024, 128}, {66, 512, 130}} {
+		if s.m*s.n*s.k < minParallelWork {
+			t.Fatalf("%v is too small to be split", s)
+		}
+		av, bv, cv := randSlice(r, s.m*s.k, 1), randSlice(r, s.n*s.k, 1), randSlice(r, s.m*s.n, 1)
+		for _, beta := range []float32{0, 1} {
+			var got [2][]float32
+			for i, threads := range []int{1, 2} {
+				d := NewCPU(threads)
+				c := tensorFrom(d, s.m, s.n, cv)
+				d.MatMul(c, tensorFrom(d, s.m, s.k, av), false, tensorFrom(d, s.n, s.k, bv), true, beta)
+				got[i] = d.Data(c)
+				d.Close()
+			}
+			for i := range got[0] {
+				if math.Float32bits(got[0][i]) != math.Float32bits(got[1][i]) {
+					t.Fatalf("%d×%d·(%d×%d)ᵀ, beta %v: C[%d] = %v on one core, %v split", s.m, s.k, s.n, s.k, beta, i, got[0][i], got[1][i])
+				}
+			}
+		}
+	}
+}
+
+// TestActGradSplitGivesTheSameBits: an activation gradient large enough to
+// be split across two cores gives the bits of one pass (odd length: a
+// scalar tail too).
+func TestActGradSplitGivesTheSameBits(t *testing.T) {
+	const n = minParallelActGrad + 5
+	r := rand.New(rand.NewPCG(17, 18))
+	yv, gv := randSlice(r, n, 1), randSlice(r, n, 1)
+	for _, act := range []Activation{Tanh, ReLU} {
+		var got [2][]float32
+		for i, threads := range []int{1, 2} {
+			d := NewCPU(threads)
+			g := tensorFrom(d, 1, n, gv)
+			d.ActGrad(g, tensorFrom(d, 1, n, yv), act)
+			got[i] = d.Data(g)
+			d.Close()
+		}
+		if !slices.Equal(got[0], got[1]) {
+			t.Fatalf("activation %d: the gradient split across two cores differs from one pass", act)
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package gpu
 
-import "sync"
+import (
+	"cmp"
+	"sync"
+)
 
 // minParallelWork is the multiply-add count above which a product is split
 // across cores; below it the hand-off costs more than it saves. Measured on
@@ -10,11 +13,14 @@ const minParallelWork = 1 << 22
 
 // gemmArgs describe C += op(A)·B for row-major C (m×n) and B (k×n). A is
 // m×k (lda = k) or, when transA, stored k×m (lda = m) and read transposed.
+// C's and B's rows are ldc and ldb apart, n when 0 (a block of columns of
+// a wider C has more).
 type gemmArgs struct {
-	c, a, b []float32
-	n, k    int
-	lda     int
-	transA  bool
+	c, a, b  []float32
+	n, k     int
+	lda      int
+	ldc, ldb int
+	transA   bool
 	// overwrite: C holds garbage and the SIMD kernels cover every column
 	// (n a multiple of 16), so the first panel starts from zero.
 	overwrite bool
@@ -141,13 +147,14 @@ const gemmMC = 64
 // once, side by side; the products are the same.
 func gemmRows(g *gemmArgs, lo, hi int, pack []float32) {
 	c, a, b, n, k := g.c, g.a, g.b, g.n, g.k
+	ldc, ldb := cmp.Or(g.ldc, n), cmp.Or(g.ldb, n)
 	n16 := 0
 	if hasFMA && k > 0 {
 		n16 = n &^ 15
 	}
 	for k0 := 0; k0 < k && n16 > 0; k0 += gemmKC {
 		kc := min(gemmKC, k-k0)
-		bp := b[k0*n:] // the panel's rows of B
+		bp := b[k0*ldb:] // the panel's rows of B
 		zero := g.overwrite && k0 == 0
 		hi4 := lo + (hi-lo)&^3
 		for i0 := lo; i0 < hi4; i0 += gemmMC {
@@ -168,11 +175,11 @@ func gemmRows(g *gemmArgs, lo, hi int, pack []float32) {
 				t := tileFor(n16, j)
 				i := i0
 				for ; i+t.rows <= i1; i += t.rows {
-					t.run(g.transA, c[i*n+j:], n, at, i-i0, lda, bp[j:], kc, zero)
+					t.run(g.transA, c[i*ldc+j:], ldc, at, i-i0, lda, bp[j:], ldb, kc, zero)
 				}
 				for ; i < i1; i += 4 { // rows left under a tile of 8: 4×16 tiles
 					for jj := j; jj < j+t.cols; jj += 16 {
-						tile4x16.run(g.transA, c[i*n+jj:], n, at, i-i0, lda, bp[jj:], kc, zero)
+						tile4x16.run(g.transA, c[i*ldc+jj:], ldc, at, i-i0, lda, bp[jj:], ldb, kc, zero)
 					}
 				}
 				j += t.cols
@@ -184,7 +191,7 @@ func gemmRows(g *gemmArgs, lo, hi int, pack []float32) {
 				ai, inc = &a[k0*g.lda+i], g.lda // column i of A as stored
 			}
 			for j := 0; j < n16; j += 16 {
-				gemm1x16(&c[i*n+j], ai, inc, &bp[j], n, kc, zero)
+				gemm1x16(&c[i*ldc+j], ai, inc, &bp[j], ldb, kc, zero)
 			}
 		}
 	}
@@ -206,13 +213,13 @@ type tile struct {
 
 // run computes the tile whose corner is c[0] (rows ldc apart) over a panel
 // of depth kc: A's rows i… of the block at (row r of op(A) at a[r·lda], or
-// when trans its column at a[r], rows lda apart), B's panel at b (rows ldc
-// apart too, as B has C's width).
-func (t tile) run(trans bool, c []float32, ldc int, a []float32, i, lda int, b []float32, kc int, zero bool) {
+// when trans its column at a[r], rows lda apart), B's panel at b (rows ldb
+// apart).
+func (t tile) run(trans bool, c []float32, ldc int, a []float32, i, lda int, b []float32, ldb, kc int, zero bool) {
 	if trans {
-		t.trans(&c[0], ldc, &a[i], lda, &b[0], ldc, kc, zero)
+		t.trans(&c[0], ldc, &a[i], lda, &b[0], ldb, kc, zero)
 	} else {
-		t.plain(&c[0], ldc, &a[i*lda], lda, &b[0], ldc, kc, zero)
+		t.plain(&c[0], ldc, &a[i*lda], lda, &b[0], ldb, kc, zero)
 	}
 }
 
@@ -240,6 +247,7 @@ func tileFor(n16, j int) tile {
 // Go: each loaded B element feeds the multiply-adds of four rows of C.
 func gemmGo(g *gemmArgs, lo, hi, j0 int) {
 	c, a, b, n, k := g.c, g.a, g.b, g.n, g.k
+	ldc, ldb := cmp.Or(g.ldc, n), cmp.Or(g.ldb, n)
 	at := func(i, p int) float32 { // op(A)[i, p]
 		if g.transA {
 			return a[p*g.lda+i]
@@ -248,13 +256,13 @@ func gemmGo(g *gemmArgs, lo, hi, j0 int) {
 	}
 	i := lo
 	for ; i+4 <= hi; i += 4 {
-		c0 := c[i*n+j0 : i*n+n]
-		c1 := c[(i+1)*n+j0 : (i+1)*n+n]
-		c2 := c[(i+2)*n+j0 : (i+2)*n+n]
-		c3 := c[(i+3)*n+j0 : (i+3)*n+n]
+		c0 := c[i*ldc+j0 : i*ldc+n]
+		c1 := c[(i+1)*ldc+j0 : (i+1)*ldc+n]
+		c2 := c[(i+2)*ldc+j0 : (i+2)*ldc+n]
+		c3 := c[(i+3)*ldc+j0 : (i+3)*ldc+n]
 		for p := 0; p < k; p++ {
 			a0, a1, a2, a3 := at(i, p), at(i+1, p), at(i+2, p), at(i+3, p)
-			br := b[p*n+j0 : p*n+n]
+			br := b[p*ldb+j0 : p*ldb+n]
 			c0, c1, c2, c3 := c0[:len(br)], c1[:len(br)], c2[:len(br)], c3[:len(br)]
 			for j, bv := range br {
 				c0[j] += a0 * bv
@@ -265,10 +273,10 @@ func gemmGo(g *gemmArgs, lo, hi, j0 int) {
 		}
 	}
 	for ; i < hi; i++ {
-		ci := c[i*n+j0 : i*n+n]
+		ci := c[i*ldc+j0 : i*ldc+n]
 		for p := 0; p < k; p++ {
 			av := at(i, p)
-			br := b[p*n+j0 : p*n+n]
+			br := b[p*ldb+j0 : p*ldb+n]
 			ci := ci[:len(br)]
 			for j, bv := range br {
 				ci[j] += av * bv

@@ -76,7 +76,7 @@ func BenchmarkTranspose(b *testing.B) {
 			src, dst := make([]float32, s.rows*s.cols), make([]float32, s.rows*s.cols)
 			b.SetBytes(int64(8 * len(src)))
 			for i := 0; i < b.N; i++ {
-				transpose(dst, src, s.rows, s.cols)
+				transpose(dst, s.rows, src, s.rows, s.cols)
 			}
 		})
 	}
