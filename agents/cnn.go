@@ -385,6 +385,7 @@ func (a *CNN) backward(value bool) {
 			d.Fill(a.vf.db, 0)
 		}
 	}
+	fused := false // the last convolution's output gradient has been through its ReLU
 	for i := len(a.dense) - 1; i >= 0; i-- {
 		l := a.dense[i]
 		g := a.dGrad[i].RowRange(0, rows)
@@ -395,13 +396,21 @@ func (a *CNN) backward(value bool) {
 		}
 		d.MatMul(l.dw, prev, true, g, false, 0)
 		d.ColSum(l.db, g, 0)
+		if f, ok := d.(gpu.FusedActGrad); ok && i == 0 {
+			// Through the last convolution's ReLU at once.
+			f.MatMulActGrad(dprev, g, l.w, prev, gpu.ReLU)
+			fused = true
+			continue
+		}
 		d.MatMul(dprev, g, false, l.w, true, 0)
 	}
 	for i := len(a.convs) - 1; i >= 0; i-- {
 		l := a.convs[i]
 		pos := l.oh * l.ow
 		g := a.cGrad[i].RowRange(0, rows)
-		d.ActGrad(g, a.cOut[i].RowRange(0, rows), gpu.ReLU)
+		if !fused || i < len(a.convs)-1 {
+			d.ActGrad(g, a.cOut[i].RowRange(0, rows), gpu.ReLU)
+		}
 		gv := g.Reshape(rows*pos, l.out)
 		in := a.x // the layer's input
 		if i > 0 {

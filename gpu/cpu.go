@@ -189,7 +189,9 @@ type transBJob struct {
 	c, a, b []float32 // B stored n×k
 	m, n, k int
 	parts   int
-	zero    bool // C holds garbage: the kernels start from zero
+	zero    bool      // C holds garbage: the kernels start from zero
+	y       []float32 // MatMulActGrad's activations (C's shape), or nil
+	act     Activation
 	scratch [][]float32
 	fn      func(part int)
 }
@@ -226,7 +228,36 @@ func (j *transBJob) run(part int) {
 	}
 	bt := transpose(j.scratch[part][:k*ldb], ldb, j.b[j0*k:j1*k], w, k)
 	g := gemmArgs{c: j.c[j0:], a: j.a, b: bt, n: w, k: k, lda: k, ldc: n, ldb: ldb, overwrite: j.zero}
-	gemmRows(&g, 0, j.m, nil)
+	if j.y == nil {
+		gemmRows(&g, 0, j.m, nil)
+		return
+	}
+	for i0 := 0; i0 < j.m; i0 += gemmMC {
+		i1 := min(i0+gemmMC, j.m)
+		gemmRows(&g, i0, i1, nil)
+		for i := i0; i < i1; i++ {
+			actGrad(j.c[i*n+j0:i*n+j1], j.y[i*n+j0:i*n+j1], j.act)
+		}
+	}
+}
+
+// MatMulActGrad implements FusedActGrad.
+func (d *CPU) MatMulActGrad(c, a, b, y Tensor, act Activation) {
+	m, n, k := matMulShape(c, a, false, b, true)
+	if y.Rows != c.Rows || y.Cols != c.Cols {
+		panic(fmt.Sprintf("gpu: activations %d×%d for a %d×%d gradient", y.Rows, y.Cols, c.Rows, c.Cols))
+	}
+	if hasFMA && n%16 == 0 && k > 0 {
+		j := &d.transB
+		j.y, j.act = d.data(y), act
+		split := d.splitTransB(d.data(c), d.data(a), d.data(b), m, n, k, true)
+		j.y = nil
+		if split {
+			return
+		}
+	}
+	d.MatMul(c, a, false, b, true, 0)
+	d.ActGrad(c, y, act)
 }
 
 func (d *CPU) grow(i, n int) []float32 {
@@ -378,24 +409,29 @@ func (j *actGradJob) run(part int) {
 	if part == j.parts-1 {
 		hi = len(j.y)
 	}
-	g, yd := j.g[lo:hi], j.y[lo:hi]
+	actGrad(j.g[lo:hi], j.y[lo:hi], j.act)
+}
+
+// actGrad multiplies g by the derivative of act at its outputs y.
+func actGrad(g, y []float32, act Activation) {
+	g = g[:len(y)]
 	start := 0
-	switch j.act {
+	switch act {
 	case Tanh:
-		if n8 := len(yd) &^ 7; hasFMA && n8 > 0 {
-			tanhGrad8(&g[0], &yd[0], n8)
+		if n8 := len(y) &^ 7; hasFMA && n8 > 0 {
+			tanhGrad8(&g[0], &y[0], n8)
 			start = n8
 		}
-		for i := start; i < len(yd); i++ {
-			g[i] *= 1 - yd[i]*yd[i]
+		for i := start; i < len(y); i++ {
+			g[i] *= 1 - y[i]*y[i]
 		}
 	case ReLU:
-		if n8 := len(yd) &^ 7; hasFMA && n8 > 0 {
-			reluGrad8(&g[0], &yd[0], n8)
+		if n8 := len(y) &^ 7; hasFMA && n8 > 0 {
+			reluGrad8(&g[0], &y[0], n8)
 			start = n8
 		}
-		for i := start; i < len(yd); i++ {
-			if yd[i] <= 0 {
+		for i := start; i < len(y); i++ {
+			if y[i] <= 0 {
 				g[i] = 0
 			}
 		}

@@ -545,3 +545,30 @@ func TestActGradSplitGivesTheSameBits(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulActGradGivesTheSameBits: the fused input gradient equals
+// MatMul then ActGrad, bit for bit, whether it is split across cores or
+// not (too small, or columns not in sixteens).
+func TestMatMulActGradGivesTheSameBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	for _, s := range []struct{ m, n, k int }{{1024, 1024, 128}, {130, 256, 150}, {40, 48, 20}, {70, 100, 90}} {
+		av, bv, yv := randSlice(r, s.m*s.k, 1), randSlice(r, s.n*s.k, 1), randSlice(r, s.m*s.n, 1)
+		for _, act := range []Activation{ReLU, Tanh} {
+			for _, threads := range []int{1, 2} {
+				d := NewCPU(threads)
+				a, b, y := tensorFrom(d, s.m, s.k, av), tensorFrom(d, s.n, s.k, bv), tensorFrom(d, s.m, s.n, yv)
+				want, got := d.Alloc(s.m, s.n), d.Alloc(s.m, s.n)
+				d.MatMul(want, a, false, b, true, 0)
+				d.ActGrad(want, y, act)
+				d.Fill(got, float32(math.NaN())) // garbage to overwrite
+				d.MatMulActGrad(got, a, b, y, act)
+				for i, w := range d.Data(want) {
+					if g := d.Data(got)[i]; math.Float32bits(g) != math.Float32bits(w) {
+						t.Fatalf("%v, activation %d, %d threads: element %d = %v fused, %v in two steps", s, act, threads, i, g, w)
+					}
+				}
+				d.Close()
+			}
+		}
+	}
+}

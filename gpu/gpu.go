@@ -194,6 +194,15 @@ type Concurrent interface {
 	Both(side, main func(Device))
 }
 
+// FusedActGrad is a Device that takes an input gradient through the
+// previous layer's activation as it computes it: C = (A·Bᵀ) ⊙ act′(Y), as
+// MatMul(C, A, false, B, true, 0) then ActGrad(C, Y, act) would, with the
+// same bits. The CPU masks each block of C while it is still in cache,
+// instead of reading a MinAtar minibatch's 4 MB of it back.
+type FusedActGrad interface {
+	MatMulActGrad(c, a, b, y Tensor, act Activation)
+}
+
 // matMulShape returns the m×k · k×n shape of C = op(A)·op(B), panicking when
 // the operands do not fit (a programming error, as with slice bounds).
 func matMulShape(c, a Tensor, transA bool, b Tensor, transB bool) (m, n, k int) {
