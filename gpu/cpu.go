@@ -15,7 +15,6 @@ type CPU struct {
 	scratch [2][]float32 // transposed operands
 	ones    []float32    // a row of ones for column sums
 	halves  [2]*CPU      // Both's handles, half of the cores each, made on first use
-	side    *sidecar     // Both's second goroutine, started on first use
 	probs   []float64    // one row of probabilities in CategoricalPPO
 	adam    adamJob
 	conv    convJob // the direct convolution's parts
@@ -43,31 +42,29 @@ func (d *CPU) Name() string { return fmt.Sprintf("cpu (%d threads)", d.threads) 
 // Close stops the device's worker goroutines.
 func (d *CPU) Close() {
 	d.pool.close()
-	if d.side != nil {
-		d.side.stop()
+	if d.halves[0] != nil {
 		for _, h := range d.halves {
 			h.Close()
 		}
 	}
 }
 
-// Both implements Concurrent: side runs on the device's sidecar goroutine
+// Both implements Concurrent: side runs on the first worker of the pool
 // and main on the caller's, each with a handle of its own (same memory,
 // scratch of its own) that has half of the cores, so on two cores two
 // independent passes take one core each instead of splitting every small
 // product between them, and on many cores large products are still split.
 func (d *CPU) Both(side, main func(Device)) {
-	if d.threads < 2 || d.pool.closed {
+	if d.pool.parts() < 2 {
 		side(d)
 		main(d)
 		return
 	}
-	if d.side == nil {
-		d.side = startSidecar()
+	if d.halves[0] == nil {
 		half := d.threads / 2
 		d.halves = [2]*CPU{NewCPU(half), NewCPU(d.threads - half)}
 	}
-	d.side.run(side, d.halves[0], main, d.halves[1])
+	d.pool.workers[0].run(side, d.halves[0], main, d.halves[1])
 }
 
 func (d *CPU) data(t Tensor) []float32 {

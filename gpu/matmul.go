@@ -34,32 +34,38 @@ type gemmTask struct {
 	fn     func(part int)
 }
 
-// workerPool keeps goroutines parked so that splitting a product costs two
-// channel operations and no allocation.
+// run does the task, with pack for packing A.
+func (t *gemmTask) run(pack []float32) {
+	if t.fn != nil {
+		t.fn(t.lo)
+		return
+	}
+	gemmRows(&t.gemmArgs, t.lo, t.hi, pack)
+}
+
+// workerPool splits work across sidecars, one per extra core, which poll
+// for a while after each job before they park (see sidecarSpin): a parked
+// worker's thread took 110–130 µs to wake on a 2-core virtual machine,
+// several times in every MinAtar minibatch. The caller waits for its
+// workers' parts rather than taking back one not yet started, which
+// measured faster (an idle caller is woken by the worker that finishes).
+// The first sidecar also runs Both's side pass, so that helpers never
+// outnumber the cores. Nothing is allocated per split.
 type workerPool struct {
-	tasks  []chan gemmTask
-	pack   []float32 // the caller's buffer for packing A (see gemmRows)
-	done   chan struct{}
-	once   sync.Once
-	closed bool // set by close: products then run on the calling goroutine
+	workers []*sidecar
+	tasks   []gemmTask     // task i goes to workers[i]
+	jobs    []func(Device) // jobs[i] runs tasks[i] with a packing buffer of its own
+	pack    []float32      // the caller's buffer for packing A (see gemmRows)
+	once    sync.Once
+	closed  bool // set by close: products then run on the calling goroutine
 }
 
 func newWorkerPool(workers int) *workerPool {
-	p := &workerPool{done: make(chan struct{}, workers), pack: make([]float32, gemmKC*gemmMC)}
+	p := &workerPool{tasks: make([]gemmTask, workers), pack: make([]float32, gemmKC*gemmMC)}
 	for i := 0; i < workers; i++ {
-		ch := make(chan gemmTask)
-		p.tasks = append(p.tasks, ch)
-		go func() {
-			pack := make([]float32, gemmKC*gemmMC)
-			for t := range ch {
-				if t.fn != nil {
-					t.fn(t.lo)
-				} else {
-					gemmRows(&t.gemmArgs, t.lo, t.hi, pack)
-				}
-				p.done <- struct{}{}
-			}
-		}()
+		task, pack := &p.tasks[i], make([]float32, gemmKC*gemmMC)
+		p.workers = append(p.workers, startSidecar())
+		p.jobs = append(p.jobs, func(Device) { task.run(pack) })
 	}
 	return p
 }
@@ -67,35 +73,46 @@ func newWorkerPool(workers int) *workerPool {
 func (p *workerPool) close() {
 	p.once.Do(func() {
 		p.closed = true
-		for _, ch := range p.tasks {
-			close(ch)
+		for _, w := range p.workers {
+			w.stop()
 		}
 	})
+}
+
+// start posts task i to its worker.
+func (p *workerPool) start(i int, t gemmTask) {
+	p.tasks[i] = t
+	p.workers[i].post(p.jobs[i], nil)
+}
+
+// wait returns when the first n posted tasks are done.
+func (p *workerPool) wait(n int) {
+	for _, w := range p.workers[:n] {
+		w.finish(false)
+	}
 }
 
 // gemm computes C += op(A)·B over m rows, splitting the rows of C across
 // the pool when the product is large enough.
 func (p *workerPool) gemm(g gemmArgs, m int) {
-	parts := len(p.tasks) + 1
-	if p.closed || m*g.n*g.k < minParallelWork || m < 8*parts {
+	parts := p.parts()
+	if parts == 1 || m*g.n*g.k < minParallelWork || m < 8*parts {
 		gemmRows(&g, 0, m, p.pack)
 		return
 	}
 	band := (m + parts - 1) / parts
 	band = (band + 3) &^ 3 // keep bands aligned to the kernels' 4-row blocks
 	used := 0
-	for i, ch := range p.tasks {
+	for i := range p.workers {
 		lo := (i + 1) * band
 		if lo >= m {
 			break
 		}
-		ch <- gemmTask{gemmArgs: g, lo: lo, hi: min(lo+band, m)}
+		p.start(i, gemmTask{gemmArgs: g, lo: lo, hi: min(lo+band, m)})
 		used++
 	}
 	gemmRows(&g, 0, min(band, m), p.pack)
-	for ; used > 0; used-- {
-		<-p.done
-	}
+	p.wait(used)
 }
 
 // parts is how many parts each can run at once: the workers and the caller.
@@ -103,7 +120,7 @@ func (p *workerPool) parts() int {
 	if p.closed {
 		return 1
 	}
-	return len(p.tasks) + 1
+	return len(p.workers) + 1
 }
 
 // each runs fn(part) for every part in [0, parts), parts at most p.parts():
@@ -111,12 +128,10 @@ func (p *workerPool) parts() int {
 // value kept by the caller, so that handing it over allocates nothing.
 func (p *workerPool) each(parts int, fn func(part int)) {
 	for i := 1; i < parts; i++ {
-		p.tasks[i-1] <- gemmTask{lo: i, fn: fn}
+		p.start(i-1, gemmTask{lo: i, fn: fn})
 	}
 	fn(0)
-	for i := 1; i < parts; i++ {
-		<-p.done
-	}
+	p.wait(parts - 1)
 }
 
 // gemmKC is the depth of the panels the SIMD kernels take a long product

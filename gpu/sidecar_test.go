@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -45,4 +46,48 @@ func TestBothRunsEachOnce(t *testing.T) {
 			t.Errorf("threads=%d after Close: %d/%d runs", threads, sides, mains)
 		}
 	}
+}
+
+// TestEachRunsEveryPartOnce: the pool runs every part of a split exactly
+// once before each returns, with workers polling, parked (after pauses
+// longer than sidecarSpin) or slow, and after Close on the caller alone.
+func TestEachRunsEveryPartOnce(t *testing.T) {
+	d := NewCPU(4)
+	var runs [4]atomic.Int64
+	fn := func(part int) {
+		if part == 2 && runs[2].Load()%50 == 3 {
+			time.Sleep(10 * sidecarWait) // a slow worker: the caller sleeps until it is done
+		}
+		runs[part].Add(1)
+	}
+	for round := 1; round <= 600; round++ {
+		if round%200 == 0 {
+			time.Sleep(2 * sidecarSpin) // let the workers park
+		}
+		parts := 1 + round%4
+		d.pool.each(parts, fn)
+		for p := 0; p < 4; p++ {
+			if want := expectedRuns(round, p); runs[p].Load() != want {
+				t.Fatalf("round %d (%d parts): part %d ran %d times, want %d", round, parts, p, runs[p].Load(), want)
+			}
+		}
+	}
+	d.Close()
+	before := runs[0].Load()
+	d.pool.each(d.pool.parts(), fn)
+	if d.pool.parts() != 1 || runs[0].Load() != before+1 {
+		t.Fatalf("after Close: %d parts, part 0 ran %d more times", d.pool.parts(), runs[0].Load()-before)
+	}
+}
+
+// expectedRuns counts the rounds 1…round in which part p ran: round r
+// splits into 1 + r mod 4 parts.
+func expectedRuns(round, p int) int64 {
+	var n int64
+	for r := 1; r <= round; r++ {
+		if p < 1+r%4 {
+			n++
+		}
+	}
+	return n
 }
