@@ -96,8 +96,15 @@ type CNN struct {
 	direct []bool
 	dconv  gpu.DirectConv
 
+	// blocked: the convolutions' weight and bias gradients are summed by
+	// blocks of gpu.ConvBlock images, whose sums are then added in order
+	// (dwBlock, dbBlock hold a block's), as the CPU's direct kernels sum;
+	// on the CPU every route then gives the same bits.
+	blocked          bool
+	dwBlock, dbBlock []gpu.Tensor
+
 	// chunk is how many images a convolution's patches are made for at a
-	// time (all of them when 0). On the CPU, a minibatch's patches (9 MB
+	// time (all of them when 0; a multiple of gpu.ConvBlock when blocked). On the CPU, a minibatch's patches (9 MB
 	// for MinAtar's 1,024 frames) would leave the caches before the product
 	// reads them; a chunk's stay in L2, at the price of making them again
 	// for the backward pass. A GPU takes the whole minibatch at once.
@@ -138,6 +145,7 @@ func NewCNN(b Build) (*CNN, error) {
 	}
 	a := &CNN{dev: b.Device, obsDim: b.Obs.Dim, hasCritic: !b.NoCritic, act: act}
 	_, onCPU := b.Device.(*gpu.CPU)
+	a.blocked = onCPU
 	if a.discrete, a.nOut, err = policyWidth(b.Act); err != nil {
 		return nil, err
 	}
@@ -166,9 +174,9 @@ func NewCNN(b Build) (*CNN, error) {
 		if direct {
 			a.dconv = dc
 		}
-		if onCPU { // the smallest chunk over the layers: 1 MB of patches
+		if onCPU { // the smallest chunk over the layers: about 1 MB of patches
 			perImage := cl.oh * cl.ow * g.Patch() * 4
-			if c := max(1, (1<<20)/perImage); a.chunk == 0 || c < a.chunk {
+			if c := max(1, (1<<20)/perImage/gpu.ConvBlock) * gpu.ConvBlock; a.chunk == 0 || c < a.chunk {
 				a.chunk = c
 			}
 		}
@@ -313,6 +321,12 @@ func (a *CNN) reserve(rows int) {
 		a.dOut = append(a.dOut, d.Alloc(rows, l.out))
 		a.dGrad = append(a.dGrad, d.Alloc(rows, l.out))
 	}
+	if a.blocked && a.dwBlock == nil {
+		for _, l := range a.convs {
+			a.dwBlock = append(a.dwBlock, d.Alloc(l.g.Patch(), l.out))
+			a.dbBlock = append(a.dbBlock, d.Alloc(1, l.out))
+		}
+	}
 	a.piOut, a.piGrad = d.Alloc(rows, a.nOut), d.Alloc(rows, a.nOut)
 	if a.hasCritic {
 		a.vfOut, a.vfGrad = d.Alloc(rows, 1), d.Alloc(rows, 1)
@@ -396,6 +410,13 @@ func (a *CNN) backward(value bool) {
 		}
 		d.MatMul(l.dw, prev, true, g, false, 0)
 		d.ColSum(l.db, g, 0)
+		if i == 0 && len(a.convs) == 1 && a.direct[0] {
+			// The convolution's gradients straight from the dense layer's,
+			// its output gradient made a block of images at a time.
+			c := a.convs[0]
+			a.dconv.ConvGradsThroughDense(c.dw, c.db, a.x, prev, l.w, g, c.g)
+			return
+		}
 		if f, ok := d.(gpu.FusedActGrad); ok && i == 0 {
 			// Through the last convolution's ReLU at once.
 			f.MatMulActGrad(dprev, g, l.w, prev, gpu.ReLU)
@@ -426,11 +447,7 @@ func (a *CNN) backward(value bool) {
 				if chunk < rows { // else the forward pass's patches are still there
 					d.Im2Col(cols, in.RowRange(r0, r1), l.g)
 				}
-				// Summed over the chunks in order: with 16 or more output
-				// channels the bits of one product (a narrower product goes
-				// through scratch and is added chunk by chunk: other bits, as
-				// reproducible).
-				d.MatMul(l.dw, cols, true, gc, false, float32(min(r0, 1)))
+				a.patchWeightGrad(i, cols, gc, r0, r1)
 			}
 			if i > 0 {
 				// The patches are spent: their buffer takes their gradient.
@@ -438,8 +455,53 @@ func (a *CNN) backward(value bool) {
 				d.Col2Im(a.cGrad[i-1].RowRange(r0, r1), cols, l.g)
 			}
 		}
-		d.ColSum(l.db, gv, 0)
+		a.biasGrad(i, gv, rows)
 	}
+}
+
+// patchWeightGrad adds images [r0, r1)'s share of convolution i's weight
+// gradient from their patches cols and output gradient gc. Blocked, each
+// block's product is added to the gradient; else the chunks continue one
+// product (with 16 or more output channels its bits; a narrower product
+// goes through scratch and is added chunk by chunk: other bits, as
+// reproducible).
+func (a *CNN) patchWeightGrad(i int, cols, gc gpu.Tensor, r0, r1 int) {
+	l, pos := a.convs[i], a.convs[i].oh*a.convs[i].ow
+	if !a.blocked {
+		a.dev.MatMul(l.dw, cols, true, gc, false, float32(min(r0, 1)))
+		return
+	}
+	for b0 := r0; b0 < r1; b0 += gpu.ConvBlock {
+		b1 := min(b0+gpu.ConvBlock, r1)
+		a.dev.MatMul(a.dwBlock[i], cols.RowRange((b0-r0)*pos, (b1-r0)*pos), true, gc.RowRange((b0-r0)*pos, (b1-r0)*pos), false, 0)
+		a.addBlock(l.dw, a.dwBlock[i], b0 == 0)
+	}
+}
+
+// biasGrad sets convolution i's bias gradient from its output gradient gv
+// ((rows·OH·OW)×out), by blocks when blocked.
+func (a *CNN) biasGrad(i int, gv gpu.Tensor, rows int) {
+	l, pos := a.convs[i], a.convs[i].oh*a.convs[i].ow
+	if !a.blocked {
+		a.dev.ColSum(l.db, gv, 0)
+		return
+	}
+	for b0 := 0; b0 < rows; b0 += gpu.ConvBlock {
+		b1 := min(b0+gpu.ConvBlock, rows)
+		a.dev.ColSum(a.dbBlock[i], gv.RowRange(b0*pos, b1*pos), 0)
+		a.addBlock(l.db, a.dbBlock[i], b0 == 0)
+	}
+}
+
+// addBlock sets sum to a block's sums (first) or adds them: as a column
+// sum of one row, sum·1 + block, which rounds as an addition.
+func (a *CNN) addBlock(sum, block gpu.Tensor, first bool) {
+	if first {
+		a.dev.Copy(sum, block)
+		return
+	}
+	n := sum.Len()
+	a.dev.ColSum(sum.Reshape(1, n), block.Reshape(1, n), 1)
 }
 
 // chunkOf is how many of rows images get their patches made at a time.

@@ -247,26 +247,35 @@ func TestCNNNeedsAnImage(t *testing.T) {
 
 // TestCNNRoutesGiveTheSameBits: a minibatch's gradients are the same bits
 // whether the convolutions read pixels in place (gpu.DirectConv, where the
-// CPU has AVX-512), make the patches for all images at once, or make them
-// a chunk of three images at a time. MinAtar's frames go through two
-// convolutions: on 10×10 the second one's rows (6 positions) are too short
-// for the direct kernels; on 12×12 both are direct, the second with an
-// input gradient.
+// CPU has AVX-512) or make patches, for all images at once or a chunk at a
+// time: every CPU route sums the convolutions' gradients by blocks of
+// gpu.ConvBlock images (70 images: blocks of 32, 32 and 6). Networks: one
+// convolution (MinAtar's, whose gradients the direct route takes straight
+// from the dense layer's); two on 10×10 frames, where the second one's rows
+// (6 positions) are too short for the direct kernels; two on 12×12, both
+// direct, the second with an input gradient.
 func TestCNNRoutesGiveTheSameBits(t *testing.T) {
-	const B = 7
+	const B = 70
 	r := rand.New(rand.NewPCG(8, 9))
-	for _, side := range []int{10, 12} {
-		image := envs.Space{Kind: envs.Box, Dim: side * side * 4, Shape: []int{side, side, 4}}
+	for _, net := range []struct {
+		side int
+		conv [][]int
+	}{{10, [][]int{{16, 3, 1}}}, {10, [][]int{{16, 3, 1}, {16, 3, 1}}}, {12, [][]int{{16, 3, 1}, {16, 3, 1}}}} {
+		image := envs.Space{Kind: envs.Box, Dim: net.side * net.side * 4, Shape: []int{net.side, net.side, 4}}
 		obs := make([]float32, B*image.Dim)
 		for i := range obs {
 			obs[i] = float32(r.IntN(2))
 		}
-		acts := []float32{0, 1, 2, 1, 0, 2, 2}
+		acts, adv := make([]float32, B), make([]float32, B)
+		for i := range acts {
+			acts[i], adv[i] = float32(r.IntN(3)), float32(r.NormFloat64())
+		}
 		routes := []struct {
 			name   string
 			direct bool
 			chunk  int
-		}{{"pixels in place", true, 0}, {"patches at once", false, 0}, {"patches 3 images at a time", false, 3}}
+		}{{"pixels in place", true, 0}, {"patches at once", false, B},
+			{"patches 32 images at a time", false, gpu.ConvBlock}, {"patches 64 images at a time", false, 2 * gpu.ConvBlock}}
 		var grads [][]float32
 		for _, route := range routes {
 			cpu := gpu.NewCPU(2)
@@ -274,15 +283,16 @@ func TestCNNRoutesGiveTheSameBits(t *testing.T) {
 			if !route.direct {
 				dev = patchesOnly{cpu}
 			}
-			a, err := NewCNN(Build{Obs: image, Act: envs.Space{Kind: envs.Discrete, N: 3}, Conv: [][]int{{16, 3, 1}, {16, 3, 1}},
+			a, err := NewCNN(Build{Obs: image, Act: envs.Space{Kind: envs.Discrete, N: 3}, Conv: net.conv,
 				Hidden: []int{32}, Activation: "relu", Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
 			if err != nil {
 				t.Fatal(err)
 			}
-			a.chunk = route.chunk
+			if !route.direct { // the CPU behind the wrapper
+				a.blocked, a.chunk = true, route.chunk
+			}
 			up := func(rows, cols int, v []float32) gpu.Tensor { x := dev.Alloc(rows, cols); dev.Upload(x, v); return x }
 			zeros := make([]float32, B)
-			adv := []float32{1, -1, 0.5, 2, -0.3, 0.1, 1}
 			stats := dev.Alloc(1, gpu.NumStats)
 			a.Gradients(up(B, image.Dim, obs), gpu.PPOPolicyArgs{Actions: up(B, 1, acts), OldLogp: up(B, 1, zeros), Adv: up(B, 1, adv),
 				ClipCoef: 0.2, EntCoef: 0.01, NormAdv: true, Stats: stats},
@@ -293,7 +303,7 @@ func TestCNNRoutesGiveTheSameBits(t *testing.T) {
 		for r := 1; r < len(routes); r++ {
 			for i := range grads[0] {
 				if math.Float32bits(grads[0][i]) != math.Float32bits(grads[r][i]) {
-					t.Fatalf("%d×%d frames: gradient %d: %v with %s, %v with %s", side, side, i, grads[0][i], routes[0].name, grads[r][i], routes[r].name)
+					t.Fatalf("%d×%d frames, convolutions %v: gradient %d: %v with %s, %v with %s", net.side, net.side, net.conv, i, grads[0][i], routes[0].name, grads[r][i], routes[r].name)
 				}
 			}
 		}

@@ -2,12 +2,20 @@ package gpu
 
 import "fmt"
 
+// ConvBlock is the number of images whose contributions to a
+// convolution's weight and bias gradients the CPU sums in one chain; the
+// blocks' partial sums are then added in order. A block's output gradient
+// fits in a core's L2 cache (MinAtar: 32 images, 128 KB), so the gradients
+// can be taken from it while it is there, on several cores at once. Every
+// CPU route (direct kernels, patches) sums in this order: the same bits.
+const ConvBlock = 32
+
 // DirectConv is a device that convolves without making patches: its
 // kernels read each patch's pixels where they lie in the image. The CPU
 // with AVX-512 is one: on MinAtar, making the patches (twice a minibatch:
 // again for the weight gradient) cost more than the products themselves.
-// Results are the bits of the patch route (Im2Col, MatMul, BiasAct), so a
-// model trains the same either way.
+// Results are the bits of the patch route (Im2Col, MatMul, BiasAct; the
+// gradients summed by ConvBlock), so a model trains the same either way.
 type DirectConv interface {
 	// ConvDirect says whether ConvForward and ConvWeightGrad take a layer
 	// of geometry g with out output channels.
@@ -18,9 +26,19 @@ type DirectConv interface {
 	ConvForward(y, x, w, bias Tensor, g Conv2D)
 	// ConvWeightGrad sets dw ((K·K·C)×out) to the weight gradient of
 	// the convolution of x whose output gradient is dy ((B·OH·OW)×out):
-	// the patches' transpose times dy.
+	// the patches' transpose times dy, summed by ConvBlock.
 	ConvWeightGrad(dw, x, dy Tensor, g Conv2D)
+	// ConvGradsThroughDense sets dw and db (1×out) to the gradients of a
+	// convolution of x whose ReLU output y (B×(OH·OW·out)) feeds a dense
+	// layer of weights wd ((OH·OW·out)×n) with output gradient gd (B×n).
+	// The convolution's output gradient, (gd·wdᵀ)⊙ReLU′(y), is made
+	// ConvBlock images at a time and used at once, never stored whole:
+	// for MinAtar's minibatch it would be 4 MB, written and read back three
+	// times. The bits of MatMulActGrad, ConvWeightGrad and ColSums by block.
+	ConvGradsThroughDense(dw, db, x, y, wd, gd Tensor, g Conv2D)
 }
+
+var _ DirectConv = (*CPU)(nil)
 
 // ConvDirect implements DirectConv: with AVX-512, no padding, output
 // channels in sixteens, output rows of at least eight positions and
@@ -85,22 +103,58 @@ func (d *CPU) ConvWeightGrad(dw, x, dy Tensor, g Conv2D) {
 	}
 	j := d.convJob(g, out, B)
 	j.dw, j.x, j.dy = d.data(dw), d.data(x), d.data(dy)
-	run := g.K * g.C
-	j.tiles = j.tiles[:0]
-	for ky := 0; ky < g.K; ky++ {
-		for from, done := 0, 0; done < run; from += 8 {
-			from = min(from, run-8)
-			for col := 0; col < out; col += 16 {
-				j.tiles = append(j.tiles, convTile{ky: ky, from: from, own: done - from, col: col})
-			}
-			done = from + 8
-		}
-	}
+	j.tiles = convTiles(j.tiles[:0], g, out)
 	if n := len(j.tiles) * 128; cap(j.scratch) < n {
 		j.scratch = make([]float32, n)
 	}
 	j.parts = min(d.pool.parts(), len(j.tiles))
 	d.pool.each(j.parts, j.wgrad)
+}
+
+// convTiles appends the 8×16 tiles that cover a weight gradient: per
+// kernel row, runs of eight of its K·C values (the last stepping back to
+// fit) times strips of sixteen channels.
+func convTiles(tiles []convTile, g Conv2D, out int) []convTile {
+	run := g.K * g.C
+	for ky := 0; ky < g.K; ky++ {
+		for from, done := 0, 0; done < run; from += 8 {
+			from = min(from, run-8)
+			for col := 0; col < out; col += 16 {
+				tiles = append(tiles, convTile{ky: ky, from: from, own: done - from, col: col})
+			}
+			done = from + 8
+		}
+	}
+	return tiles
+}
+
+// weightGradTiles adds image b's share (x its pixels, dy its output
+// gradient) to tiles' sums in scratch (128 values each), starting them
+// from zero when first is set.
+func weightGradTiles(g Conv2D, out int, tiles []convTile, scratch, x, dy []float32, first bool) {
+	oh, ow := g.Out()
+	line := g.W * g.C
+	for i, t := range tiles {
+		convT8x16(&scratch[i*128], 16, &x[t.ky*line+t.from], g.Stride*g.C, &dy[t.col], out, ow, oh, g.Stride*line, first)
+	}
+}
+
+// addTiles writes (set) or adds the rows that tiles own from their sums
+// in scratch into the weight gradient dw.
+func addTiles(g Conv2D, out int, tiles []convTile, scratch, dw []float32, set bool) {
+	run := g.K * g.C
+	for i, t := range tiles {
+		for r := t.own; r < 8; r++ {
+			dst, src := dw[(t.ky*run+t.from+r)*out+t.col:][:16], scratch[i*128+r*16:][:16]
+			if set {
+				copy(dst, src)
+				continue
+			}
+			for c, v := range src {
+				dst[c] += v
+			}
+		}
+	}
 }
 
 // checkDirect panics when the layer is not one ConvDirect takes or x and
@@ -136,24 +190,18 @@ func (j *convJob) forward(part int) {
 	}
 }
 
-// weightGrad computes part's share of the tiles over every image, in
-// order, then writes the rows each tile owns.
+// weightGrad computes part's share of the tiles over every image, block
+// by block: each block's sums are added into the gradient in order.
 func (j *convJob) weightGrad(part int) {
 	g, out := j.g, j.out
 	oh, ow := g.Out()
-	img, pos, run, line := g.H*g.W*g.C, oh*ow, g.K*g.C, g.W*g.C
+	img, pos := g.H*g.W*g.C, oh*ow
 	lo, hi := len(j.tiles)*part/j.parts, len(j.tiles)*(part+1)/j.parts
-	for b := 0; b < j.images; b++ {
-		xb, dyb := j.x[b*img:], j.dy[b*pos*out:]
-		for i := lo; i < hi; i++ {
-			t := j.tiles[i]
-			convT8x16(&j.scratch[i*128], 16, &xb[t.ky*line+t.from], g.Stride*g.C, &dyb[t.col], out, ow, oh, g.Stride*line, b == 0)
+	tiles, scratch := j.tiles[lo:hi], j.scratch[lo*128:hi*128]
+	for b0 := 0; b0 < j.images; b0 += ConvBlock {
+		for b := b0; b < min(b0+ConvBlock, j.images); b++ {
+			weightGradTiles(g, out, tiles, scratch, j.x[b*img:], j.dy[b*pos*out:], b == b0)
 		}
-	}
-	for i := lo; i < hi; i++ {
-		t := j.tiles[i]
-		for r := t.own; r < 8; r++ {
-			copy(j.dw[(t.ky*run+t.from+r)*out+t.col:][:16], j.scratch[i*128+r*16:][:16])
-		}
+		addTiles(g, out, tiles, scratch, j.dw, b0 == 0)
 	}
 }

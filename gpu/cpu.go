@@ -10,17 +10,18 @@ import (
 // compiler can drop bounds checks, scratch space reused across calls, and the
 // large matrix products split across cores.
 type CPU struct {
-	threads int
-	pool    *workerPool
-	scratch [2][]float32 // transposed operands
-	ones    []float32    // a row of ones for column sums
-	halves  [2]*CPU      // Both's handles, half of the cores each, made on first use
-	probs   []float64    // one row of probabilities in CategoricalPPO
-	adam    adamJob
-	conv    convJob // the direct convolution's parts
-	transB  transBJob
-	gather  gatherJob
-	actGrad actGradJob
+	threads   int
+	pool      *workerPool
+	scratch   [2][]float32 // transposed operands
+	ones      []float32    // a row of ones for column sums
+	halves    [2]*CPU      // Both's handles, half of the cores each, made on first use
+	probs     []float64    // one row of probabilities in CategoricalPPO
+	adam      adamJob
+	conv      convJob // the direct convolution's parts
+	transB    transBJob
+	gather    gatherJob
+	actGrad   actGradJob
+	convGrads convGradsJob
 }
 
 // NewCPU returns a CPU device using up to threads cores (0: all of them).
@@ -33,6 +34,7 @@ func NewCPU(threads int) *CPU {
 	// allocates nothing.
 	d.conv.fwd, d.conv.wgrad = d.conv.forward, d.conv.weightGrad
 	d.transB.fn, d.gather.fn, d.actGrad.fn = d.transB.run, d.gather.run, d.actGrad.run
+	d.convGrads.fn = d.convGrads.run
 	return d
 }
 
