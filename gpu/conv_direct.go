@@ -112,17 +112,18 @@ func (d *CPU) ConvWeightGrad(dw, x, dy Tensor, g Conv2D) {
 }
 
 // convTiles appends the 8×16 tiles that cover a weight gradient: per
-// kernel row, runs of eight of its K·C values (the last stepping back to
-// fit) times strips of sixteen channels.
+// strip of sixteen channels, per kernel row, runs of eight of its K·C
+// values (the last stepping back to fit). Tiles of one strip follow each
+// other, so that weightGradTiles can take them in pairs.
 func convTiles(tiles []convTile, g Conv2D, out int) []convTile {
 	run := g.K * g.C
-	for ky := 0; ky < g.K; ky++ {
-		for from, done := 0, 0; done < run; from += 8 {
-			from = min(from, run-8)
-			for col := 0; col < out; col += 16 {
+	for col := 0; col < out; col += 16 {
+		for ky := 0; ky < g.K; ky++ {
+			for from, done := 0, 0; done < run; from += 8 {
+				from = min(from, run-8)
 				tiles = append(tiles, convTile{ky: ky, from: from, own: done - from, col: col})
+				done = from + 8
 			}
-			done = from + 8
 		}
 	}
 	return tiles
@@ -131,10 +132,18 @@ func convTiles(tiles []convTile, g Conv2D, out int) []convTile {
 // weightGradTiles adds image b's share (x its pixels, dy its output
 // gradient) to tiles' sums in scratch (128 values each), starting them
 // from zero when first is set.
+// Two tiles of one strip go through convT16x16 together.
 func weightGradTiles(g Conv2D, out int, tiles []convTile, scratch, x, dy []float32, first bool) {
 	oh, ow := g.Out()
 	line := g.W * g.C
-	for i, t := range tiles {
+	for i := 0; i < len(tiles); i++ {
+		t := tiles[i]
+		if i+1 < len(tiles) && tiles[i+1].col == t.col {
+			u := tiles[i+1]
+			convT16x16(&scratch[i*128], 16, &x[t.ky*line+t.from], g.Stride*g.C, &dy[t.col], out, ow, oh, g.Stride*line, first, &x[u.ky*line+u.from])
+			i++
+			continue
+		}
 		convT8x16(&scratch[i*128], 16, &x[t.ky*line+t.from], g.Stride*g.C, &dy[t.col], out, ow, oh, g.Stride*line, first)
 	}
 }

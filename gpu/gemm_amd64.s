@@ -55,6 +55,18 @@
 	SHLQ $2, R9;         \
 	SHLQ $2, R10
 
+// CONVT_ARGS loads the weight-gradient kernels' arguments as GEMM_ARGS
+// (R9: ldx in bytes; CX: ow), with in R11 the step in bytes from the end of
+// a row of positions to the start of the next, and oh in BX.
+#define CONVT_ARGS \
+	GEMM_ARGS;            \
+	MOVQ ldy+64(FP), R11; \
+	SHLQ $2, R11;         \
+	MOVQ CX, AX;          \
+	IMULQ R9, AX;         \
+	SUBQ AX, R11;         \
+	MOVQ oh+56(FP), BX
+
 // func gemm4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)
 //
 // C[0:4, 0:16] += A[0:4, 0:k] · B[0:k, 0:16] for row-major operands with
@@ -862,6 +874,31 @@ doneq:
 	VZEROUPPER
 	RET
 
+// C's 8×16 block += B's row (Z16) times A's eight elements of the step,
+// each broadcast from memory inside its multiply-add (AVX-512's embedded
+// broadcast): one instruction instead of a broadcast and a multiply-add,
+// the same arithmetic. FMA_8x16_ROWS reads A's rows as BCAST8 does,
+// FMA_8x16_COLS eight contiguous elements as BCAST8T.
+#define FMA_8x16_ROWS \
+	VFMADD231PS.BCST (SI), Z16, Z0; \
+	VFMADD231PS.BCST (SI)(R9*1), Z16, Z1; \
+	VFMADD231PS.BCST (SI)(R9*2), Z16, Z2; \
+	VFMADD231PS.BCST (R12), Z16, Z3; \
+	VFMADD231PS.BCST (R13), Z16, Z4; \
+	VFMADD231PS.BCST (R13)(R9*1), Z16, Z5; \
+	VFMADD231PS.BCST (R13)(R9*2), Z16, Z6; \
+	VFMADD231PS.BCST (R14), Z16, Z7;
+
+#define FMA_8x16_COLS \
+	VFMADD231PS.BCST (SI), Z16, Z0; \
+	VFMADD231PS.BCST 4(SI), Z16, Z1; \
+	VFMADD231PS.BCST 8(SI), Z16, Z2; \
+	VFMADD231PS.BCST 12(SI), Z16, Z3; \
+	VFMADD231PS.BCST 16(SI), Z16, Z4; \
+	VFMADD231PS.BCST 20(SI), Z16, Z5; \
+	VFMADD231PS.BCST 24(SI), Z16, Z6; \
+	VFMADD231PS.BCST 28(SI), Z16, Z7;
+
 // func conv8x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, run int, runs int, skip int, bias *float32)
 //
 // A direct convolution for eight output positions and sixteen channels,
@@ -886,8 +923,7 @@ runc:
 
 loopc:
 	VMOVUPS (DX), Z16
-	BCAST8
-	FMA_8x16
+	FMA_8x16_ROWS
 	NEXT8
 	ADDQ    R10, DX
 	DECQ    CX
@@ -931,13 +967,7 @@ loopc:
 // output gradient, ldg apart. Positions in order, so each element's chain
 // is im2col's product's (gemmT8x16 over the patches): the same bits.
 TEXT ·convT8x16(SB), NOSPLIT, $0-73
-	GEMM_ARGS             // R9: ldx in bytes; CX: ow
-	MOVQ ldy+64(FP), R11
-	SHLQ $2, R11
-	MOVQ CX, AX
-	IMULQ R9, AX
-	SUBQ AX, R11          // from a row's end to the next row's start, bytes
-	MOVQ oh+56(FP), BX
+	CONVT_ARGS
 	MOVBQZX zero+72(FP), AX
 	TESTQ   AX, AX
 	JNE     zeroct
@@ -952,8 +982,7 @@ rowct:
 
 loopct:
 	VMOVUPS (DX), Z16
-	BCAST8T
-	FMA_8x16
+	FMA_8x16_COLS
 	ADDQ    R9, SI
 	ADDQ    R10, DX
 	DECQ    CX
@@ -963,5 +992,112 @@ loopct:
 	JNE     rowct
 
 	STORE_C8x16
+	VZEROUPPER
+	RET
+
+// func convT16x16(c *float32, ldc int, a *float32, ldx int, g *float32, ldg int, ow int, oh int, ldy int, zero bool, a2 *float32)
+//
+// convT8x16 for two tiles of the weight gradient at once, rows 0–7 of C
+// from the eight elements at a and rows 8–15 from those at a2 (the same
+// positions, another run of the patch): sixteen chains of multiply-adds
+// share each load of G. Each element's chain is convT8x16's: the same bits.
+TEXT ·convT16x16(SB), NOSPLIT, $0-88
+	CONVT_ARGS
+	MOVQ a2+80(FP), R12
+	MOVBQZX zero+72(FP), AX
+	TESTQ   AX, AX
+	JNE     zeroct16
+	MOVQ    DI, AX
+	VMOVUPS (AX), Z0
+	ADDQ    R8, AX
+	VMOVUPS (AX), Z1
+	ADDQ    R8, AX
+	VMOVUPS (AX), Z2
+	ADDQ    R8, AX
+	VMOVUPS (AX), Z3
+	ADDQ    R8, AX
+	VMOVUPS (AX), Z4
+	ADDQ    R8, AX
+	VMOVUPS (AX), Z5
+	ADDQ    R8, AX
+	VMOVUPS (AX), Z6
+	ADDQ    R8, AX
+	VMOVUPS (AX), Z7
+	ADDQ    R8, AX
+	VMOVUPS (AX), Z8
+	ADDQ    R8, AX
+	VMOVUPS (AX), Z9
+	ADDQ    R8, AX
+	VMOVUPS (AX), Z10
+	ADDQ    R8, AX
+	VMOVUPS (AX), Z11
+	ADDQ    R8, AX
+	VMOVUPS (AX), Z12
+	ADDQ    R8, AX
+	VMOVUPS (AX), Z13
+	ADDQ    R8, AX
+	VMOVUPS (AX), Z14
+	ADDQ    R8, AX
+	VMOVUPS (AX), Z15
+	JMP     rowct16
+
+zeroct16:
+	ZERO_Z0_Z15
+
+rowct16:
+	MOVQ ow+48(FP), CX
+
+loopct16:
+	VMOVUPS (DX), Z16
+	FMA_8x16_COLS
+	VFMADD231PS.BCST (R12), Z16, Z8
+	VFMADD231PS.BCST 4(R12), Z16, Z9
+	VFMADD231PS.BCST 8(R12), Z16, Z10
+	VFMADD231PS.BCST 12(R12), Z16, Z11
+	VFMADD231PS.BCST 16(R12), Z16, Z12
+	VFMADD231PS.BCST 20(R12), Z16, Z13
+	VFMADD231PS.BCST 24(R12), Z16, Z14
+	VFMADD231PS.BCST 28(R12), Z16, Z15
+	ADDQ    R9, SI
+	ADDQ    R9, R12
+	ADDQ    R10, DX
+	DECQ    CX
+	JNE     loopct16
+	ADDQ    R11, SI
+	ADDQ    R11, R12
+	DECQ    BX
+	JNE     rowct16
+
+	VMOVUPS Z0, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z1, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z2, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z3, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z4, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z5, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z6, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z7, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z8, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z9, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z10, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z11, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z12, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z13, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z14, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z15, (DI)
 	VZEROUPPER
 	RET

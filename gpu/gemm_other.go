@@ -46,3 +46,7 @@ func conv8x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, run
 func convT8x16(c *float32, ldc int, a *float32, ldx int, g *float32, ldg int, ow int, oh int, ldy int, zero bool) {
 	panic("gpu: no SIMD kernel on this platform")
 }
+
+func convT16x16(c *float32, ldc int, a *float32, ldx int, g *float32, ldg int, ow int, oh int, ldy int, zero bool, a2 *float32) {
+	panic("gpu: no SIMD kernel on this platform")
+}
