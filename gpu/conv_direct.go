@@ -178,21 +178,27 @@ func checkDirect(d *CPU, g Conv2D, out int, x, w Tensor, what string) int {
 	return x.Rows
 }
 
-// forward computes images [lo, hi) of part: for each output row, tiles of
-// eight positions (the last one stepping back to fit, recomputing a few
-// positions with the same bits) and sixteen channels.
+// forward computes images [lo, hi) of part: for each pair of output rows,
+// tiles of eight positions in each (the last one stepping back to fit,
+// recomputing a few positions with the same bits) and sixteen channels.
 func (j *convJob) forward(part int) {
 	g, out := j.g, j.out
 	oh, ow := g.Out()
 	img, pos, run, line := g.H*g.W*g.C, oh*ow, g.K*g.C, g.W*g.C
 	for b := j.images * part / j.parts; b < j.images*(part+1)/j.parts; b++ {
-		for oy := 0; oy < oh; oy++ {
+		for oy := 0; oy < oh; oy += 2 {
 			for ox := 0; ox < ow; ox += 8 {
 				ox = min(ox, ow-8)
-				a := &j.x[b*img+(oy*g.Stride*g.W+ox*g.Stride)*g.C]
+				a := j.x[b*img+(oy*g.Stride*g.W+ox*g.Stride)*g.C:]
 				c := j.y[((b*pos)+oy*ow+ox)*out:]
 				for col := 0; col < out; col += 16 {
-					conv8x16(&c[col], out, a, g.Stride*g.C, &j.w[col], out, run, g.K, line, &j.bias[col])
+					if oy+1 == oh {
+						conv8x16(&c[col], out, &a[0], g.Stride*g.C, &j.w[col], out, run, g.K, line, &j.bias[col])
+						continue
+					}
+					// With the same positions a row further down.
+					conv16x16(&c[col], out, &a[0], g.Stride*g.C, &j.w[col], out, run, g.K, line, &j.bias[col],
+						&c[ow*out+col], &a[g.Stride*line])
 				}
 			}
 		}

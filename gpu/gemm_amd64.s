@@ -1101,3 +1101,117 @@ loopct16:
 	VMOVUPS Z15, (DI)
 	VZEROUPPER
 	RET
+
+// func conv16x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, run int, runs int, skip int, bias *float32, c2 *float32, a2 *float32)
+//
+// conv8x16 for sixteen output positions: eight rows of C at c from the
+// patches at a, eight at c2 from those at a2 (another row of positions),
+// so that sixteen chains of multiply-adds share each load of B. Each
+// element's chain, bias and ReLU are conv8x16's: the same bits. The run
+// counter and the step between runs live on the stack, their registers
+// holding the second set of rows.
+TEXT ·conv16x16(SB), NOSPLIT, $16-96
+	GEMM_ARGS
+	ROWS8
+	MOVQ skip+64(FP), AX
+	SUBQ CX, AX
+	SHLQ $2, AX
+	MOVQ AX, step-16(SP)  // from a run's end to the next run's start, bytes
+	MOVQ runs+56(FP), AX
+	MOVQ AX, left-8(SP)
+	MOVQ a2+88(FP), AX    // the second rows: AX + {0,1,2}·R9, R15, BX + {0,1,2}·R9, R11
+	LEAQ (AX)(R9*2), R15
+	ADDQ R9, R15
+	LEAQ (AX)(R9*4), BX
+	LEAQ (BX)(R9*2), R11
+	ADDQ R9, R11
+	ZERO_Z0_Z15
+
+run16:
+	MOVQ run+48(FP), CX
+
+loop16:
+	VMOVUPS (DX), Z16
+	FMA_8x16_ROWS
+	VFMADD231PS.BCST (AX), Z16, Z8
+	VFMADD231PS.BCST (AX)(R9*1), Z16, Z9
+	VFMADD231PS.BCST (AX)(R9*2), Z16, Z10
+	VFMADD231PS.BCST (R15), Z16, Z11
+	VFMADD231PS.BCST (BX), Z16, Z12
+	VFMADD231PS.BCST (BX)(R9*1), Z16, Z13
+	VFMADD231PS.BCST (BX)(R9*2), Z16, Z14
+	VFMADD231PS.BCST (R11), Z16, Z15
+	NEXT8
+	ADDQ    $4, AX
+	ADDQ    $4, R15
+	ADDQ    $4, BX
+	ADDQ    $4, R11
+	ADDQ    R10, DX
+	DECQ    CX
+	JNE     loop16
+	MOVQ    step-16(SP), CX
+	ADDQ    CX, SI
+	ADDQ    CX, R12
+	ADDQ    CX, R13
+	ADDQ    CX, R14
+	ADDQ    CX, AX
+	ADDQ    CX, R15
+	ADDQ    CX, BX
+	ADDQ    CX, R11
+	DECQ    left-8(SP)
+	JNE     run16
+
+	MOVQ    bias+72(FP), AX
+	VMOVUPS (AX), Z16
+	VPXORD  Z17, Z17, Z17
+	VADDPS  Z16, Z0, Z0
+	VADDPS  Z16, Z1, Z1
+	VADDPS  Z16, Z2, Z2
+	VADDPS  Z16, Z3, Z3
+	VADDPS  Z16, Z4, Z4
+	VADDPS  Z16, Z5, Z5
+	VADDPS  Z16, Z6, Z6
+	VADDPS  Z16, Z7, Z7
+	VADDPS  Z16, Z8, Z8
+	VADDPS  Z16, Z9, Z9
+	VADDPS  Z16, Z10, Z10
+	VADDPS  Z16, Z11, Z11
+	VADDPS  Z16, Z12, Z12
+	VADDPS  Z16, Z13, Z13
+	VADDPS  Z16, Z14, Z14
+	VADDPS  Z16, Z15, Z15
+	VMAXPS  Z0, Z17, Z0
+	VMAXPS  Z1, Z17, Z1
+	VMAXPS  Z2, Z17, Z2
+	VMAXPS  Z3, Z17, Z3
+	VMAXPS  Z4, Z17, Z4
+	VMAXPS  Z5, Z17, Z5
+	VMAXPS  Z6, Z17, Z6
+	VMAXPS  Z7, Z17, Z7
+	VMAXPS  Z8, Z17, Z8
+	VMAXPS  Z9, Z17, Z9
+	VMAXPS  Z10, Z17, Z10
+	VMAXPS  Z11, Z17, Z11
+	VMAXPS  Z12, Z17, Z12
+	VMAXPS  Z13, Z17, Z13
+	VMAXPS  Z14, Z17, Z14
+	VMAXPS  Z15, Z17, Z15
+	STORE_C8x16
+	MOVQ    c2+80(FP), DI
+	VMOVUPS Z8, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z9, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z10, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z11, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z12, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z13, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z14, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z15, (DI)
+	VZEROUPPER
+	RET
