@@ -899,6 +899,29 @@ doneq:
 	VFMADD231PS.BCST 24(SI), Z16, Z6; \
 	VFMADD231PS.BCST 28(SI), Z16, Z7;
 
+// BIAS_RELU8 sets eight registers of C's rows to max(row + bias, 0), the
+// bias in Z16 and zeros in Z17 (VMAXPS returns its second source, the sum,
+// when that is NaN or both are zeros, as BiasAct's loop keeps them).
+#define BIAS_RELU8(z0, z1, z2, z3, z4, z5, z6, z7) \
+	VADDPS Z16, z0, z0; VADDPS Z16, z1, z1; VADDPS Z16, z2, z2; VADDPS Z16, z3, z3; \
+	VADDPS Z16, z4, z4; VADDPS Z16, z5, z5; VADDPS Z16, z6, z6; VADDPS Z16, z7, z7; \
+	VMAXPS z0, Z17, z0; VMAXPS z1, Z17, z1; VMAXPS z2, Z17, z2; VMAXPS z3, Z17, z3; \
+	VMAXPS z4, Z17, z4; VMAXPS z5, Z17, z5; VMAXPS z6, Z17, z6; VMAXPS z7, Z17, z7
+
+// STORE8 stores eight registers into eight rows of C from DI, R8 apart
+// (DI ends at the last row); LOAD8 loads them from AX's rows.
+#define STORE8(z0, z1, z2, z3, z4, z5, z6, z7) \
+	VMOVUPS z0, (DI); ADDQ R8, DI; VMOVUPS z1, (DI); ADDQ R8, DI; \
+	VMOVUPS z2, (DI); ADDQ R8, DI; VMOVUPS z3, (DI); ADDQ R8, DI; \
+	VMOVUPS z4, (DI); ADDQ R8, DI; VMOVUPS z5, (DI); ADDQ R8, DI; \
+	VMOVUPS z6, (DI); ADDQ R8, DI; VMOVUPS z7, (DI)
+
+#define LOAD8(z0, z1, z2, z3, z4, z5, z6, z7) \
+	VMOVUPS (AX), z0; ADDQ R8, AX; VMOVUPS (AX), z1; ADDQ R8, AX; \
+	VMOVUPS (AX), z2; ADDQ R8, AX; VMOVUPS (AX), z3; ADDQ R8, AX; \
+	VMOVUPS (AX), z4; ADDQ R8, AX; VMOVUPS (AX), z5; ADDQ R8, AX; \
+	VMOVUPS (AX), z6; ADDQ R8, AX; VMOVUPS (AX), z7
+
 // func conv8x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, run int, runs int, skip int, bias *float32)
 //
 // A direct convolution for eight output positions and sixteen channels,
@@ -938,23 +961,8 @@ loopc:
 	MOVQ    bias+72(FP), AX
 	VMOVUPS (AX), Z16
 	VPXORD  Z17, Z17, Z17
-	VADDPS  Z16, Z0, Z0
-	VADDPS  Z16, Z1, Z1
-	VADDPS  Z16, Z2, Z2
-	VADDPS  Z16, Z3, Z3
-	VADDPS  Z16, Z4, Z4
-	VADDPS  Z16, Z5, Z5
-	VADDPS  Z16, Z6, Z6
-	VADDPS  Z16, Z7, Z7
-	VMAXPS  Z0, Z17, Z0
-	VMAXPS  Z1, Z17, Z1
-	VMAXPS  Z2, Z17, Z2
-	VMAXPS  Z3, Z17, Z3
-	VMAXPS  Z4, Z17, Z4
-	VMAXPS  Z5, Z17, Z5
-	VMAXPS  Z6, Z17, Z6
-	VMAXPS  Z7, Z17, Z7
-	STORE_C8x16
+	BIAS_RELU8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	STORE8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	VZEROUPPER
 	RET
 
@@ -1008,37 +1016,9 @@ TEXT ·convT16x16(SB), NOSPLIT, $0-88
 	TESTQ   AX, AX
 	JNE     zeroct16
 	MOVQ    DI, AX
-	VMOVUPS (AX), Z0
+	LOAD8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	ADDQ    R8, AX
-	VMOVUPS (AX), Z1
-	ADDQ    R8, AX
-	VMOVUPS (AX), Z2
-	ADDQ    R8, AX
-	VMOVUPS (AX), Z3
-	ADDQ    R8, AX
-	VMOVUPS (AX), Z4
-	ADDQ    R8, AX
-	VMOVUPS (AX), Z5
-	ADDQ    R8, AX
-	VMOVUPS (AX), Z6
-	ADDQ    R8, AX
-	VMOVUPS (AX), Z7
-	ADDQ    R8, AX
-	VMOVUPS (AX), Z8
-	ADDQ    R8, AX
-	VMOVUPS (AX), Z9
-	ADDQ    R8, AX
-	VMOVUPS (AX), Z10
-	ADDQ    R8, AX
-	VMOVUPS (AX), Z11
-	ADDQ    R8, AX
-	VMOVUPS (AX), Z12
-	ADDQ    R8, AX
-	VMOVUPS (AX), Z13
-	ADDQ    R8, AX
-	VMOVUPS (AX), Z14
-	ADDQ    R8, AX
-	VMOVUPS (AX), Z15
+	LOAD8(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
 	JMP     rowct16
 
 zeroct16:
@@ -1068,37 +1048,9 @@ loopct16:
 	DECQ    BX
 	JNE     rowct16
 
-	VMOVUPS Z0, (DI)
+	STORE8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	ADDQ    R8, DI
-	VMOVUPS Z1, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Z2, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Z3, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Z4, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Z5, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Z6, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Z7, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Z8, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Z9, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Z10, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Z11, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Z12, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Z13, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Z14, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Z15, (DI)
+	STORE8(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
 	VZEROUPPER
 	RET
 
@@ -1164,54 +1116,10 @@ loop16:
 	MOVQ    bias+72(FP), AX
 	VMOVUPS (AX), Z16
 	VPXORD  Z17, Z17, Z17
-	VADDPS  Z16, Z0, Z0
-	VADDPS  Z16, Z1, Z1
-	VADDPS  Z16, Z2, Z2
-	VADDPS  Z16, Z3, Z3
-	VADDPS  Z16, Z4, Z4
-	VADDPS  Z16, Z5, Z5
-	VADDPS  Z16, Z6, Z6
-	VADDPS  Z16, Z7, Z7
-	VADDPS  Z16, Z8, Z8
-	VADDPS  Z16, Z9, Z9
-	VADDPS  Z16, Z10, Z10
-	VADDPS  Z16, Z11, Z11
-	VADDPS  Z16, Z12, Z12
-	VADDPS  Z16, Z13, Z13
-	VADDPS  Z16, Z14, Z14
-	VADDPS  Z16, Z15, Z15
-	VMAXPS  Z0, Z17, Z0
-	VMAXPS  Z1, Z17, Z1
-	VMAXPS  Z2, Z17, Z2
-	VMAXPS  Z3, Z17, Z3
-	VMAXPS  Z4, Z17, Z4
-	VMAXPS  Z5, Z17, Z5
-	VMAXPS  Z6, Z17, Z6
-	VMAXPS  Z7, Z17, Z7
-	VMAXPS  Z8, Z17, Z8
-	VMAXPS  Z9, Z17, Z9
-	VMAXPS  Z10, Z17, Z10
-	VMAXPS  Z11, Z17, Z11
-	VMAXPS  Z12, Z17, Z12
-	VMAXPS  Z13, Z17, Z13
-	VMAXPS  Z14, Z17, Z14
-	VMAXPS  Z15, Z17, Z15
-	STORE_C8x16
+	BIAS_RELU8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	BIAS_RELU8(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	STORE8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	MOVQ    c2+80(FP), DI
-	VMOVUPS Z8, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Z9, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Z10, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Z11, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Z12, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Z13, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Z14, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Z15, (DI)
+	STORE8(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
 	VZEROUPPER
 	RET
