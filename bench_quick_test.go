@@ -31,6 +31,11 @@ func TestBenchQuick(t *testing.T) {
 	if len(rows) != 5 {
 		t.Fatalf("%d scaling rows, want 5:\n%s", len(rows), out)
 	}
+	minatar := regexp.MustCompile(`(?m)^  convolutional agent +([\d,]+) \(.*\) +([\d.]+) \(.*\) +(\d+) %$`).FindStringSubmatch(out)
+	if !strings.Contains(out, "MinAtar/Breakout-v1 with its preset") || minatar == nil {
+		t.Fatalf("no MinAtar row:\n%s", out)
+	}
+	rows = append(rows, minatar)
 	for _, r := range rows {
 		if r[1] == "0" || r[2] == "0.0" {
 			t.Errorf("scaling row without figures: %q", r[0])

@@ -55,13 +55,14 @@ func (r benchRun) solvedAfter() (seconds float64, step int64, ok bool) {
 	return 0, 0, false
 }
 
-// updateRate is the update phase's arithmetic rate in GFLOP/s over the run.
-func (r benchRun) updateRate(cfg config.Config, obs, outputs int) float64 {
+// updateRate is the update phase's arithmetic rate in GFLOP/s over the
+// run, each update being flops of work.
+func (r benchRun) updateRate(flops float64) float64 {
 	var seconds float64
 	for _, m := range r.metrics {
 		seconds += float64(m.UpdateS)
 	}
-	return trainer.UpdateFLOPs(cfg, obs, nil, outputs) * float64(len(r.metrics)) / seconds / 1e9
+	return flops * float64(len(r.metrics)) / seconds / 1e9
 }
 
 // summary is the median, min and max of some runs' figure.
@@ -200,17 +201,28 @@ func (b *bench) report(w io.Writer, runs int, quick bool) error {
 		if quick {
 			iters = 2
 		}
-		var sps, gflops []float64
-		for i := 0; i < runs; i++ {
-			r, err := b.train(fmt.Sprint("env.num_envs=", g.envs), "agent.hidden="+g.hidden,
-				fmt.Sprint("ppo.total_timesteps=", iters*cfg.BatchSize()), "trainer.save_freq=0")
-			if err != nil {
-				return err
-			}
-			sps = append(sps, r.sps())
-			gflops = append(gflops, r.updateRate(cfg, 4, 2))
+		sps, gflops, err := b.scaled(runs, trainer.UpdateFLOPs(cfg, 4, nil, 2),
+			fmt.Sprint("env.num_envs=", g.envs), "agent.hidden="+g.hidden, fmt.Sprint("ppo.total_timesteps=", iters*cfg.BatchSize()))
+		if err != nil {
+			return err
 		}
-		grid = append(grid, scaled{g.envs, g.hidden, summarize(sps), summarize(gflops)})
+		grid = append(grid, scaled{g.envs, g.hidden, sps, gflops})
+	}
+	// MinAtar's preset: the convolutional network (8 iterations, about
+	// 180 GFLOP of updates: the first update, which also sizes the
+	// network's buffers, weighs less).
+	minatar, err := config.Resolve("", []string{minatarID})
+	if err != nil {
+		return err
+	}
+	iters := 8
+	if quick {
+		iters = 2
+	}
+	minatarSPS, minatarGFLOPS, err := b.scaled(runs, trainer.UpdateFLOPs(minatar, 400, []int{10, 10, 4}, 3),
+		minatarID, fmt.Sprint("ppo.total_timesteps=", iters*minatar.BatchSize()))
+	if err != nil {
+		return err
 	}
 	fmt.Fprintln(b.progress)
 
@@ -250,13 +262,38 @@ func (b *bench) report(w io.Writer, runs int, quick bool) error {
 
 	fmt.Fprintf(w, "\nScaling (CartPole-v1, CleanRL settings otherwise); update rate against the %d-core peak of %.1f GFLOP/s:\n", peakAll.Cores, peakAll.GFLOPS)
 	fmt.Fprintf(w, "  %-9s %-10s %-30s %-26s %s\n", "num_envs", "hidden", "env steps/s median (min–max)", "update GFLOP/s (min–max)", "% of peak")
-	for _, g := range grid {
-		fmt.Fprintf(w, "  %-9d %-10s %-30s %-26s %.0f %%\n", g.envs, g.hidden,
-			fmt.Sprintf("%s (%s–%s)", progress.Thousands(g.sps.median), progress.Thousands(g.sps.lo), progress.Thousands(g.sps.hi)),
-			fmt.Sprintf("%.1f (%.1f–%.1f)", g.gflops.median, g.gflops.lo, g.gflops.hi),
-			100*g.gflops.median/peakAll.GFLOPS)
+	rates := func(sps, gflops summary) string {
+		return fmt.Sprintf("%-30s %-26s %.0f %%",
+			fmt.Sprintf("%s (%s–%s)", progress.Thousands(sps.median), progress.Thousands(sps.lo), progress.Thousands(sps.hi)),
+			fmt.Sprintf("%.1f (%.1f–%.1f)", gflops.median, gflops.lo, gflops.hi),
+			100*gflops.median/peakAll.GFLOPS)
 	}
+	for _, g := range grid {
+		fmt.Fprintf(w, "  %-9d %-10s %s\n", g.envs, g.hidden, rates(g.sps, g.gflops))
+	}
+	fmt.Fprintf(w, "\n%s with its preset (cnn: a 3×3 convolution of 16 channels, 128 hidden; %d envs × %d steps, %d epochs × %d minibatches):\n",
+		minatarID[len("env.id="):], minatar.Env.NumEnvs, minatar.PPO.NumSteps, minatar.PPO.UpdateEpochs, minatar.PPO.NumMinibatches)
+	fmt.Fprintf(w, "  %-20s %-30s %-26s %s\n", "", "env steps/s median (min–max)", "update GFLOP/s (min–max)", "% of peak")
+	fmt.Fprintf(w, "  %-20s %s\n", "convolutional agent", rates(minatarSPS, minatarGFLOPS))
 	return nil
+}
+
+// minatarID picks the MinAtar game whose preset bench measures.
+const minatarID = "env.id=MinAtar/Breakout-v1"
+
+// scaled trains runs times with overrides (no checkpoints), each update
+// being flops of work, and summarizes env steps/s and update GFLOP/s.
+func (b *bench) scaled(runs int, flops float64, overrides ...string) (sps, gflops summary, err error) {
+	var s, g []float64
+	for i := 0; i < runs; i++ {
+		r, err := b.train(append(overrides, "trainer.save_freq=0")...)
+		if err != nil {
+			return summary{}, summary{}, err
+		}
+		s = append(s, r.sps())
+		g = append(g, r.updateRate(flops))
+	}
+	return summarize(s), summarize(g), nil
 }
 
 // cpuModel names the processor where Linux says.
