@@ -22,6 +22,7 @@ type CPU struct {
 	gather    gatherJob
 	actGrad   actGradJob
 	convGrads convGradsJob
+	policy    policyJob
 }
 
 // NewCPU returns a CPU device using up to threads cores (0: all of them).
@@ -34,7 +35,7 @@ func NewCPU(threads int) *CPU {
 	// allocates nothing.
 	d.conv.fwd, d.conv.wgrad = d.conv.forward, d.conv.weightGrad
 	d.transB.fn, d.gather.fn, d.actGrad.fn = d.transB.run, d.gather.run, d.actGrad.run
-	d.convGrads.fn = d.convGrads.run
+	d.convGrads.fn, d.policy.fn = d.convGrads.run, d.policy.run
 	return d
 }
 
@@ -135,23 +136,35 @@ func (d *CPU) MatMul(c, a Tensor, transA bool, b Tensor, transB bool, beta float
 		}
 	}
 	if hasFMA && n < 16 && m >= 16 {
-		// op(B)ᵀ is n×k: B itself when transB, else a small copy.
-		bt := bd
-		if !transB {
-			bt = transpose(d.grow(1, n*k), k, bd, k, n)
-		}
 		if transA {
 			// Cᵀ (n×m) = op(B)ᵀ · A, A being stored k×m: wide, so the
-			// kernels apply; then add it into C transposed.
-			ct := d.grow(0, n*m)
+			// kernels apply; then add it into C transposed. op(B)ᵀ gets
+			// zero rows up to a multiple of 4, so that 4-row tiles take it
+			// in one pass over A instead of one pass per row (a policy
+			// head's weight gradient: 3 rows over MinAtar's 1,024×128
+			// features); the chains are those of one row at a time.
+			n4 := (n + 3) &^ 3
+			bt := d.grow(1, n4*k)
+			if transB {
+				copy(bt, bd[:n*k])
+			} else {
+				transpose(bt, k, bd, k, n)
+			}
+			clear(bt[n*k:])
+			ct := d.grow(0, n4*m)
 			clear(ct)
-			d.pool.gemm(gemmArgs{c: ct, a: bt, b: ad, n: m, k: k}, n)
+			d.pool.gemm(gemmArgs{c: ct, a: bt, b: ad, n: m, k: k}, n4)
 			for j := 0; j < n; j++ {
 				for i, v := range ct[j*m : (j+1)*m] {
 					cd[i*n+j] += v
 				}
 			}
 			return
+		}
+		// op(B)ᵀ is n×k: B itself when transB, else a small copy.
+		bt := bd
+		if !transB {
+			bt = transpose(d.grow(1, n*k), k, bd, k, n)
 		}
 		for i := 0; i < m; i++ {
 			row := ad[i*k : (i+1)*k]
@@ -550,62 +563,100 @@ func ppoStats(stats []float32, pg, ent, kl, clipped float64, b int) {
 
 // CategoricalPPO implements Device.
 func (d *CPU) CategoricalPPO(p PPOPolicyArgs) {
-	logits, dOut := d.data(p.Out), d.data(p.DOut)
-	acts, old, adv := d.data(p.Actions), d.data(p.OldLogp), d.data(p.Adv)
-	stats := d.data(p.Stats)
-	B, A := p.Out.Rows, p.Out.Cols
-	mean, inv := normalizedAdv(adv, p.NormAdv)
-	clip, ent := float64(p.ClipCoef), float64(p.EntCoef)
-	invB := 1 / float64(B)
-	if cap(d.probs) < A {
-		d.probs = make([]float64, A)
+	j := &d.policy
+	j.logits, j.dOut = d.data(p.Out), d.data(p.DOut)
+	j.acts, j.old, j.adv = d.data(p.Actions), d.data(p.OldLogp), d.data(p.Adv)
+	j.B, j.A = p.Out.Rows, p.Out.Cols
+	j.mean, j.inv = normalizedAdv(j.adv, p.NormAdv)
+	j.clip, j.ent = float64(p.ClipCoef), float64(p.EntCoef)
+	chunks := (j.B + policyChunk - 1) / policyChunk
+	for len(j.sums) < chunks {
+		j.sums = append(j.sums, [4]float64{})
 	}
-	probs := d.probs[:A]
-	var sumPG, sumEnt, sumKL, sumClip float64
-	for i := 0; i < B; i++ {
-		row := logits[i*A : i*A+A]
-		g := dOut[i*A : i*A+A]
-		g = g[:len(row)]
-		mx := float64(row[0])
-		for _, v := range row {
-			mx = math.Max(mx, float64(v))
-		}
-		var se float64
-		for _, v := range row {
-			if d := float64(v) - mx; d == 0 {
-				se++ // exp(0) is exactly 1
-			} else {
-				se += math.Exp(d)
+	j.parts = min(d.pool.parts(), chunks)
+	for len(j.probs) < j.parts {
+		j.probs = append(j.probs, nil)
+	}
+	d.pool.each(j.parts, j.fn)
+	var pg, ent, kl, clipped float64
+	for _, c := range j.sums[:chunks] { // in order: the same sums on any number of cores
+		pg, ent, kl, clipped = pg+c[0], ent+c[1], kl+c[2], clipped+c[3]
+	}
+	ppoStats(d.data(p.Stats), pg, ent, kl, clipped, j.B)
+}
+
+// policyChunk is the number of rows whose loss statistics CategoricalPPO
+// sums in one chain; chunks' sums are added in order. Rows are
+// independent, so chunks can run on several cores (MinAtar's minibatch of
+// 1,024 is four chunks); a minibatch of at most 256 rows (CartPole's 128)
+// is one chunk, its sums those of one pass.
+const policyChunk = 256
+
+// policyJob is CategoricalPPO split by chunks of rows, taken in turn by
+// the parts.
+type policyJob struct {
+	logits, dOut, acts, old, adv []float32
+	B, A, parts                  int
+	mean, inv, clip, ent         float64
+	probs                        [][]float64  // per part: one row's probabilities
+	sums                         [][4]float64 // per chunk: policy loss, entropy, KL, clipped rows
+	fn                           func(part int)
+}
+
+func (j *policyJob) run(part int) {
+	A := j.A
+	if cap(j.probs[part]) < A {
+		j.probs[part] = make([]float64, A)
+	}
+	probs := j.probs[part][:A]
+	invB := 1 / float64(j.B)
+	for c := part; c*policyChunk < j.B; c += j.parts {
+		var sumPG, sumEnt, sumKL, sumClip float64
+		for i := c * policyChunk; i < min((c+1)*policyChunk, j.B); i++ {
+			row := j.logits[i*A : i*A+A]
+			g := j.dOut[i*A : i*A+A]
+			g = g[:len(row)]
+			mx := float64(row[0])
+			for _, v := range row {
+				mx = math.Max(mx, float64(v))
+			}
+			var se float64
+			for _, v := range row {
+				if d := float64(v) - mx; d == 0 {
+					se++ // exp(0) is exactly 1
+				} else {
+					se += math.Exp(d)
+				}
+			}
+			lse := mx + math.Log(se)
+			var h float64
+			for k, v := range row {
+				lp := float64(v) - lse
+				probs[k] = math.Exp(lp) // kept for the gradient below
+				h -= probs[k] * lp
+			}
+			a := int(j.acts[i])
+			logRatio := float64(row[a]) - lse - float64(j.old[i])
+			ratio := math.Exp(logRatio)
+			pg, dLogp := surrogate((float64(j.adv[i])-j.mean)*j.inv, ratio, j.clip)
+			for k, v := range row {
+				lp := float64(v) - lse
+				pk := probs[k]
+				gk := -dLogp*pk + j.ent*pk*(lp+h)
+				if k == a {
+					gk += dLogp
+				}
+				g[k] = float32(gk * invB)
+			}
+			sumPG += pg
+			sumEnt += h
+			sumKL += (ratio - 1) - logRatio
+			if math.Abs(ratio-1) > j.clip {
+				sumClip++
 			}
 		}
-		lse := mx + math.Log(se)
-		var h float64
-		for j, v := range row {
-			lp := float64(v) - lse
-			probs[j] = math.Exp(lp) // kept for the gradient below
-			h -= probs[j] * lp
-		}
-		a := int(acts[i])
-		logRatio := float64(row[a]) - lse - float64(old[i])
-		ratio := math.Exp(logRatio)
-		pg, dLogp := surrogate((float64(adv[i])-mean)*inv, ratio, clip)
-		for j, v := range row {
-			lp := float64(v) - lse
-			pj := probs[j]
-			gj := -dLogp*pj + ent*pj*(lp+h)
-			if j == a {
-				gj += dLogp
-			}
-			g[j] = float32(gj * invB)
-		}
-		sumPG += pg
-		sumEnt += h
-		sumKL += (ratio - 1) - logRatio
-		if math.Abs(ratio-1) > clip {
-			sumClip++
-		}
+		j.sums[c] = [4]float64{sumPG, sumEnt, sumKL, sumClip}
 	}
-	ppoStats(stats, sumPG, sumEnt, sumKL, sumClip, B)
 }
 
 const halfLog2Pi = 0.9189385332046727 // ½·log(2π)

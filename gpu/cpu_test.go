@@ -572,3 +572,40 @@ func TestMatMulActGradGivesTheSameBits(t *testing.T) {
 		}
 	}
 }
+
+// TestCategoricalPPOSplitGivesTheSameBits: a minibatch of several chunks
+// (policyChunk rows) gives the same gradients and statistics on one core
+// and on two, and its statistics are the sum of the whole minibatch's.
+func TestCategoricalPPOSplitGivesTheSameBits(t *testing.T) {
+	const B, A = 3*policyChunk + 40, 4
+	r := rand.New(rand.NewPCG(23, 24))
+	logits, adv := randSlice(r, B*A, 1), randSlice(r, B, 2)
+	acts, old := make([]float32, B), make([]float32, B)
+	for i := range acts {
+		acts[i] = float32(r.IntN(A))
+		old[i] = float32(math.Log(1.0/A) + (r.Float64()-0.5)*0.6)
+	}
+	var grads, stats [2][]float32
+	for i, threads := range []int{1, 2} {
+		d := NewCPU(threads)
+		args := PPOPolicyArgs{
+			Out: tensorFrom(d, B, A, logits), Actions: tensorFrom(d, B, 1, acts),
+			OldLogp: tensorFrom(d, B, 1, old), Adv: tensorFrom(d, B, 1, adv),
+			DOut: d.Alloc(B, A), ClipCoef: 0.2, EntCoef: 0.01, NormAdv: true, Stats: d.Alloc(1, NumStats),
+		}
+		d.CategoricalPPO(args)
+		grads[i], stats[i] = d.Data(args.DOut), d.Data(args.Stats)
+		d.Close()
+	}
+	if !slices.Equal(grads[0], grads[1]) || !slices.Equal(stats[0], stats[1]) {
+		t.Fatal("the loss split across two cores differs from one core")
+	}
+	iacts := make([]int, B)
+	for i, a := range acts {
+		iacts[i] = int(a)
+	}
+	want := refCategorical(f64(logits), iacts, f64(old), f64(adv), A, 0.2, 0.01, true)
+	if got := float64(stats[0][StatPolicyLoss] - 0.01*stats[0][StatEntropy]); math.Abs(got-want) > 1e-5 {
+		t.Errorf("loss stats give %v, reference %v", got, want)
+	}
+}
