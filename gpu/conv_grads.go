@@ -8,16 +8,17 @@ import "fmt"
 // a buffer of its own and takes the block's weight and bias sums from it
 // while it is in cache. The blocks' sums are then added in order.
 type convGradsJob struct {
-	g                 Conv2D
-	out, n, width     int // channels; the dense layer's outputs and inputs (OH·OW·out)
-	images, blocks    int
-	parts, ldb        int
-	x, y, wd, gd      []float32
-	tiles             []convTile
-	wt, grad, scratch [][]float32 // per part: wdᵀ, a block's output gradient, tile sums
-	ones              []float32   // ConvBlock·OH·OW ones, for the bias sums
-	sums              []float32   // per block: its weight sums, then its bias sums
-	fn                func(part int)
+	g               Conv2D
+	out, n, width   int // channels; the dense layer's outputs and inputs (OH·OW·out)
+	images, blocks  int
+	parts, ldb      int
+	x, y, wd, gd    []float32
+	tiles           []convTile
+	wt              []float32   // wdᵀ, made by all the parts first
+	grad, scratch   [][]float32 // per part: a block's output gradient, tile sums
+	ones            []float32   // ConvBlock·OH·OW ones, for the bias sums
+	sums            []float32   // per block: its weight sums, then its bias sums
+	fn, transposeFn func(part int)
 }
 
 // ConvGradsThroughDense implements DirectConv.
@@ -45,9 +46,13 @@ func (d *CPU) ConvGradsThroughDense(dw, db, x, y, wd, gd Tensor, g Conv2D) {
 			j.ones[i] = 1
 		}
 	}
-	for len(j.wt) < j.parts {
-		j.wt, j.grad, j.scratch = append(j.wt, nil), append(j.grad, nil), append(j.scratch, nil)
+	for len(j.grad) < j.parts {
+		j.grad, j.scratch = append(j.grad, nil), append(j.scratch, nil)
 	}
+	// One copy of wdᵀ, each part transposing a share of its columns: a copy
+	// per part would grow with the cores (a 25,600×512 layer: 52 MB each).
+	j.wt = grow(j.wt, n*j.ldb)
+	d.pool.each(j.parts, j.transposeFn)
 	d.pool.each(j.parts, j.fn)
 
 	// The blocks' sums, added in order.
@@ -73,9 +78,6 @@ func (j *convGradsJob) run(part int) {
 	g, out, n, width := j.g, j.out, j.n, j.width
 	oh, ow := g.Out()
 	img, pos := g.H*g.W*g.C, oh*ow
-	wt := grow(j.wt[part], n*j.ldb)
-	j.wt[part] = wt
-	transpose(wt, j.ldb, j.wd, width, n)
 	buf := grow(j.grad[part], ConvBlock*width)
 	j.grad[part] = buf
 	scratch := grow(j.scratch[part], len(j.tiles)*128)
@@ -85,7 +87,7 @@ func (j *convGradsJob) run(part int) {
 		b0, b1 := blk*ConvBlock, min((blk+1)*ConvBlock, j.images)
 		rows := b1 - b0
 		dy := buf[:rows*width]
-		dense := gemmArgs{c: dy, a: j.gd[b0*n : b1*n], b: wt, n: width, k: n, lda: n, ldb: j.ldb, overwrite: true}
+		dense := gemmArgs{c: dy, a: j.gd[b0*n : b1*n], b: j.wt, n: width, k: n, lda: n, ldb: j.ldb, overwrite: true}
 		gemmRows(&dense, 0, rows, nil)
 		actGrad(dy, j.y[b0*width:b1*width], ReLU)
 		for b := b0; b < b1; b++ {
@@ -96,6 +98,13 @@ func (j *convGradsJob) run(part int) {
 		bias := gemmArgs{c: sums[g.Patch()*out:], a: j.ones[:rows*pos], b: dy, n: out, k: rows * pos, overwrite: true}
 		gemmRows(&bias, 0, 1, nil)
 	}
+}
+
+// transposePart writes part's share of wdᵀ: the columns for wd's rows
+// [r0, r1).
+func (j *convGradsJob) transposePart(part int) {
+	r0, r1 := j.width*part/j.parts, j.width*(part+1)/j.parts
+	transpose(j.wt[r0:], j.ldb, j.wd[r0*j.n:r1*j.n], r1-r0, j.n)
 }
 
 // grow returns buf with length n, reallocated when its capacity is short.

@@ -35,7 +35,7 @@ func NewCPU(threads int) *CPU {
 	// allocates nothing.
 	d.conv.fwd, d.conv.wgrad = d.conv.forward, d.conv.weightGrad
 	d.transB.fn, d.gather.fn, d.actGrad.fn = d.transB.run, d.gather.run, d.actGrad.run
-	d.convGrads.fn, d.policy.fn = d.convGrads.run, d.policy.run
+	d.convGrads.fn, d.convGrads.transposeFn, d.policy.fn = d.convGrads.run, d.convGrads.transposePart, d.policy.run
 	return d
 }
 
