@@ -399,7 +399,6 @@ func (a *CNN) backward(value bool) {
 			d.Fill(a.vf.db, 0)
 		}
 	}
-	fused := false // the last convolution's output gradient has been through its ReLU
 	for i := len(a.dense) - 1; i >= 0; i-- {
 		l := a.dense[i]
 		g := a.dGrad[i].RowRange(0, rows)
@@ -410,26 +409,24 @@ func (a *CNN) backward(value bool) {
 		}
 		d.MatMul(l.dw, prev, true, g, false, 0)
 		d.ColSum(l.db, g, 0)
-		if i == 0 && len(a.convs) == 1 && a.direct[0] {
+		if i > 0 {
+			d.MatMul(dprev, g, false, l.w, true, 0)
+			continue
+		}
+		if len(a.convs) == 1 && a.direct[0] {
 			// The convolution's gradients straight from the dense layer's,
 			// its output gradient made a block of images at a time.
 			c := a.convs[0]
 			a.dconv.ConvGradsThroughDense(c.dw, c.db, a.x, prev, l.w, g, c.g)
 			return
 		}
-		if f, ok := d.(gpu.FusedActGrad); ok && i == 0 {
-			// Through the last convolution's ReLU at once.
-			f.MatMulActGrad(dprev, g, l.w, prev, gpu.ReLU)
-			fused = true
-			continue
-		}
-		d.MatMul(dprev, g, false, l.w, true, 0)
+		gpu.MatMulActGrad(d, dprev, g, l.w, prev, gpu.ReLU) // through the last convolution's ReLU at once
 	}
 	for i := len(a.convs) - 1; i >= 0; i-- {
 		l := a.convs[i]
 		pos := l.oh * l.ow
 		g := a.cGrad[i].RowRange(0, rows)
-		if !fused || i < len(a.convs)-1 {
+		if i < len(a.convs)-1 { // the last one's went through its ReLU above
 			d.ActGrad(g, a.cOut[i].RowRange(0, rows), gpu.ReLU)
 		}
 		gv := g.Reshape(rows*pos, l.out)
@@ -437,13 +434,16 @@ func (a *CNN) backward(value bool) {
 		if i > 0 {
 			in = a.cOut[i-1].RowRange(0, rows)
 		}
-		if a.direct[i] {
+		patches := !a.direct[i] // the weight gradient from patches
+		if !patches {
 			a.dconv.ConvWeightGrad(l.dw, in, gv, l.g)
 		}
-		for r0 := 0; r0 < rows && (!a.direct[i] || i > 0); r0 += chunk {
+		// Chunks of patches, or of the input gradient, which takes the
+		// patches' buffer.
+		for r0 := 0; r0 < rows && (patches || i > 0); r0 += chunk {
 			r1 := min(r0+chunk, rows)
 			cols, gc := a.cols[i].RowRange(0, (r1-r0)*pos), gv.RowRange(r0*pos, r1*pos)
-			if !a.direct[i] {
+			if patches {
 				if chunk < rows { // else the forward pass's patches are still there
 					d.Im2Col(cols, in.RowRange(r0, r1), l.g)
 				}

@@ -54,7 +54,7 @@ func (d *CPU) ConvDirect(g Conv2D, out int) bool {
 
 // convJob is one direct convolution split across the pool: forward by
 // images, the weight gradient by tiles of the gradient (every part reads
-// every image, each element's sum stays in one chain). It lives in the
+// every image, each element's sums stay in one part, by ConvBlock). It lives in the
 // device, its methods bound once (NewCPU), so a pass allocates nothing.
 type convJob struct {
 	g                  Conv2D
@@ -104,9 +104,7 @@ func (d *CPU) ConvWeightGrad(dw, x, dy Tensor, g Conv2D) {
 	j := d.convJob(g, out, B)
 	j.dw, j.x, j.dy = d.data(dw), d.data(x), d.data(dy)
 	j.tiles = convTiles(j.tiles[:0], g, out)
-	if n := len(j.tiles) * 128; cap(j.scratch) < n {
-		j.scratch = make([]float32, n)
-	}
+	j.scratch = grow(j.scratch, len(j.tiles)*128)
 	j.parts = min(d.pool.parts(), len(j.tiles))
 	d.pool.each(j.parts, j.wgrad)
 }
@@ -178,9 +176,10 @@ func checkDirect(d *CPU, g Conv2D, out int, x, w Tensor, what string) int {
 	return x.Rows
 }
 
-// forward computes images [lo, hi) of part: for each pair of output rows,
-// tiles of eight positions in each (the last one stepping back to fit,
-// recomputing a few positions with the same bits) and sixteen channels.
+// forward computes images [lo, hi) of part: for each pair of output rows
+// (the last row of an odd number alone), tiles of eight positions in each
+// (the last one stepping back to fit, recomputing a few positions with the
+// same bits) and sixteen channels.
 func (j *convJob) forward(part int) {
 	g, out := j.g, j.out
 	oh, ow := g.Out()
@@ -191,14 +190,12 @@ func (j *convJob) forward(part int) {
 				ox = min(ox, ow-8)
 				a := j.x[b*img+(oy*g.Stride*g.W+ox*g.Stride)*g.C:]
 				c := j.y[((b*pos)+oy*ow+ox)*out:]
+				c2, a2 := c, a // the last row of an odd number: this row twice
+				if oy+1 < oh {
+					c2, a2 = c[ow*out:], a[g.Stride*line:] // the same positions a row further down
+				}
 				for col := 0; col < out; col += 16 {
-					if oy+1 == oh {
-						conv8x16(&c[col], out, &a[0], g.Stride*g.C, &j.w[col], out, run, g.K, line, &j.bias[col])
-						continue
-					}
-					// With the same positions a row further down.
-					conv16x16(&c[col], out, &a[0], g.Stride*g.C, &j.w[col], out, run, g.K, line, &j.bias[col],
-						&c[ow*out+col], &a[g.Stride*line])
+					conv16x16(&c[col], out, &a[0], g.Stride*g.C, &j.w[col], out, run, g.K, line, &j.bias[col], &c2[col], &a2[0])
 				}
 			}
 		}

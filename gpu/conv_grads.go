@@ -16,7 +16,7 @@ type convGradsJob struct {
 	tiles           []convTile
 	wt              []float32   // wdᵀ, made by all the parts first
 	grad, scratch   [][]float32 // per part: a block's output gradient, tile sums
-	ones            []float32   // ConvBlock·OH·OW ones, for the bias sums
+	ones            []float32   // ConvBlock·OH·OW ones, for the bias sums (the device's)
 	sums            []float32   // per block: its weight sums, then its bias sums
 	fn, transposeFn func(part int)
 }
@@ -40,15 +40,7 @@ func (d *CPU) ConvGradsThroughDense(dw, db, x, y, wd, gd Tensor, g Conv2D) {
 	j.tiles = convTiles(j.tiles[:0], g, out)
 	perBlock := g.Patch()*out + out
 	j.sums = grow(j.sums, j.blocks*perBlock)
-	if len(j.ones) < ConvBlock*oh*ow {
-		j.ones = make([]float32, ConvBlock*oh*ow)
-		for i := range j.ones {
-			j.ones[i] = 1
-		}
-	}
-	for len(j.grad) < j.parts {
-		j.grad, j.scratch = append(j.grad, nil), append(j.scratch, nil)
-	}
+	j.ones = d.onesOf(ConvBlock * oh * ow)
 	// One copy of wdᵀ, each part transposing a share of its columns: a copy
 	// per part would grow with the cores (a 25,600×512 layer: 52 MB each).
 	j.wt = grow(j.wt, n*j.ldb)
@@ -105,12 +97,4 @@ func (j *convGradsJob) run(part int) {
 func (j *convGradsJob) transposePart(part int) {
 	r0, r1 := j.width*part/j.parts, j.width*(part+1)/j.parts
 	transpose(j.wt[r0:], j.ldb, j.wd[r0*j.n:r1*j.n], r1-r0, j.n)
-}
-
-// grow returns buf with length n, reallocated when its capacity is short.
-func grow(buf []float32, n int) []float32 {
-	if cap(buf) < n {
-		return make([]float32, n)
-	}
-	return buf[:n]
 }

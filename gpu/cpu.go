@@ -15,7 +15,6 @@ type CPU struct {
 	scratch   [2][]float32 // transposed operands
 	ones      []float32    // a row of ones for column sums
 	halves    [2]*CPU      // Both's handles, half of the cores each, made on first use
-	probs     []float64    // one row of probabilities in CategoricalPPO
 	adam      adamJob
 	conv      convJob // the direct convolution's parts
 	transB    transBJob
@@ -31,6 +30,10 @@ func NewCPU(threads int) *CPU {
 		threads = runtime.GOMAXPROCS(0)
 	}
 	d := &CPU{threads: threads, pool: newWorkerPool(threads - 1)}
+	// Buffers of the split jobs' parts, one per core, grown on first use.
+	d.transB.scratch = make([][]float32, threads)
+	d.policy.probs = make([][]float64, threads)
+	d.convGrads.grad, d.convGrads.scratch = make([][]float32, threads), make([][]float32, threads)
 	// The split jobs' methods, bound once: handing them to the pool then
 	// allocates nothing.
 	d.conv.fwd, d.conv.wgrad = d.conv.forward, d.conv.weightGrad
@@ -174,7 +177,7 @@ func (d *CPU) MatMul(c, a Tensor, transA bool, b Tensor, transB bool, beta float
 		}
 		return
 	}
-	if transB && !transA && d.splitTransB(cd, ad, bd, m, n, k, overwrite) {
+	if transB && !transA && d.splitTransB(cd, ad, bd, m, n, k, overwrite, nil, Identity) {
 		return
 	}
 	ldb := n
@@ -208,19 +211,16 @@ type transBJob struct {
 	fn      func(part int)
 }
 
-// splitTransB computes C (m×n) += A·Bᵀ (B stored n×k) across the pool when
-// that pays and the SIMD kernels cover every column; it reports whether it
-// did.
-func (d *CPU) splitTransB(c, a, b []float32, m, n, k int, zero bool) bool {
+// splitTransB computes C (m×n) += A·Bᵀ (B stored n×k), then takes it
+// through act at y when y is not nil, across the pool when that pays and
+// the SIMD kernels cover every column; it reports whether it did.
+func (d *CPU) splitTransB(c, a, b []float32, m, n, k int, zero bool, y []float32, act Activation) bool {
 	parts := min(d.pool.parts(), n/64)
 	if !hasFMA || n%16 != 0 || parts < 2 || m*n*k < minParallelWork {
 		return false
 	}
 	j := &d.transB
-	for len(j.scratch) < parts {
-		j.scratch = append(j.scratch, nil)
-	}
-	j.c, j.a, j.b, j.m, j.n, j.k, j.parts, j.zero = c, a, b, m, n, k, parts, zero
+	j.c, j.a, j.b, j.m, j.n, j.k, j.parts, j.zero, j.y, j.act = c, a, b, m, n, k, parts, zero, y, act
 	d.pool.each(parts, j.fn)
 	return true
 }
@@ -235,10 +235,8 @@ func (j *transBJob) run(part int) {
 	}
 	w := j1 - j0
 	ldb := paddedStride(w)
-	if cap(j.scratch[part]) < k*ldb {
-		j.scratch[part] = make([]float32, k*ldb)
-	}
-	bt := transpose(j.scratch[part][:k*ldb], ldb, j.b[j0*k:j1*k], w, k)
+	j.scratch[part] = grow(j.scratch[part], k*ldb)
+	bt := transpose(j.scratch[part], ldb, j.b[j0*k:j1*k], w, k)
 	g := gemmArgs{c: j.c[j0:], a: j.a, b: bt, n: w, k: k, lda: k, ldc: n, ldb: ldb, overwrite: j.zero}
 	if j.y == nil {
 		gemmRows(&g, 0, j.m, nil)
@@ -259,24 +257,35 @@ func (d *CPU) MatMulActGrad(c, a, b, y Tensor, act Activation) {
 	if y.Rows != c.Rows || y.Cols != c.Cols {
 		panic(fmt.Sprintf("gpu: activations %d×%d for a %d×%d gradient", y.Rows, y.Cols, c.Rows, c.Cols))
 	}
-	if hasFMA && n%16 == 0 && k > 0 {
-		j := &d.transB
-		j.y, j.act = d.data(y), act
-		split := d.splitTransB(d.data(c), d.data(a), d.data(b), m, n, k, true)
-		j.y = nil
-		if split {
-			return
-		}
+	if k > 0 && d.splitTransB(d.data(c), d.data(a), d.data(b), m, n, k, true, d.data(y), act) {
+		return
 	}
 	d.MatMul(c, a, false, b, true, 0)
 	d.ActGrad(c, y, act)
 }
 
 func (d *CPU) grow(i, n int) []float32 {
-	if cap(d.scratch[i]) < n {
-		d.scratch[i] = make([]float32, n)
+	d.scratch[i] = grow(d.scratch[i], n)
+	return d.scratch[i]
+}
+
+// grow returns buf with length n, reallocated when its capacity is short.
+func grow[T any](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, n)
 	}
-	return d.scratch[i][:n]
+	return buf[:n]
+}
+
+// onesOf returns n ones, for column sums as products.
+func (d *CPU) onesOf(n int) []float32 {
+	if len(d.ones) < n {
+		d.ones = make([]float32, n)
+		for i := range d.ones {
+			d.ones[i] = 1
+		}
+	}
+	return d.ones[:n]
 }
 
 // paddedStride is the row length to give a copy of B n columns wide: n
@@ -461,13 +470,7 @@ func (d *CPU) ColSum(out, x Tensor, beta float32) {
 		o[j] *= beta
 	}
 	if hasFMA && n >= 16 {
-		if len(d.ones) < x.Rows {
-			d.ones = make([]float32, x.Rows)
-			for i := range d.ones {
-				d.ones[i] = 1
-			}
-		}
-		gemmRows(&gemmArgs{c: o, a: d.ones[:x.Rows], b: xd, n: n, k: x.Rows}, 0, 1, nil)
+		gemmRows(&gemmArgs{c: o, a: d.onesOf(x.Rows), b: xd, n: n, k: x.Rows}, 0, 1, nil)
 		return
 	}
 	for i := 0; i < x.Rows; i++ {
@@ -574,9 +577,6 @@ func (d *CPU) CategoricalPPO(p PPOPolicyArgs) {
 		j.sums = append(j.sums, [4]float64{})
 	}
 	j.parts = min(d.pool.parts(), chunks)
-	for len(j.probs) < j.parts {
-		j.probs = append(j.probs, nil)
-	}
 	d.pool.each(j.parts, j.fn)
 	var pg, ent, kl, clipped float64
 	for _, c := range j.sums[:chunks] { // in order: the same sums on any number of cores
@@ -604,59 +604,61 @@ type policyJob struct {
 }
 
 func (j *policyJob) run(part int) {
-	A := j.A
-	if cap(j.probs[part]) < A {
-		j.probs[part] = make([]float64, A)
-	}
-	probs := j.probs[part][:A]
-	invB := 1 / float64(j.B)
+	j.probs[part] = grow(j.probs[part], j.A)
 	for c := part; c*policyChunk < j.B; c += j.parts {
-		var sumPG, sumEnt, sumKL, sumClip float64
+		var sums [4]float64
 		for i := c * policyChunk; i < min((c+1)*policyChunk, j.B); i++ {
-			row := j.logits[i*A : i*A+A]
-			g := j.dOut[i*A : i*A+A]
-			g = g[:len(row)]
-			mx := float64(row[0])
-			for _, v := range row {
-				mx = math.Max(mx, float64(v))
-			}
-			var se float64
-			for _, v := range row {
-				if d := float64(v) - mx; d == 0 {
-					se++ // exp(0) is exactly 1
-				} else {
-					se += math.Exp(d)
-				}
-			}
-			lse := mx + math.Log(se)
-			var h float64
-			for k, v := range row {
-				lp := float64(v) - lse
-				probs[k] = math.Exp(lp) // kept for the gradient below
-				h -= probs[k] * lp
-			}
-			a := int(j.acts[i])
-			logRatio := float64(row[a]) - lse - float64(j.old[i])
-			ratio := math.Exp(logRatio)
-			pg, dLogp := surrogate((float64(j.adv[i])-j.mean)*j.inv, ratio, j.clip)
-			for k, v := range row {
-				lp := float64(v) - lse
-				pk := probs[k]
-				gk := -dLogp*pk + j.ent*pk*(lp+h)
-				if k == a {
-					gk += dLogp
-				}
-				g[k] = float32(gk * invB)
-			}
-			sumPG += pg
-			sumEnt += h
-			sumKL += (ratio - 1) - logRatio
-			if math.Abs(ratio-1) > j.clip {
-				sumClip++
+			pg, h, kl, clipped := j.row(i, j.probs[part])
+			sums[0], sums[1], sums[2] = sums[0]+pg, sums[1]+h, sums[2]+kl
+			if clipped {
+				sums[3]++
 			}
 		}
-		j.sums[c] = [4]float64{sumPG, sumEnt, sumKL, sumClip}
+		j.sums[c] = sums
 	}
+}
+
+// row writes row i's gradient and returns its surrogate loss, entropy,
+// approximate KL and whether its ratio was clipped; probs (A long) holds
+// the row's probabilities meanwhile.
+func (j *policyJob) row(i int, probs []float64) (pg, h, kl float64, clipped bool) {
+	A := j.A
+	row := j.logits[i*A : i*A+A]
+	g := j.dOut[i*A : i*A+A]
+	g = g[:len(row)]
+	mx := float64(row[0])
+	for _, v := range row {
+		mx = math.Max(mx, float64(v))
+	}
+	var se float64
+	for _, v := range row {
+		if d := float64(v) - mx; d == 0 {
+			se++ // exp(0) is exactly 1
+		} else {
+			se += math.Exp(d)
+		}
+	}
+	lse := mx + math.Log(se)
+	for k, v := range row {
+		lp := float64(v) - lse
+		probs[k] = math.Exp(lp) // kept for the gradient below
+		h -= probs[k] * lp
+	}
+	a := int(j.acts[i])
+	logRatio := float64(row[a]) - lse - float64(j.old[i])
+	ratio := math.Exp(logRatio)
+	pg, dLogp := surrogate((float64(j.adv[i])-j.mean)*j.inv, ratio, j.clip)
+	invB := 1 / float64(j.B)
+	for k, v := range row {
+		lp := float64(v) - lse
+		pk := probs[k]
+		gk := -dLogp*pk + j.ent*pk*(lp+h)
+		if k == a {
+			gk += dLogp
+		}
+		g[k] = float32(gk * invB)
+	}
+	return pg, h, (ratio - 1) - logRatio, math.Abs(ratio-1) > j.clip
 }
 
 const halfLog2Pi = 0.9189385332046727 // ½·log(2π)

@@ -96,9 +96,6 @@ func biasReLU8(x *float32, bias *float32, n int)
 func reluGrad8(dy *float32, y *float32, n int)
 
 //go:noescape
-func conv8x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, run int, runs int, skip int, bias *float32)
-
-//go:noescape
 func convT8x16(c *float32, ldc int, a *float32, ldx int, g *float32, ldg int, ow int, oh int, ldy int, zero bool)
 
 //go:noescape

@@ -702,40 +702,35 @@ storeT832:
 // channels): eight rows of C in Z0–Z7, so that eight independent chains of
 // multiply-adds hide their latency, where a 4×16 tile in ZMM registers
 // would have four. The AVX2 kernels' chains again: the same bits.
+// BIAS_RELU8 sets eight registers of C's rows to max(row + bias, 0), the
+// bias in Z16 and zeros in Z17 (VMAXPS returns its second source, the sum,
+// when that is NaN or both are zeros, as BiasAct's loop keeps them).
+#define BIAS_RELU8(z0, z1, z2, z3, z4, z5, z6, z7) \
+	VADDPS Z16, z0, z0; VADDPS Z16, z1, z1; VADDPS Z16, z2, z2; VADDPS Z16, z3, z3; \
+	VADDPS Z16, z4, z4; VADDPS Z16, z5, z5; VADDPS Z16, z6, z6; VADDPS Z16, z7, z7; \
+	VMAXPS z0, Z17, z0; VMAXPS z1, Z17, z1; VMAXPS z2, Z17, z2; VMAXPS z3, Z17, z3; \
+	VMAXPS z4, Z17, z4; VMAXPS z5, Z17, z5; VMAXPS z6, Z17, z6; VMAXPS z7, Z17, z7
+
+// STORE8 stores eight registers into eight rows of C from DI, R8 apart
+// (DI ends at the last row); LOAD8 loads them from AX's rows.
+#define STORE8(z0, z1, z2, z3, z4, z5, z6, z7) \
+	VMOVUPS z0, (DI); ADDQ R8, DI; VMOVUPS z1, (DI); ADDQ R8, DI; \
+	VMOVUPS z2, (DI); ADDQ R8, DI; VMOVUPS z3, (DI); ADDQ R8, DI; \
+	VMOVUPS z4, (DI); ADDQ R8, DI; VMOVUPS z5, (DI); ADDQ R8, DI; \
+	VMOVUPS z6, (DI); ADDQ R8, DI; VMOVUPS z7, (DI)
+
+#define LOAD8(z0, z1, z2, z3, z4, z5, z6, z7) \
+	VMOVUPS (AX), z0; ADDQ R8, AX; VMOVUPS (AX), z1; ADDQ R8, AX; \
+	VMOVUPS (AX), z2; ADDQ R8, AX; VMOVUPS (AX), z3; ADDQ R8, AX; \
+	VMOVUPS (AX), z4; ADDQ R8, AX; VMOVUPS (AX), z5; ADDQ R8, AX; \
+	VMOVUPS (AX), z6; ADDQ R8, AX; VMOVUPS (AX), z7
+
+// C's 8×16 block in Z0–Z7, from (DI) or back to it.
 #define LOAD_C8x16 \
 	MOVQ DI, AX; \
-	VMOVUPS (AX), Z0; \
-	ADDQ R8, AX; \
-	VMOVUPS (AX), Z1; \
-	ADDQ R8, AX; \
-	VMOVUPS (AX), Z2; \
-	ADDQ R8, AX; \
-	VMOVUPS (AX), Z3; \
-	ADDQ R8, AX; \
-	VMOVUPS (AX), Z4; \
-	ADDQ R8, AX; \
-	VMOVUPS (AX), Z5; \
-	ADDQ R8, AX; \
-	VMOVUPS (AX), Z6; \
-	ADDQ R8, AX; \
-	VMOVUPS (AX), Z7;
+	LOAD8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 
-#define STORE_C8x16 \
-	VMOVUPS Z0, (DI); \
-	ADDQ R8, DI; \
-	VMOVUPS Z1, (DI); \
-	ADDQ R8, DI; \
-	VMOVUPS Z2, (DI); \
-	ADDQ R8, DI; \
-	VMOVUPS Z3, (DI); \
-	ADDQ R8, DI; \
-	VMOVUPS Z4, (DI); \
-	ADDQ R8, DI; \
-	VMOVUPS Z5, (DI); \
-	ADDQ R8, DI; \
-	VMOVUPS Z6, (DI); \
-	ADDQ R8, DI; \
-	VMOVUPS Z7, (DI);
+#define STORE_C8x16 STORE8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 
 #define ZERO_Z0_Z7 \
 	VPXORD Z0, Z0, Z0; \
@@ -747,16 +742,30 @@ storeT832:
 	VPXORD Z6, Z6, Z6; \
 	VPXORD Z7, Z7, Z7;
 
-// C's 8×16 block += B's row (Z16) times A's broadcasts (Z18–Z25).
-#define FMA_8x16 \
-	VFMADD231PS Z16, Z18, Z0; \
-	VFMADD231PS Z16, Z19, Z1; \
-	VFMADD231PS Z16, Z20, Z2; \
-	VFMADD231PS Z16, Z21, Z3; \
-	VFMADD231PS Z16, Z22, Z4; \
-	VFMADD231PS Z16, Z23, Z5; \
-	VFMADD231PS Z16, Z24, Z6; \
-	VFMADD231PS Z16, Z25, Z7;
+// C's 8×16 block += B's row (Z16) times A's eight elements of the step,
+// each broadcast from memory inside its multiply-add (AVX-512's embedded
+// broadcast): one instruction instead of a broadcast and a multiply-add,
+// the same arithmetic. FMA_8x16_ROWS reads A's rows as BCAST8 does,
+// FMA_8x16_COLS eight contiguous elements as BCAST8T.
+#define FMA_8x16_ROWS \
+	VFMADD231PS.BCST (SI), Z16, Z0; \
+	VFMADD231PS.BCST (SI)(R9*1), Z16, Z1; \
+	VFMADD231PS.BCST (SI)(R9*2), Z16, Z2; \
+	VFMADD231PS.BCST (R12), Z16, Z3; \
+	VFMADD231PS.BCST (R13), Z16, Z4; \
+	VFMADD231PS.BCST (R13)(R9*1), Z16, Z5; \
+	VFMADD231PS.BCST (R13)(R9*2), Z16, Z6; \
+	VFMADD231PS.BCST (R14), Z16, Z7;
+
+#define FMA_8x16_COLS \
+	VFMADD231PS.BCST (SI), Z16, Z0; \
+	VFMADD231PS.BCST 4(SI), Z16, Z1; \
+	VFMADD231PS.BCST 8(SI), Z16, Z2; \
+	VFMADD231PS.BCST 12(SI), Z16, Z3; \
+	VFMADD231PS.BCST 16(SI), Z16, Z4; \
+	VFMADD231PS.BCST 20(SI), Z16, Z5; \
+	VFMADD231PS.BCST 24(SI), Z16, Z6; \
+	VFMADD231PS.BCST 28(SI), Z16, Z7;
 
 // func gemm8x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)
 //
@@ -777,8 +786,7 @@ loop816:
 	TESTQ CX, CX
 	JE    store816
 	VMOVUPS      (DX), Z16
-	BCAST8
-	FMA_8x16
+	FMA_8x16_ROWS
 	NEXT8
 	ADDQ         R10, DX
 	DECQ         CX
@@ -807,8 +815,7 @@ loopT816:
 	TESTQ CX, CX
 	JE    storeT816
 	VMOVUPS      (DX), Z16
-	BCAST8T
-	FMA_8x16
+	FMA_8x16_COLS
 	ADDQ         R9, SI
 	ADDQ         R10, DX
 	DECQ         CX
@@ -871,98 +878,6 @@ loopq:
 	JMP     loopq
 
 doneq:
-	VZEROUPPER
-	RET
-
-// C's 8×16 block += B's row (Z16) times A's eight elements of the step,
-// each broadcast from memory inside its multiply-add (AVX-512's embedded
-// broadcast): one instruction instead of a broadcast and a multiply-add,
-// the same arithmetic. FMA_8x16_ROWS reads A's rows as BCAST8 does,
-// FMA_8x16_COLS eight contiguous elements as BCAST8T.
-#define FMA_8x16_ROWS \
-	VFMADD231PS.BCST (SI), Z16, Z0; \
-	VFMADD231PS.BCST (SI)(R9*1), Z16, Z1; \
-	VFMADD231PS.BCST (SI)(R9*2), Z16, Z2; \
-	VFMADD231PS.BCST (R12), Z16, Z3; \
-	VFMADD231PS.BCST (R13), Z16, Z4; \
-	VFMADD231PS.BCST (R13)(R9*1), Z16, Z5; \
-	VFMADD231PS.BCST (R13)(R9*2), Z16, Z6; \
-	VFMADD231PS.BCST (R14), Z16, Z7;
-
-#define FMA_8x16_COLS \
-	VFMADD231PS.BCST (SI), Z16, Z0; \
-	VFMADD231PS.BCST 4(SI), Z16, Z1; \
-	VFMADD231PS.BCST 8(SI), Z16, Z2; \
-	VFMADD231PS.BCST 12(SI), Z16, Z3; \
-	VFMADD231PS.BCST 16(SI), Z16, Z4; \
-	VFMADD231PS.BCST 20(SI), Z16, Z5; \
-	VFMADD231PS.BCST 24(SI), Z16, Z6; \
-	VFMADD231PS.BCST 28(SI), Z16, Z7;
-
-// BIAS_RELU8 sets eight registers of C's rows to max(row + bias, 0), the
-// bias in Z16 and zeros in Z17 (VMAXPS returns its second source, the sum,
-// when that is NaN or both are zeros, as BiasAct's loop keeps them).
-#define BIAS_RELU8(z0, z1, z2, z3, z4, z5, z6, z7) \
-	VADDPS Z16, z0, z0; VADDPS Z16, z1, z1; VADDPS Z16, z2, z2; VADDPS Z16, z3, z3; \
-	VADDPS Z16, z4, z4; VADDPS Z16, z5, z5; VADDPS Z16, z6, z6; VADDPS Z16, z7, z7; \
-	VMAXPS z0, Z17, z0; VMAXPS z1, Z17, z1; VMAXPS z2, Z17, z2; VMAXPS z3, Z17, z3; \
-	VMAXPS z4, Z17, z4; VMAXPS z5, Z17, z5; VMAXPS z6, Z17, z6; VMAXPS z7, Z17, z7
-
-// STORE8 stores eight registers into eight rows of C from DI, R8 apart
-// (DI ends at the last row); LOAD8 loads them from AX's rows.
-#define STORE8(z0, z1, z2, z3, z4, z5, z6, z7) \
-	VMOVUPS z0, (DI); ADDQ R8, DI; VMOVUPS z1, (DI); ADDQ R8, DI; \
-	VMOVUPS z2, (DI); ADDQ R8, DI; VMOVUPS z3, (DI); ADDQ R8, DI; \
-	VMOVUPS z4, (DI); ADDQ R8, DI; VMOVUPS z5, (DI); ADDQ R8, DI; \
-	VMOVUPS z6, (DI); ADDQ R8, DI; VMOVUPS z7, (DI)
-
-#define LOAD8(z0, z1, z2, z3, z4, z5, z6, z7) \
-	VMOVUPS (AX), z0; ADDQ R8, AX; VMOVUPS (AX), z1; ADDQ R8, AX; \
-	VMOVUPS (AX), z2; ADDQ R8, AX; VMOVUPS (AX), z3; ADDQ R8, AX; \
-	VMOVUPS (AX), z4; ADDQ R8, AX; VMOVUPS (AX), z5; ADDQ R8, AX; \
-	VMOVUPS (AX), z6; ADDQ R8, AX; VMOVUPS (AX), z7
-
-// func conv8x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, run int, runs int, skip int, bias *float32)
-//
-// A direct convolution for eight output positions and sixteen channels,
-// with the bias and ReLU: C[r, 0:16] = max(bias + Σ_q Σ_j A_r[q·skip + j] ·
-// B[q·run + j, 0:16], 0), A_r = a + r·lda. Row r's patch is runs runs of
-// run values (a kernel row's K·C pixels) skip apart in the image: the
-// pixels are read where they lie instead of copied into patches. Each
-// element's chain of multiply-adds runs over the patch in im2col's column
-// order from zero, then BiasAct's add and max: the bits of Im2Col, MatMul
-// and BiasAct.
-TEXT ·conv8x16(SB), NOSPLIT, $0-80
-	GEMM_ARGS
-	ROWS8
-	MOVQ skip+64(FP), R11
-	SUBQ CX, R11
-	SHLQ $2, R11          // from a run's end to the next run's start, bytes
-	MOVQ runs+56(FP), BX
-	ZERO_Z0_Z7
-
-runc:
-	MOVQ run+48(FP), CX
-
-loopc:
-	VMOVUPS (DX), Z16
-	FMA_8x16_ROWS
-	NEXT8
-	ADDQ    R10, DX
-	DECQ    CX
-	JNE     loopc
-	ADDQ    R11, SI
-	ADDQ    R11, R12
-	ADDQ    R11, R13
-	ADDQ    R11, R14
-	DECQ    BX
-	JNE     runc
-
-	MOVQ    bias+72(FP), AX
-	VMOVUPS (AX), Z16
-	VPXORD  Z17, Z17, Z17
-	BIAS_RELU8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	STORE8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	VZEROUPPER
 	RET
 
@@ -1056,10 +971,17 @@ loopct16:
 
 // func conv16x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, run int, runs int, skip int, bias *float32, c2 *float32, a2 *float32)
 //
-// conv8x16 for sixteen output positions: eight rows of C at c from the
-// patches at a, eight at c2 from those at a2 (another row of positions),
-// so that sixteen chains of multiply-adds share each load of B. Each
-// element's chain, bias and ReLU are conv8x16's: the same bits. The run
+// A direct convolution for sixteen output positions and sixteen channels,
+// with the bias and ReLU: eight rows of C at c from the patches of the
+// positions at a, eight at c2 from those at a2 (another row of
+// positions), C[r, 0:16] = max(bias + Σ_q Σ_j A_r[q·skip + j] ·
+// B[q·run + j, 0:16], 0), A_r = a + r·lda. A patch is runs runs of run
+// values (a kernel row's K·C pixels) skip apart in the image: the pixels
+// are read where they lie instead of copied into patches, and sixteen
+// chains of multiply-adds share each load of B. Each element's chain runs
+// over the patch in im2col's column order from zero, then BiasAct's add
+// and max: the bits of Im2Col, MatMul and BiasAct. With a2 = a and c2 = c
+// it computes eight positions (twice over, the same values). The run
 // counter and the step between runs live on the stack, their registers
 // holding the second set of rows.
 TEXT ·conv16x16(SB), NOSPLIT, $16-96

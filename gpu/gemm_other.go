@@ -39,10 +39,6 @@ func biasReLU8(x *float32, bias *float32, n int) { panic("gpu: no SIMD kernel on
 
 func reluGrad8(dy *float32, y *float32, n int) { panic("gpu: no SIMD kernel on this platform") }
 
-func conv8x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, run int, runs int, skip int, bias *float32) {
-	panic("gpu: no SIMD kernel on this platform")
-}
-
 func convT8x16(c *float32, ldc int, a *float32, ldx int, g *float32, ldg int, ow int, oh int, ldy int, zero bool) {
 	panic("gpu: no SIMD kernel on this platform")
 }

@@ -203,6 +203,17 @@ type FusedActGrad interface {
 	MatMulActGrad(c, a, b, y Tensor, act Activation)
 }
 
+// MatMulActGrad sets C = (A·Bᵀ) ⊙ act′(Y) on d: in one pass where d is a
+// FusedActGrad, else as MatMul then ActGrad.
+func MatMulActGrad(d Device, c, a, b, y Tensor, act Activation) {
+	if f, ok := d.(FusedActGrad); ok {
+		f.MatMulActGrad(c, a, b, y, act)
+		return
+	}
+	d.MatMul(c, a, false, b, true, 0)
+	d.ActGrad(c, y, act)
+}
+
 // matMulShape returns the m×k · k×n shape of C = op(A)·op(B), panicking when
 // the operands do not fit (a programming error, as with slice bounds).
 func matMulShape(c, a Tensor, transA bool, b Tensor, transB bool) (m, n, k int) {
