@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -53,9 +54,16 @@ func (s *sidecar) loop() {
 	since := time.Now()
 	for polls := 0; !s.quit.Load(); polls++ {
 		if s.state.Load() != sidePosted {
-			// Poll without yielding (the scheduler's run queue takes a
-			// lock), reading the clock once every 64 polls.
-			if polls%64 != 0 || time.Since(since) < sidecarSpin {
+			// Poll, every 64 polls reading the clock and letting the
+			// process's other goroutines run: polling for a millisecond
+			// without yielding held a core from them (the control
+			// server of a training, and its viewers in the same process,
+			// answered only when the scheduler preempted the sidecar).
+			if polls%64 != 0 {
+				continue
+			}
+			if time.Since(since) < sidecarSpin {
+				runtime.Gosched()
 				continue
 			}
 			// Park. The state is checked again after parked is set, so a job
