@@ -340,10 +340,17 @@ func (a *CNN) forward(x gpu.Tensor, policy, value bool) {
 	d, rows := a.dev, x.Rows
 	a.reserve(rows)
 	a.rows, a.x = rows, x
-	h, chunk := x, a.chunkOf(rows)
+	h, chunk, fused := x, a.chunkOf(rows), false
 	for i, l := range a.convs {
 		pos := l.oh * l.ow
 		y := a.cOut[i].RowRange(0, rows)
+		if a.direct[i] && i == len(a.convs)-1 && len(a.dense) > 0 {
+			// The first dense layer's product taken a block at a time
+			// with the convolution, while its output is in cache.
+			a.dconv.ConvForwardDense(y, h, l.w, l.b, a.dOut[0].RowRange(0, rows), a.dense[0].w, l.g)
+			h, fused = y, true
+			continue
+		}
 		if a.direct[i] {
 			a.dconv.ConvForward(y, h, l.w, l.b, l.g)
 			h = y
@@ -361,7 +368,9 @@ func (a *CNN) forward(x gpu.Tensor, policy, value bool) {
 	}
 	for i, l := range a.dense {
 		y := a.dOut[i].RowRange(0, rows)
-		d.MatMul(y, h, false, l.w, false, 0)
+		if i > 0 || !fused {
+			d.MatMul(y, h, false, l.w, false, 0)
+		}
 		d.BiasAct(y, l.b, a.act)
 		h = y
 	}

@@ -36,6 +36,14 @@ type DirectConv interface {
 	// for MinAtar's minibatch it would be 4 MB, written and read back three
 	// times. The bits of MatMulActGrad, ConvWeightGrad and ColSums by block.
 	ConvGradsThroughDense(dw, db, x, y, wd, gd Tensor, g Conv2D)
+	// ConvForwardDense sets y as ConvForward does and z (B×n) to y·wd,
+	// the product of a dense layer (weights wd, (OH·OW·out)×n) that takes
+	// y, without its bias: the bits of ConvForward, then MatMul(z, y,
+	// false, wd, false, 0). A block of ConvBlock images is convolved and
+	// its rows multiplied at once, while they are in cache: MinAtar's
+	// minibatch output (4 MB) read back from memory cost the dense product
+	// a fifth of its time.
+	ConvForwardDense(y, x, w, bias, z, wd Tensor, g Conv2D)
 }
 
 var _ DirectConv = (*CPU)(nil)
@@ -63,6 +71,7 @@ type convJob struct {
 	dw, dy             []float32
 	tiles              []convTile
 	scratch            []float32 // 8×16 per tile: the weight gradient's partial sums
+	dense              gemmArgs  // ConvForwardDense's product, n = 0 for none
 	fwd, wgrad         func(part int)
 }
 
@@ -81,6 +90,26 @@ func (d *CPU) convJob(g Conv2D, out, images int) *convJob {
 
 // ConvForward implements DirectConv.
 func (d *CPU) ConvForward(y, x, w, bias Tensor, g Conv2D) {
+	d.convForward(y, x, w, bias, g, gemmArgs{})
+}
+
+// ConvForwardDense implements DirectConv.
+func (d *CPU) ConvForwardDense(y, x, w, bias, z, wd Tensor, g Conv2D) {
+	n := wd.Cols
+	if z.Rows != y.Rows || z.Cols != n || wd.Rows != y.Cols {
+		panic(fmt.Sprintf("gpu: conv forward through a dense layer: output %d×%d, dense weights %d×%d, their output %d×%d", y.Rows, y.Cols, wd.Rows, wd.Cols, z.Rows, z.Cols))
+	}
+	if n%16 != 0 { // MatMul's other routes: narrow products by dot products, a clear first
+		d.ConvForward(y, x, w, bias, g)
+		d.MatMul(z, y, false, wd, false, 0)
+		return
+	}
+	d.convForward(y, x, w, bias, g, gemmArgs{c: d.data(z), a: d.data(y), b: d.data(wd), n: n, k: wd.Rows, overwrite: true})
+}
+
+// convForward runs a direct convolution's forward pass and, when dense.n
+// is set, the dense product of its output, block by block.
+func (d *CPU) convForward(y, x, w, bias Tensor, g Conv2D, dense gemmArgs) {
 	out := w.Cols
 	B := checkDirect(d, g, out, x, w, "forward")
 	oh, ow := g.Out()
@@ -88,7 +117,7 @@ func (d *CPU) ConvForward(y, x, w, bias Tensor, g Conv2D) {
 		panic(fmt.Sprintf("gpu: conv forward shapes: output %d×%d, bias %d for %d images of %d×%d×%d", y.Rows, y.Cols, bias.Len(), B, oh, ow, out))
 	}
 	j := d.convJob(g, out, B)
-	j.y, j.x, j.w, j.bias = d.data(y), d.data(x), d.data(w), d.data(bias)
+	j.y, j.x, j.w, j.bias, j.dense = d.data(y), d.data(x), d.data(w), d.data(bias), dense
 	j.parts = min(d.pool.parts(), B)
 	d.pool.each(j.parts, j.fwd)
 }
@@ -130,19 +159,29 @@ func convTiles(tiles []convTile, g Conv2D, out int) []convTile {
 // weightGradTiles adds image b's share (x its pixels, dy its output
 // gradient) to tiles' sums in scratch (128 values each), starting them
 // from zero when first is set.
-// Two tiles of one strip go through convT16x16 together.
+// Two tiles of one strip go through convT16x16 together, or convT12x16
+// when one of them owns only its last four rows or fewer (its first rows,
+// never read, are left as they are).
 func weightGradTiles(g Conv2D, out int, tiles []convTile, scratch, x, dy []float32, first bool) {
 	oh, ow := g.Out()
-	line := g.W * g.C
+	line, ldx, ldy := g.W*g.C, g.Stride*g.C, g.Stride*g.W*g.C
 	for i := 0; i < len(tiles); i++ {
 		t := tiles[i]
 		if i+1 < len(tiles) && tiles[i+1].col == t.col {
-			u := tiles[i+1]
-			convT16x16(&scratch[i*128], 16, &x[t.ky*line+t.from], g.Stride*g.C, &dy[t.col], out, ow, oh, g.Stride*line, first, &x[u.ky*line+u.from])
+			u, whole, half := tiles[i+1], i, i+1
+			if t.own >= 4 && u.own < 4 {
+				whole, half = i+1, i
+			}
+			if w, h := tiles[whole], tiles[half]; h.own >= 4 && w.own < 4 {
+				convT12x16(&scratch[whole*128], 16, &x[w.ky*line+w.from], ldx, &dy[t.col], out, ow, oh, ldy, first,
+					&x[h.ky*line+h.from+4], &scratch[half*128+64])
+			} else {
+				convT16x16(&scratch[i*128], 16, &x[t.ky*line+t.from], ldx, &dy[t.col], out, ow, oh, ldy, first, &x[u.ky*line+u.from])
+			}
 			i++
 			continue
 		}
-		convT8x16(&scratch[i*128], 16, &x[t.ky*line+t.from], g.Stride*g.C, &dy[t.col], out, ow, oh, g.Stride*line, first)
+		convT8x16(&scratch[i*128], 16, &x[t.ky*line+t.from], ldx, &dy[t.col], out, ow, oh, ldy, first)
 	}
 }
 
@@ -176,15 +215,28 @@ func checkDirect(d *CPU, g Conv2D, out int, x, w Tensor, what string) int {
 	return x.Rows
 }
 
-// forward computes images [lo, hi) of part: for each pair of output rows
+// forward computes part's share of the images, ConvBlock at a time, each
+// block's dense product (when j.dense is set) right after it.
+func (j *convJob) forward(part int) {
+	lo, hi := j.images*part/j.parts, j.images*(part+1)/j.parts
+	for b0 := lo; b0 < hi; b0 += ConvBlock {
+		b1 := min(b0+ConvBlock, hi)
+		j.forwardImages(b0, b1)
+		if j.dense.n > 0 {
+			gemmRows(&j.dense, b0, b1, nil)
+		}
+	}
+}
+
+// forwardImages convolves images [lo, hi): for each pair of output rows
 // (the last row of an odd number alone), tiles of eight positions in each
 // (the last one stepping back to fit, recomputing a few positions with the
 // same bits) and sixteen channels.
-func (j *convJob) forward(part int) {
+func (j *convJob) forwardImages(lo, hi int) {
 	g, out := j.g, j.out
 	oh, ow := g.Out()
 	img, pos, run, line := g.H*g.W*g.C, oh*ow, g.K*g.C, g.W*g.C
-	for b := j.images * part / j.parts; b < j.images*(part+1)/j.parts; b++ {
+	for b := lo; b < hi; b++ {
 		for oy := 0; oy < oh; oy += 2 {
 			for ox := 0; ox < ow; ox += 8 {
 				ox = min(ox, ow-8)

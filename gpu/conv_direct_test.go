@@ -8,11 +8,12 @@ import (
 )
 
 // TestDirectConvGivesThePatchBits: the direct kernels give, bit for bit,
-// what the patch route gives (Im2Col, MatMul, BiasAct with ReLU forward;
-// Im2Col and a transposed MatMul for the weight gradient), on one and two
-// threads, for geometries that step tiles back (output rows of 9 and 12,
-// kernel rows of 12, 21 and 30 values) and batches that do not split
-// evenly.
+// what the patch route gives (Im2Col, MatMul, BiasAct with ReLU forward,
+// and the following dense layer's product when fused; Im2Col and a
+// transposed MatMul for the weight gradient), on one and two threads, for
+// geometries that step tiles back (output rows of 9 and 12, kernel rows of
+// 12, 18, 21 and 30 values: 12 and 18 pair a tile with the half of one,
+// after it and before it) and batches that do not split evenly.
 func TestDirectConvGivesThePatchBits(t *testing.T) {
 	if !hasAVX512 {
 		t.Skip("no AVX-512 kernels here")
@@ -23,6 +24,7 @@ func TestDirectConvGivesThePatchBits(t *testing.T) {
 	}{
 		{Conv2D{H: 10, W: 10, C: 4, K: 3, Stride: 1}, 16},  // MinAtar Breakout
 		{Conv2D{H: 10, W: 10, C: 10, K: 3, Stride: 1}, 16}, // Seaquest
+		{Conv2D{H: 10, W: 10, C: 6, K: 3, Stride: 1}, 16},  // SpaceInvaders
 		{Conv2D{H: 10, W: 10, C: 7, K: 3, Stride: 1}, 32},  // Freeway, two strips
 		{Conv2D{H: 11, W: 14, C: 3, K: 3, Stride: 1}, 16},  // rows of 12 positions
 		{Conv2D{H: 12, W: 20, C: 2, K: 4, Stride: 2}, 48},  // stride 2, rows of 9
@@ -52,6 +54,17 @@ func TestDirectConvGivesThePatchBits(t *testing.T) {
 				d.Fill(got, float32(math.NaN())) // every element must be written
 				d.ConvForward(got, x, w, bias, s.g)
 				sameBits(t, "forward", d.Data(got), d.Data(want))
+
+				for _, n := range []int{32, 8} { // the fused product, and narrow ones MatMul takes by dot products
+					wd := tensorFrom(d, oh*ow*s.out, n, randSlice(r, oh*ow*s.out*n, 1))
+					wantZ, gotZ := d.Alloc(B, n), d.Alloc(B, n)
+					d.MatMul(wantZ, want.Reshape(B, oh*ow*s.out), false, wd, false, 0)
+					d.Fill(got, float32(math.NaN()))
+					d.Fill(gotZ, float32(math.NaN()))
+					d.ConvForwardDense(got, x, w, bias, gotZ, wd, s.g)
+					sameBits(t, "forward before a dense layer", d.Data(got), d.Data(want))
+					sameBits(t, fmt.Sprintf("a dense layer of %d after it", n), d.Data(gotZ), d.Data(wantZ))
+				}
 
 				wantDW := d.Alloc(s.g.Patch(), s.out)
 				d.MatMul(wantDW, cols, true, dy, false, 0)

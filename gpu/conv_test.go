@@ -124,6 +124,34 @@ func BenchmarkConv(b *testing.B) {
 				}
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
+			// With MinAtar's dense layer of 128 after the convolution: the
+			// fused forward pass, and the gradients through that layer
+			// (its input gradient's product counted with the convolution's).
+			const hidden = 128
+			width := oh * ow * out
+			wd, z, gd := d.Alloc(width, hidden), d.Alloc(B, hidden), d.Alloc(B, hidden)
+			d.Upload(wd, randSlice(r, wd.Len(), 0.1))
+			d.Upload(gd, randSlice(r, gd.Len(), 1))
+			denseFlops := 2 * float64(B*width*hidden)
+			b.Run(name+"/direct-forward-dense", func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					d.ConvForwardDense(y.Reshape(B, width), x, w, bias, z, wd, g)
+				}
+				b.ReportMetric((flops+denseFlops)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+			b.Run(name+"/direct-forward-then-dense", func(b *testing.B) { // unfused, to compare
+				for i := 0; i < b.N; i++ {
+					d.ConvForward(y.Reshape(B, width), x, w, bias, g)
+					d.MatMul(z, y.Reshape(B, width), false, wd, false, 0)
+				}
+				b.ReportMetric((flops+denseFlops)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+			b.Run(name+"/direct-gradients-through-dense", func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					d.ConvGradsThroughDense(dw, bias, x, y.Reshape(B, width), wd, gd, g)
+				}
+				b.ReportMetric((flops+denseFlops)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
 			d.Close()
 		}
 	}

@@ -85,6 +85,14 @@ func (d *CPU) data(t Tensor) []float32 {
 // host-side rollout use it to avoid copies on the CPU device.
 func (d *CPU) Data(t Tensor) []float32 { return d.data(t) }
 
+// Wrap implements HostMemory.
+func (d *CPU) Wrap(data []float32, rows, cols int) Tensor {
+	if rows < 0 || cols < 0 || len(data) < rows*cols {
+		panic(fmt.Sprintf("gpu: a %d×%d tensor over %d values", rows, cols, len(data)))
+	}
+	return Tensor{Rows: rows, Cols: cols, buf: data[: rows*cols : rows*cols]}
+}
+
 // Alloc implements Device.
 func (d *CPU) Alloc(rows, cols int) Tensor {
 	return Tensor{Rows: rows, Cols: cols, buf: make([]float32, rows*cols)}

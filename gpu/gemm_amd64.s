@@ -969,6 +969,61 @@ loopct16:
 	VZEROUPPER
 	RET
 
+// func convT12x16(c *float32, ldc int, a *float32, ldx int, g *float32, ldg int, ow int, oh int, ldy int, zero bool, a2 *float32, c2 *float32)
+//
+// convT16x16 for a tile and the lower half of another, whose first four
+// rows belong to the tile before it (a run's last tile, stepped back by
+// four or more): rows 0–7 of C at c from the eight elements at a, four
+// rows at c2 from the four at a2. A third fewer multiply-adds than both
+// tiles whole (MinAtar Breakout's kernel rows of 12 values). Each element's
+// chain is convT8x16's: the same bits.
+TEXT ·convT12x16(SB), NOSPLIT, $0-96
+	CONVT_ARGS
+	MOVQ a2+80(FP), R12
+	MOVQ c2+88(FP), R13
+	MOVBQZX zero+72(FP), AX
+	TESTQ   AX, AX
+	JNE     zeroct12
+	LOAD_C8x16
+	MOVQ    R13, AX
+	VMOVUPS (AX), Z8; ADDQ R8, AX; VMOVUPS (AX), Z9; ADDQ R8, AX
+	VMOVUPS (AX), Z10; ADDQ R8, AX; VMOVUPS (AX), Z11
+	JMP     rowct12
+
+zeroct12:
+	ZERO_Z0_Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+
+rowct12:
+	MOVQ ow+48(FP), CX
+
+loopct12:
+	VMOVUPS (DX), Z16
+	FMA_8x16_COLS
+	VFMADD231PS.BCST (R12), Z16, Z8
+	VFMADD231PS.BCST 4(R12), Z16, Z9
+	VFMADD231PS.BCST 8(R12), Z16, Z10
+	VFMADD231PS.BCST 12(R12), Z16, Z11
+	ADDQ    R9, SI
+	ADDQ    R9, R12
+	ADDQ    R10, DX
+	DECQ    CX
+	JNE     loopct12
+	ADDQ    R11, SI
+	ADDQ    R11, R12
+	DECQ    BX
+	JNE     rowct12
+
+	STORE_C8x16
+	MOVQ    R13, DI
+	VMOVUPS Z8, (DI); ADDQ R8, DI; VMOVUPS Z9, (DI); ADDQ R8, DI
+	VMOVUPS Z10, (DI); ADDQ R8, DI; VMOVUPS Z11, (DI)
+	VZEROUPPER
+	RET
+
 // func conv16x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, run int, runs int, skip int, bias *float32, c2 *float32, a2 *float32)
 //
 // A direct convolution for sixteen output positions and sixteen channels,

@@ -129,6 +129,13 @@ type AdamArgs struct {
 	Step                  int
 }
 
+// HostMemory is a device whose tensors are host memory (the CPU): a host
+// slice can be read on it in place, where another device needs a copy.
+type HostMemory interface {
+	// Wrap returns a rows×cols tensor over data[:rows·cols], sharing it.
+	Wrap(data []float32, rows, cols int) Tensor
+}
+
 // Device runs the tensor work of the policy forward and backward passes, the
 // PPO losses and the optimizer. A Device is used from one goroutine at a time.
 type Device interface {

@@ -93,7 +93,7 @@ func BenchmarkUpdate(b *testing.B) {
 			}
 			obs, act := t.obsSpace.Size(), t.actSpace.Size()
 			buf := newRollout(cfg.PPO.NumSteps, cfg.Env.NumEnvs, obs, act)
-			batch := newBatch(t.dev, cfg.BatchSize(), obs, act)
+			batch := newBatch(t.dev, buf)
 			samples, err := t.rollout(buf, p)
 			if err != nil {
 				b.Fatal(err)

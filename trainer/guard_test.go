@@ -253,7 +253,7 @@ func TestStopReachesRolloutAndMinibatches(t *testing.T) {
 	}
 	obs, act := tr.obsSpace.Size(), tr.actSpace.Size()
 	buf := newRollout(cfg.PPO.NumSteps, cfg.Env.NumEnvs, obs, act)
-	batch := newBatch(tr.dev, cfg.BatchSize(), obs, act)
+	batch := newBatch(tr.dev, buf)
 	samples, err := tr.rollout(buf, p)
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,8 @@ func memoryEstimate(cfg *config.Config, obsDim, outputs int, shape []int) (total
 	parts := []memoryPart{
 		{"environments", "fewer env.num_envs", envs * (perEnvBytes + 6*f32*(od+od1))},
 		// The rollout on the host (observations, actions and ten per-sample
-		// figures) and twice on the device (the batch and a minibatch).
+		// figures) and twice on the device (the batch and a minibatch; the
+		// CPU reads the batch where it lies, so this is an upper bound).
 		{"the rollout buffers (env.num_envs × ppo.num_steps)", "fewer env.num_envs or a smaller ppo.num_steps", 3 * batch * f32 * (od + od1 + 10)},
 	}
 	// Actor and critic: parameters, gradients and two Adam moments, three

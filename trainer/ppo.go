@@ -52,8 +52,11 @@ func newRollout(steps, nEnvs, obsDim, actDim int) *rollout {
 }
 
 // batch holds the rollout on the device, and the minibatch being trained on.
+// On a device that shares host memory (the CPU) the rollout is read where
+// it lies: copying it (MinAtar: 13 MB an update) bought nothing.
 type batch struct {
 	obs, actions, logp, adv, returns, values       gpu.Tensor
+	shared                                         bool // the tensors above are buf's slices
 	mbObs, mbActions, mbLogp, mbAdv, mbRet, mbVals gpu.Tensor
 	stats                                          gpu.Tensor
 	valueLoss                                      gpu.ValueArgs // kept here so passing it costs no allocation
@@ -61,15 +64,22 @@ type batch struct {
 	hostStats                                      []float32
 }
 
-func newBatch(dev gpu.Device, n, obsDim, actDim int) *batch {
-	return &batch{
-		obs: dev.Alloc(n, obsDim), actions: dev.Alloc(n, actDim), logp: dev.Alloc(n, 1),
-		adv: dev.Alloc(n, 1), returns: dev.Alloc(n, 1), values: dev.Alloc(n, 1),
-		mbObs: dev.Alloc(n, obsDim), mbActions: dev.Alloc(n, actDim), mbLogp: dev.Alloc(n, 1),
-		mbAdv: dev.Alloc(n, 1), mbRet: dev.Alloc(n, 1), mbVals: dev.Alloc(n, 1),
-		stats:   dev.Alloc(1, gpu.NumStats),
-		indices: make([]int32, n), hostStats: make([]float32, gpu.NumStats),
+// newBatch makes buf's batch on dev, and room for a minibatch as large as
+// the batch (ppo.num_minibatches may be lowered live).
+func newBatch(dev gpu.Device, buf *rollout) *batch {
+	n := len(buf.logp)
+	obsDim, actDim := len(buf.obs)/n, len(buf.actions)/n
+	b := &batch{stats: dev.Alloc(1, gpu.NumStats), indices: make([]int32, n), hostStats: make([]float32, gpu.NumStats)}
+	onDevice := func(host []float32, cols int) gpu.Tensor { return dev.Alloc(n, cols) }
+	if h, ok := dev.(gpu.HostMemory); ok {
+		onDevice = func(host []float32, cols int) gpu.Tensor { return h.Wrap(host, n, cols) }
+		b.shared = true
 	}
+	b.obs, b.actions, b.logp = onDevice(buf.obs, obsDim), onDevice(buf.actions, actDim), onDevice(buf.logp, 1)
+	b.adv, b.returns, b.values = onDevice(buf.advantages, 1), onDevice(buf.returns, 1), onDevice(buf.values, 1)
+	b.mbObs, b.mbActions, b.mbLogp = dev.Alloc(n, obsDim), dev.Alloc(n, actDim), dev.Alloc(n, 1)
+	b.mbAdv, b.mbRet, b.mbVals = dev.Alloc(n, 1), dev.Alloc(n, 1), dev.Alloc(n, 1)
+	return b
 }
 
 // adam is the optimizer state: PyTorch's Adam with eps 1e-5 (CleanRL).
@@ -136,7 +146,7 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 	nEnvs, nSteps := c.Env.NumEnvs, c.PPO.NumSteps
 	obsDim, actDim := t.obsSpace.Size(), t.actSpace.Size()
 	buf := newRollout(nSteps, nEnvs, obsDim, actDim)
-	b := newBatch(t.dev, c.BatchSize(), obsDim, actDim)
+	b := newBatch(t.dev, buf)
 	p, err := t.begin()
 	if err != nil {
 		return Summary{}, err
@@ -444,12 +454,14 @@ func (t *Trainer) update(buf *rollout, b *batch, samples []int32, opt *adam, lr 
 		m.PolicyLoss, m.ValueLoss, m.Entropy, m.ApproxKL, m.ClipFrac, m.GradNorm = nan, nan, nan, nan, nan, nan
 		return -1
 	}
-	dev.Upload(b.obs, buf.obs)
-	dev.Upload(b.actions, buf.actions)
-	dev.Upload(b.logp, buf.logp)
-	dev.Upload(b.adv, buf.advantages)
-	dev.Upload(b.returns, buf.returns)
-	dev.Upload(b.values, buf.values)
+	if !b.shared {
+		dev.Upload(b.obs, buf.obs)
+		dev.Upload(b.actions, buf.actions)
+		dev.Upload(b.logp, buf.logp)
+		dev.Upload(b.adv, buf.advantages)
+		dev.Upload(b.returns, buf.returns)
+		dev.Upload(b.values, buf.values)
+	}
 	dev.Fill(b.stats, 0)
 	indices := b.indices[:n]
 	copy(indices, samples)
