@@ -224,7 +224,7 @@ type transBJob struct {
 // the SIMD kernels cover every column; it reports whether it did.
 func (d *CPU) splitTransB(c, a, b []float32, m, n, k int, zero bool, y []float32, act Activation) bool {
 	parts := min(d.pool.parts(), n/64)
-	if !hasFMA || n%16 != 0 || parts < 2 || m*n*k < minParallelWork {
+	if !hasFMA || n%16 != 0 || parts < 2 || m*n*k < minParallelWork && m*n < minParallelOutput {
 		return false
 	}
 	j := &d.transB

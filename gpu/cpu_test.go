@@ -498,11 +498,12 @@ func TestReLUSpecialValues(t *testing.T) {
 // enough to be split by blocks of columns across two cores (each part
 // transposing its own block) gives the bits of one pass on one core, for
 // fresh and accumulated C, blocks that do and do not end on the widest
-// tile, and rows left over by the tiles.
+// tile, rows left over by the tiles, and a shallow product split for the
+// size of C (a policy head's input gradient).
 func TestTransBSplitGivesTheSameBits(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
-	for _, s := range []struct{ m, n, k int }{{102, 224, 200}, {1024, 1024, 128}, {66, 512, 130}} {
-		if s.m*s.n*s.k < minParallelWork {
+	for _, s := range []struct{ m, n, k int }{{102, 224, 200}, {1024, 1024, 128}, {66, 512, 130}, {1024, 128, 3}} {
+		if s.m*s.n*s.k < minParallelWork && s.m*s.n < minParallelOutput {
 			t.Fatalf("%v is too small to be split", s)
 		}
 		av, bv, cv := randSlice(r, s.m*s.k, 1), randSlice(r, s.n*s.k, 1), randSlice(r, s.m*s.n, 1)
