@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -489,6 +490,36 @@ func TestReLUSpecialValues(t *testing.T) {
 			}
 			if got := d.Data(g)[i]; math.Float32bits(got) != math.Float32bits(wantG) {
 				t.Errorf("ReLU gradient at y = %v: %v, want %v", want, got, wantG)
+			}
+		}
+	}
+}
+
+// TestNarrowSplitGivesTheSameBits: a product narrower than 16 columns (a
+// head's), split by rows across two cores, gives the bits of one core, with
+// B as stored and transposed, fresh and accumulated C, rows that do not
+// split evenly.
+func TestNarrowSplitGivesTheSameBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, s := range []struct{ m, n, k int }{{1024, 3, 128}, {1001, 1, 131}, {4099, 7, 33}} {
+		if s.m*s.n*s.k < minParallelNarrow {
+			t.Fatalf("%v is too small to be split", s)
+		}
+		av, bv, cv := randSlice(r, s.m*s.k, 1), randSlice(r, s.n*s.k, 1), randSlice(r, s.m*s.n, 1)
+		for _, transB := range []bool{false, true} {
+			for _, beta := range []float32{0, 1} {
+				var got [2][]float32
+				for i, threads := range []int{1, 2} {
+					d := NewCPU(threads)
+					c, b := tensorFrom(d, s.m, s.n, cv), tensorFrom(d, s.k, s.n, bv)
+					if transB {
+						b = tensorFrom(d, s.n, s.k, bv)
+					}
+					d.MatMul(c, tensorFrom(d, s.m, s.k, av), false, b, transB, beta)
+					got[i] = d.Data(c)
+					d.Close()
+				}
+				sameBits(t, fmt.Sprintf("%v transB %v beta %v: split", s, transB, beta), got[1], got[0])
 			}
 		}
 	}
