@@ -50,3 +50,30 @@ func BenchmarkMeasurePeak(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSustainedPeak runs MeasurePeak's fastest register-only loop on
+// every core for the whole benchmark time: the rate a sitting sustains.
+// MeasurePeak keeps its best sample, the machine's best moment; on a
+// shared virtual machine the rate drifts by 10–20 % from minute to minute,
+// so a fraction of the peak compares medians taken side by side, this one
+// beside BenchmarkUpdate's (trainer).
+func BenchmarkSustainedPeak(b *testing.B) {
+	loops := peakLoops()
+	if len(loops) == 0 {
+		b.Skip("no assembly loop on this machine")
+	}
+	l, cores := loops[len(loops)-1], runtime.GOMAXPROCS(0)
+	const iters = 1 << 16
+	var wg sync.WaitGroup
+	for c := 0; c < cores; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < b.N; i++ {
+				l.run(iters)
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(cores)*float64(b.N)*iters*l.flopsPerIter/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
