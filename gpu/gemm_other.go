@@ -47,6 +47,10 @@ func convT16x16(c *float32, ldc int, a *float32, ldx int, g *float32, ldg int, o
 	panic("gpu: no SIMD kernel on this platform")
 }
 
+func convT12x16(c *float32, ldc int, a *float32, ldx int, g *float32, ldg int, ow int, oh int, ldy int, zero bool, a2 *float32, c2 *float32) {
+	panic("gpu: no SIMD kernel on this platform")
+}
+
 func conv16x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, run int, runs int, skip int, bias *float32, c2 *float32, a2 *float32) {
 	panic("gpu: no SIMD kernel on this platform")
 }
