@@ -692,3 +692,60 @@ func runAsync(tr *Trainer) <-chan error {
 	}()
 	return done
 }
+
+// TestMemoryEstimateBoundsTheHeap: what a training holds while it updates
+// (agent, device scratch, rollout, batch, after a rollout and an update)
+// stays under memoryEstimate, and the estimate is not so loose that it
+// would refuse what fits: under four times what is held.
+func TestMemoryEstimateBoundsTheHeap(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		overrides []string
+	}{
+		{"CartPole", nil},
+		{"64 envs × [256,256]", []string{"env.num_envs=64", "agent.hidden=[256,256]"}},
+		{"MinAtar Breakout preset", []string{`env.id="MinAtar/Breakout-v1"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Resolve("", append([]string{"trainer.device=cpu", "trainer.threads=2", "trainer.runs_dir=" + t.TempDir()}, tc.overrides...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			tr, err := New(cfg, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			p, err := tr.begin()
+			if err != nil {
+				t.Fatal(err)
+			}
+			obs, act := tr.obsSpace.Size(), tr.actSpace.Size()
+			buf := newRollout(cfg.PPO.NumSteps, cfg.Env.NumEnvs, obs, act)
+			batch := newBatch(tr.dev, buf)
+			samples, err := tr.rollout(buf, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m Metrics
+			tr.update(buf, batch, samples, &p.opt, 1e-4, &m)
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			runtime.KeepAlive(buf)
+			runtime.KeepAlive(batch)
+			held := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+			outputs := tr.actSpace.N
+			if tr.actSpace.Kind != envs.Discrete {
+				outputs = tr.actSpace.Dim
+			}
+			est, _ := memoryEstimate(&cfg, obs, outputs, tr.obsSpace.Shape)
+			t.Logf("held %.1f MB, estimated %.1f MB", held/1e6, est/1e6)
+			if held > est || est > 4*held {
+				t.Errorf("held %.1f MB against an estimate of %.1f MB", held/1e6, est/1e6)
+			}
+		})
+	}
+}

@@ -39,8 +39,13 @@ func memoryEstimate(cfg *config.Config, obsDim, outputs int, shape []int) (total
 	// Actor and critic: parameters, gradients and two Adam moments, three
 	// host copies when a checkpoint is written, and each layer's
 	// activations and their gradients for a minibatch and for acting.
+	// TestMemoryEstimateBoundsTheHeap holds this to what a training holds.
 	mb := batch / float64(max(cfg.PPO.NumMinibatches, 1))
-	var params, acts float64
+	threads := float64(cfg.Trainer.Threads)
+	if threads == 0 {
+		threads = float64(runtime.NumCPU())
+	}
+	var params, acts, widest, blocks float64
 	in0 := od
 	if cfg.Agent.Name == "cnn" && len(shape) == 3 {
 		// The cnn's convolutions: per layer its weights, and for a
@@ -64,10 +69,13 @@ func memoryEstimate(cfg *config.Config, obsDim, outputs int, shape []int) (total
 			}
 			patch := float64(l[1] * l[1] * c)
 			params += patch*float64(l[0]) + float64(l[0])
+			widest = max(widest, patch*float64(l[0]))
 			convActs += (mb + envs) * float64(oh*ow) * (patch + 2*float64(l[0]))
 			h, w, c = oh, ow, l[0]
 		}
 		in0 = float64(h * w * c)
+		blocks = threads * 32 * in0 // per core, a block of frames' output gradient (gpu.ConvBlock)
+		convActs += blocks
 		parts = append(parts, memoryPart{"the convolutions' activations (minibatch × height × width × channels per agent.conv layer)",
 			"more ppo.num_minibatches, a smaller batch, fewer channels or a larger stride in agent.conv", f32 * convActs})
 	}
@@ -79,12 +87,18 @@ func memoryEstimate(cfg *config.Config, obsDim, outputs int, shape []int) (total
 				w = out
 			}
 			params += in*w + w
+			widest = max(widest, in*w)
 			acts += 2 * (mb + envs) * w
 			in = w
 		}
 	}
+	// The CPU device's scratch besides: per core, buffers to pack operands
+	// in (a quarter MB with the side-by-side halves'), and transposed
+	// copies of the widest layer (for products with a transposed operand,
+	// and the convolution gradients' transposed dense weights).
+	scratch := threads*(256<<10) + f32*2*widest
 	parts = append(parts,
-		memoryPart{"the networks' weights (agent.hidden)", "a narrower agent.hidden", f32 * 7 * params},
+		memoryPart{"the networks' weights (agent.hidden)", "a narrower agent.hidden", f32*7*params + scratch},
 		memoryPart{"the networks' activations (a minibatch of env.num_envs × ppo.num_steps / ppo.num_minibatches)",
 			"more ppo.num_minibatches, a smaller batch or a narrower agent.hidden", f32 * acts})
 	for _, p := range parts {
