@@ -83,21 +83,7 @@ func BenchmarkUpdate(b *testing.B) {
 	for _, s := range setups {
 		b.Run(s.name, func(b *testing.B) {
 			cfg := s.cfg(b)
-			t, err := New(cfg, Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			p, err := t.begin()
-			if err != nil {
-				b.Fatal(err)
-			}
-			obs, act := t.obsSpace.Size(), t.actSpace.Size()
-			buf := newRollout(cfg.PPO.NumSteps, cfg.Env.NumEnvs, obs, act)
-			batch := newBatch(t.dev, buf)
-			samples, err := t.rollout(buf, p)
-			if err != nil {
-				b.Fatal(err)
-			}
+			t, p, buf, batch, samples := filledRollout(b, cfg)
 			var m Metrics
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -107,7 +93,7 @@ func BenchmarkUpdate(b *testing.B) {
 			if t.actSpace.Kind != envs.Discrete {
 				outputs = t.actSpace.Dim
 			}
-			b.ReportMetric(UpdateFLOPs(cfg, obs, t.obsSpace.Shape, outputs)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(UpdateFLOPs(cfg, t.obsSpace.Size(), t.obsSpace.Shape, outputs)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
 }

@@ -241,23 +241,7 @@ func TestThreadsBeyondTheCoresAreRefused(t *testing.T) {
 // A stop reaches the deepest loops: a rollout step and a minibatch notice
 // it, so a run with a huge update still stops at once.
 func TestStopReachesRolloutAndMinibatches(t *testing.T) {
-	cfg := testConfig(t, "ppo.update_epochs=10000")
-	tr, err := New(cfg, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	p, err := tr.begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	obs, act := tr.obsSpace.Size(), tr.actSpace.Size()
-	buf := newRollout(cfg.PPO.NumSteps, cfg.Env.NumEnvs, obs, act)
-	batch := newBatch(tr.dev, buf)
-	samples, err := tr.rollout(buf, p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, p, buf, batch, samples := filledRollout(t, testConfig(t, "ppo.update_epochs=10000"))
 	// A minibatch that sees the stop ends the update: with 40,000
 	// minibatches to go, this returns after the first.
 	events, _ := tr.Subscribe(16)
@@ -714,22 +698,7 @@ func TestMemoryEstimateBoundsTheHeap(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			tr, err := New(cfg, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tr.Close()
-			p, err := tr.begin()
-			if err != nil {
-				t.Fatal(err)
-			}
-			obs, act := tr.obsSpace.Size(), tr.actSpace.Size()
-			buf := newRollout(cfg.PPO.NumSteps, cfg.Env.NumEnvs, obs, act)
-			batch := newBatch(tr.dev, buf)
-			samples, err := tr.rollout(buf, p)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tr, p, buf, batch, samples := filledRollout(t, cfg)
 			var m Metrics
 			tr.update(buf, batch, samples, &p.opt, 1e-4, &m)
 			runtime.GC()
@@ -741,7 +710,7 @@ func TestMemoryEstimateBoundsTheHeap(t *testing.T) {
 			if tr.actSpace.Kind != envs.Discrete {
 				outputs = tr.actSpace.Dim
 			}
-			est, _ := memoryEstimate(&cfg, obs, outputs, tr.obsSpace.Shape)
+			est, _ := memoryEstimate(&cfg, tr.obsSpace.Size(), outputs, tr.obsSpace.Shape)
 			t.Logf("held %.1f MB, estimated %.1f MB", held/1e6, est/1e6)
 			if held > est || est > 4*held {
 				t.Errorf("held %.1f MB against an estimate of %.1f MB", held/1e6, est/1e6)

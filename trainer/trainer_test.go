@@ -26,6 +26,26 @@ func testConfig(t testing.TB, overrides ...string) config.Config {
 	return cfg
 }
 
+// filledRollout builds a trainer of cfg and fills one rollout, ready for
+// update: what tests and benchmarks of the update phase start from.
+func filledRollout(t testing.TB, cfg config.Config) (tr *Trainer, p *progress, buf *rollout, b *batch, samples []int32) {
+	t.Helper()
+	tr, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Close)
+	if p, err = tr.begin(); err != nil {
+		t.Fatal(err)
+	}
+	buf = newRollout(cfg.PPO.NumSteps, cfg.Env.NumEnvs, tr.obsSpace.Size(), tr.actSpace.Size())
+	b = newBatch(tr.dev, buf)
+	if samples, err = tr.rollout(buf, p); err != nil {
+		t.Fatal(err)
+	}
+	return tr, p, buf, b, samples
+}
+
 func train(t testing.TB, cfg config.Config, dir string) (Summary, []map[string]any) {
 	t.Helper()
 	tr, err := New(cfg, Options{RunDir: dir})
