@@ -106,3 +106,6 @@ func convT12x16(c *float32, ldc int, a *float32, ldx int, g *float32, ldg int, o
 
 //go:noescape
 func conv16x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, run int, runs int, skip int, bias *float32, c2 *float32, a2 *float32)
+
+//go:noescape
+func transpose8x8(dst *float32, ldd int, src *float32, lds int)
