@@ -1107,24 +1107,10 @@ loop16:
 // in pairs, shuffled in fours and their halves swapped, eight columns
 // stored. A copy: no arithmetic, the same bits.
 TEXT ·transpose8x8(SB), NOSPLIT, $0-32
-	MOVQ src+16(FP), SI
-	MOVQ lds+24(FP), R9
-	SHLQ $2, R9
-	VMOVUPS (SI), Y0
-	ADDQ    R9, SI
-	VMOVUPS (SI), Y1
-	ADDQ    R9, SI
-	VMOVUPS (SI), Y2
-	ADDQ    R9, SI
-	VMOVUPS (SI), Y3
-	ADDQ    R9, SI
-	VMOVUPS (SI), Y4
-	ADDQ    R9, SI
-	VMOVUPS (SI), Y5
-	ADDQ    R9, SI
-	VMOVUPS (SI), Y6
-	ADDQ    R9, SI
-	VMOVUPS (SI), Y7
+	MOVQ src+16(FP), AX
+	MOVQ lds+24(FP), R8
+	SHLQ $2, R8
+	LOAD8(Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
 
 	// Rows a…h: pairs interleaved (a0 b0 a1 b1 | a4 b4 a5 b5, …).
 	VUNPCKLPS Y1, Y0, Y8
@@ -1157,20 +1143,6 @@ TEXT ·transpose8x8(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ ldd+8(FP), R8
 	SHLQ $2, R8
-	VMOVUPS Y8, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Y9, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Y10, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Y11, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Y12, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Y13, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Y14, (DI)
-	ADDQ    R8, DI
-	VMOVUPS Y15, (DI)
+	STORE8(Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15)
 	VZEROUPPER
 	RET
