@@ -340,19 +340,20 @@ func (a *CNN) forward(x gpu.Tensor, policy, value bool) {
 	d, rows := a.dev, x.Rows
 	a.reserve(rows)
 	a.rows, a.x = rows, x
-	h, chunk, fused := x, a.chunkOf(rows), false
+	h, chunk := x, a.chunkOf(rows)
+	// The first dense layer's product is taken with a direct last
+	// convolution, a block of images at a time while its output is in cache.
+	last := len(a.convs) - 1
+	fused := a.direct[last] && len(a.dense) > 0
 	for i, l := range a.convs {
 		pos := l.oh * l.ow
 		y := a.cOut[i].RowRange(0, rows)
-		if a.direct[i] && i == len(a.convs)-1 && len(a.dense) > 0 {
-			// The first dense layer's product taken a block at a time
-			// with the convolution, while its output is in cache.
-			a.dconv.ConvForwardDense(y, h, l.w, l.b, a.dOut[0].RowRange(0, rows), a.dense[0].w, l.g)
-			h, fused = y, true
-			continue
-		}
 		if a.direct[i] {
-			a.dconv.ConvForward(y, h, l.w, l.b, l.g)
+			if fused && i == last {
+				a.dconv.ConvForwardDense(y, h, l.w, l.b, a.dOut[0].RowRange(0, rows), a.dense[0].w, l.g)
+			} else {
+				a.dconv.ConvForward(y, h, l.w, l.b, l.g)
+			}
 			h = y
 			continue
 		}

@@ -62,8 +62,9 @@ func (d *CPU) ConvDirect(g Conv2D, out int) bool {
 
 // convJob is one direct convolution split across the pool: forward by
 // images, the weight gradient by tiles of the gradient (every part reads
-// every image, each element's sums stay in one part, by ConvBlock). It lives in the
-// device, its methods bound once (NewCPU), so a pass allocates nothing.
+// every image, each element's sums stay in one part, by ConvBlock). It
+// lives in the device, its methods bound once (NewCPU), so a pass
+// allocates nothing.
 type convJob struct {
 	g                  Conv2D
 	out, images, parts int

@@ -203,6 +203,30 @@ func (d *CPU) MatMul(c, a Tensor, transA bool, b Tensor, transB bool, beta float
 	d.pool.gemm(gemmArgs{c: cd, a: ad, b: bd, n: n, k: k, lda: lda, ldb: ldb, transA: transA, overwrite: overwrite}, m)
 }
 
+// narrowJob is a product narrower than the SIMD kernels' 16 columns (a
+// policy or value head's outputs), a dot product per element of C, split
+// across the pool by rows: the same bits.
+type narrowJob struct {
+	c, a, bt       []float32 // bt: op(B)ᵀ, n×k
+	m, n, k, parts int
+	fn             func(part int)
+}
+
+// minParallelNarrow is the multiply-add count from which a narrow product
+// is split: MinAtar's heads (1,024 rows of 128 into 3 and 1) took one core
+// 50 µs a minibatch.
+const minParallelNarrow = 1 << 17
+
+func (j *narrowJob) run(part int) {
+	n, k := j.n, j.k
+	for i := j.m * part / j.parts; i < j.m*(part+1)/j.parts; i++ {
+		row := j.a[i*k : (i+1)*k]
+		for c := 0; c < n; c++ {
+			j.c[i*n+c] += dot(row, j.bt[c*k:(c+1)*k])
+		}
+	}
+}
+
 // transBJob is a product with a transposed B (an input gradient through a
 // weight, dY·Wᵀ) split across the pool by blocks of C's columns: each part
 // transposes only its block of B, into scratch of its own, and multiplies
@@ -590,15 +614,13 @@ func (d *CPU) CategoricalPPO(p PPOPolicyArgs) {
 	j.acts, j.old, j.adv = d.data(p.Actions), d.data(p.OldLogp), d.data(p.Adv)
 	j.B, j.A = p.Out.Rows, p.Out.Cols
 	j.mean, j.inv = normalizedAdv(j.adv, p.NormAdv)
-	j.clip, j.ent = float64(p.ClipCoef), float64(p.EntCoef)
+	j.clip, j.ent, j.invB = float64(p.ClipCoef), float64(p.EntCoef), 1/float64(j.B)
 	chunks := (j.B + policyChunk - 1) / policyChunk
-	for len(j.sums) < chunks {
-		j.sums = append(j.sums, [4]float64{})
-	}
+	j.sums = grow(j.sums, chunks)
 	j.parts = min(d.pool.parts(), chunks)
 	d.pool.each(j.parts, j.fn)
 	var pg, ent, kl, clipped float64
-	for _, c := range j.sums[:chunks] { // in order: the same sums on any number of cores
+	for _, c := range j.sums { // in order: the same sums on any number of cores
 		pg, ent, kl, clipped = pg+c[0], ent+c[1], kl+c[2], clipped+c[3]
 	}
 	ppoStats(d.data(p.Stats), pg, ent, kl, clipped, j.B)
@@ -613,34 +635,10 @@ const policyChunk = 256
 
 // policyJob is CategoricalPPO split by chunks of rows, taken in turn by
 // the parts.
-// narrowJob is a product narrower than the SIMD kernels' 16 columns (a
-// policy or value head's outputs), a dot product per element of C, split
-// across the pool by rows: the same bits.
-type narrowJob struct {
-	c, a, bt       []float32 // bt: op(B)ᵀ, n×k
-	m, n, k, parts int
-	fn             func(part int)
-}
-
-// minParallelNarrow is the multiply-add count from which a narrow product
-// is split: MinAtar's heads (1,024 rows of 128 into 3 and 1) took one core
-// 50 µs a minibatch.
-const minParallelNarrow = 1 << 17
-
-func (j *narrowJob) run(part int) {
-	n, k := j.n, j.k
-	for i := j.m * part / j.parts; i < j.m*(part+1)/j.parts; i++ {
-		row := j.a[i*k : (i+1)*k]
-		for c := 0; c < n; c++ {
-			j.c[i*n+c] += dot(row, j.bt[c*k:(c+1)*k])
-		}
-	}
-}
-
 type policyJob struct {
 	logits, dOut, acts, old, adv []float32
 	B, A, parts                  int
-	mean, inv, clip, ent         float64
+	mean, inv, clip, ent, invB   float64
 	probs                        [][]float64  // per part: one row's probabilities
 	sums                         [][4]float64 // per chunk: policy loss, entropy, KL, clipped rows
 	fn                           func(part int)
@@ -691,7 +689,6 @@ func (j *policyJob) row(i int, probs []float64) (pg, h, kl float64, clipped bool
 	logRatio := float64(row[a]) - lse - float64(j.old[i])
 	ratio := math.Exp(logRatio)
 	pg, dLogp := surrogate((float64(j.adv[i])-j.mean)*j.inv, ratio, j.clip)
-	invB := 1 / float64(j.B)
 	for k, v := range row {
 		lp := float64(v) - lse
 		pk := probs[k]
@@ -699,7 +696,7 @@ func (j *policyJob) row(i int, probs []float64) (pg, h, kl float64, clipped bool
 		if k == a {
 			gk += dLogp
 		}
-		g[k] = float32(gk * invB)
+		g[k] = float32(gk * j.invB)
 	}
 	return pg, h, (ratio - 1) - logRatio, math.Abs(ratio-1) > j.clip
 }

@@ -508,21 +508,24 @@ func TestNarrowSplitGivesTheSameBits(t *testing.T) {
 		av, bv, cv := randSlice(r, s.m*s.k, 1), randSlice(r, s.n*s.k, 1), randSlice(r, s.m*s.n, 1)
 		for _, transB := range []bool{false, true} {
 			for _, beta := range []float32{0, 1} {
-				var got [2][]float32
-				for i, threads := range []int{1, 2} {
-					d := NewCPU(threads)
-					c, b := tensorFrom(d, s.m, s.n, cv), tensorFrom(d, s.k, s.n, bv)
-					if transB {
-						b = tensorFrom(d, s.n, s.k, bv)
-					}
-					d.MatMul(c, tensorFrom(d, s.m, s.k, av), false, b, transB, beta)
-					got[i] = d.Data(c)
-					d.Close()
-				}
-				sameBits(t, fmt.Sprintf("%v transB %v beta %v: split", s, transB, beta), got[1], got[0])
+				one, two := productOnCores(1, s.m, s.n, s.k, av, bv, cv, transB, beta), productOnCores(2, s.m, s.n, s.k, av, bv, cv, transB, beta)
+				sameBits(t, fmt.Sprintf("%v transB %v beta %v: split", s, transB, beta), two, one)
 			}
 		}
 	}
+}
+
+// productOnCores returns C = A·op(B) + beta·C on a device of threads cores,
+// A m×k, B k×n (n×k when transB) and C m×n as given by av, bv and cv.
+func productOnCores(threads, m, n, k int, av, bv, cv []float32, transB bool, beta float32) []float32 {
+	d := NewCPU(threads)
+	defer d.Close()
+	c, b := tensorFrom(d, m, n, cv), tensorFrom(d, k, n, bv)
+	if transB {
+		b = tensorFrom(d, n, k, bv)
+	}
+	d.MatMul(c, tensorFrom(d, m, k, av), false, b, transB, beta)
+	return d.Data(c)
 }
 
 // TestTransBSplitGivesTheSameBits: a product with a transposed B large
@@ -539,14 +542,7 @@ func TestTransBSplitGivesTheSameBits(t *testing.T) {
 		}
 		av, bv, cv := randSlice(r, s.m*s.k, 1), randSlice(r, s.n*s.k, 1), randSlice(r, s.m*s.n, 1)
 		for _, beta := range []float32{0, 1} {
-			var got [2][]float32
-			for i, threads := range []int{1, 2} {
-				d := NewCPU(threads)
-				c := tensorFrom(d, s.m, s.n, cv)
-				d.MatMul(c, tensorFrom(d, s.m, s.k, av), false, tensorFrom(d, s.n, s.k, bv), true, beta)
-				got[i] = d.Data(c)
-				d.Close()
-			}
+			got := [2][]float32{productOnCores(1, s.m, s.n, s.k, av, bv, cv, true, beta), productOnCores(2, s.m, s.n, s.k, av, bv, cv, true, beta)}
 			for i := range got[0] {
 				if math.Float32bits(got[0][i]) != math.Float32bits(got[1][i]) {
 					t.Fatalf("%d×%d·(%d×%d)ᵀ, beta %v: C[%d] = %v on one core, %v split", s.m, s.k, s.n, s.k, beta, i, got[0][i], got[1][i])

@@ -767,6 +767,34 @@ storeT832:
 	VFMADD231PS.BCST 24(SI), Z16, Z6; \
 	VFMADD231PS.BCST 28(SI), Z16, Z7;
 
+// The convT kernels' second tile: its rows 0–3 (Z8–Z11) and 4–7
+// (Z12–Z15) += G's row (Z16) times the elements at R12, as FMA_8x16_COLS.
+#define FMA_4x16_A2_LO \
+	VFMADD231PS.BCST (R12), Z16, Z8; \
+	VFMADD231PS.BCST 4(R12), Z16, Z9; \
+	VFMADD231PS.BCST 8(R12), Z16, Z10; \
+	VFMADD231PS.BCST 12(R12), Z16, Z11
+
+#define FMA_4x16_A2_HI \
+	VFMADD231PS.BCST 16(R12), Z16, Z12; \
+	VFMADD231PS.BCST 20(R12), Z16, Z13; \
+	VFMADD231PS.BCST 24(R12), Z16, Z14; \
+	VFMADD231PS.BCST 28(R12), Z16, Z15
+
+// CONVT_NEXT steps the two-tile convT kernels to the next position (jumping
+// to loop while the row has more) and, at a row's end, to the next row
+// (jumping to row while there are more).
+#define CONVT_NEXT(loop, row) \
+	ADDQ R9, SI;   \
+	ADDQ R9, R12;  \
+	ADDQ R10, DX;  \
+	DECQ CX;       \
+	JNE  loop;     \
+	ADDQ R11, SI;  \
+	ADDQ R11, R12; \
+	DECQ BX;       \
+	JNE  row
+
 // func gemm8x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k int, zero bool)
 //
 // C[0:8, 0:16] += A[0:8, 0:k] · B[0:k, 0:16], as gemm4x16.
@@ -945,23 +973,9 @@ rowct16:
 loopct16:
 	VMOVUPS (DX), Z16
 	FMA_8x16_COLS
-	VFMADD231PS.BCST (R12), Z16, Z8
-	VFMADD231PS.BCST 4(R12), Z16, Z9
-	VFMADD231PS.BCST 8(R12), Z16, Z10
-	VFMADD231PS.BCST 12(R12), Z16, Z11
-	VFMADD231PS.BCST 16(R12), Z16, Z12
-	VFMADD231PS.BCST 20(R12), Z16, Z13
-	VFMADD231PS.BCST 24(R12), Z16, Z14
-	VFMADD231PS.BCST 28(R12), Z16, Z15
-	ADDQ    R9, SI
-	ADDQ    R9, R12
-	ADDQ    R10, DX
-	DECQ    CX
-	JNE     loopct16
-	ADDQ    R11, SI
-	ADDQ    R11, R12
-	DECQ    BX
-	JNE     rowct16
+	FMA_4x16_A2_LO
+	FMA_4x16_A2_HI
+	CONVT_NEXT(loopct16, rowct16)
 
 	STORE8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	ADDQ    R8, DI
@@ -1003,19 +1017,8 @@ rowct12:
 loopct12:
 	VMOVUPS (DX), Z16
 	FMA_8x16_COLS
-	VFMADD231PS.BCST (R12), Z16, Z8
-	VFMADD231PS.BCST 4(R12), Z16, Z9
-	VFMADD231PS.BCST 8(R12), Z16, Z10
-	VFMADD231PS.BCST 12(R12), Z16, Z11
-	ADDQ    R9, SI
-	ADDQ    R9, R12
-	ADDQ    R10, DX
-	DECQ    CX
-	JNE     loopct12
-	ADDQ    R11, SI
-	ADDQ    R11, R12
-	DECQ    BX
-	JNE     rowct12
+	FMA_4x16_A2_LO
+	CONVT_NEXT(loopct12, rowct12)
 
 	STORE_C8x16
 	MOVQ    R13, DI

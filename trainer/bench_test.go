@@ -83,11 +83,11 @@ func BenchmarkUpdate(b *testing.B) {
 	for _, s := range setups {
 		b.Run(s.name, func(b *testing.B) {
 			cfg := s.cfg(b)
-			t, p, buf, batch, samples := filledRollout(b, cfg)
+			t, p, _, batch, samples := filledRollout(b, cfg)
 			var m Metrics
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				t.update(buf, batch, samples, &p.opt, 1e-4, &m)
+				t.update(batch, samples, &p.opt, 1e-4, &m)
 			}
 			outputs := t.actSpace.N // a discrete policy's logits
 			if t.actSpace.Kind != envs.Discrete {

@@ -247,7 +247,7 @@ func TestStopReachesRolloutAndMinibatches(t *testing.T) {
 	events, _ := tr.Subscribe(16)
 	tr.stopping.Store(true)
 	var m Metrics
-	if done := tr.update(buf, batch, samples, &p.opt, 1e-4, &m); done != 0 {
+	if done := tr.update(batch, samples, &p.opt, 1e-4, &m); done != 0 {
 		t.Errorf("update ran %d minibatches after the stop", done)
 	}
 	if e := <-events; !strings.Contains(e.Message, "cut the update after 0 of 40000 minibatches") {
@@ -700,7 +700,7 @@ func TestMemoryEstimateBoundsTheHeap(t *testing.T) {
 			runtime.ReadMemStats(&before)
 			tr, p, buf, batch, samples := filledRollout(t, cfg)
 			var m Metrics
-			tr.update(buf, batch, samples, &p.opt, 1e-4, &m)
+			tr.update(batch, samples, &p.opt, 1e-4, &m)
 			runtime.GC()
 			runtime.ReadMemStats(&after)
 			runtime.KeepAlive(buf)

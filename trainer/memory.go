@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agenttrainer/agenttrainer/gpu"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
@@ -43,9 +44,9 @@ func memoryEstimate(cfg *config.Config, obsDim, outputs int, shape []int) (total
 	mb := batch / float64(max(cfg.PPO.NumMinibatches, 1))
 	threads := float64(cfg.Trainer.Threads)
 	if threads == 0 {
-		threads = float64(runtime.NumCPU())
+		threads = float64(runtime.GOMAXPROCS(0)) // as gpu.NewCPU counts them
 	}
-	var params, acts, widest, blocks float64
+	var params, acts, widest float64
 	in0 := od
 	if cfg.Agent.Name == "cnn" && len(shape) == 3 {
 		// The cnn's convolutions: per layer its weights, and for a
@@ -74,8 +75,7 @@ func memoryEstimate(cfg *config.Config, obsDim, outputs int, shape []int) (total
 			h, w, c = oh, ow, l[0]
 		}
 		in0 = float64(h * w * c)
-		blocks = threads * 32 * in0 // per core, a block of frames' output gradient (gpu.ConvBlock)
-		convActs += blocks
+		convActs += threads * gpu.ConvBlock * in0 // per core, a block of frames' output gradient
 		parts = append(parts, memoryPart{"the convolutions' activations (minibatch × height × width × channels per agent.conv layer)",
 			"more ppo.num_minibatches, a smaller batch, fewer channels or a larger stride in agent.conv", f32 * convActs})
 	}

@@ -56,12 +56,18 @@ func newRollout(steps, nEnvs, obsDim, actDim int) *rollout {
 // it lies: copying it (MinAtar: 13 MB an update) bought nothing.
 type batch struct {
 	obs, actions, logp, adv, returns, values       gpu.Tensor
-	shared                                         bool // the tensors above are buf's slices
+	uploads                                        []upload // what fills them before an update; none when they are the rollout's own
 	mbObs, mbActions, mbLogp, mbAdv, mbRet, mbVals gpu.Tensor
 	stats                                          gpu.Tensor
 	valueLoss                                      gpu.ValueArgs // kept here so passing it costs no allocation
 	indices                                        []int32
 	hostStats                                      []float32
+}
+
+// upload is a batch tensor and the rollout slice it is copied from.
+type upload struct {
+	dst gpu.Tensor
+	src []float32
 }
 
 // newBatch makes buf's batch on dev, and room for a minibatch as large as
@@ -70,10 +76,13 @@ func newBatch(dev gpu.Device, buf *rollout) *batch {
 	n := len(buf.logp)
 	obsDim, actDim := len(buf.obs)/n, len(buf.actions)/n
 	b := &batch{stats: dev.Alloc(1, gpu.NumStats), indices: make([]int32, n), hostStats: make([]float32, gpu.NumStats)}
-	onDevice := func(host []float32, cols int) gpu.Tensor { return dev.Alloc(n, cols) }
-	if h, ok := dev.(gpu.HostMemory); ok {
-		onDevice = func(host []float32, cols int) gpu.Tensor { return h.Wrap(host, n, cols) }
-		b.shared = true
+	onDevice := func(host []float32, cols int) gpu.Tensor {
+		if h, ok := dev.(gpu.HostMemory); ok {
+			return h.Wrap(host, n, cols)
+		}
+		t := dev.Alloc(n, cols)
+		b.uploads = append(b.uploads, upload{t, host})
+		return t
 	}
 	b.obs, b.actions, b.logp = onDevice(buf.obs, obsDim), onDevice(buf.actions, actDim), onDevice(buf.logp, 1)
 	b.adv, b.returns, b.values = onDevice(buf.advantages, 1), onDevice(buf.returns, 1), onDevice(buf.values, 1)
@@ -202,7 +211,7 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		updateStart := time.Now()
 		m := Metrics{Iter: iter, Step: p.step, LR: Float(lr), RolloutS: Float(updateStart.Sub(rolloutStart).Seconds())}
 		if t.learner != nil {
-			if done := t.update(buf, b, samples, &p.opt, lr, &m); done == 0 {
+			if done := t.update(b, samples, &p.opt, lr, &m); done == 0 {
 				t.logf("iteration %d: stopped before its update; it is not recorded", iter)
 				break
 			}
@@ -440,10 +449,10 @@ func computeGAE(buf *rollout, nSteps, nEnvs int, gamma, lambda float64) {
 	}
 }
 
-// update runs update_epochs passes of minibatch PPO over the rollout and
+// update runs update_epochs passes of minibatch PPO over the rollout in b and
 // fills the loss fields of m. A stop cuts it short between two minibatches
 // (the figures then cover those done); it returns how many ran.
-func (t *Trainer) update(buf *rollout, b *batch, samples []int32, opt *adam, lr float64, m *Metrics) (minibatches int) {
+func (t *Trainer) update(b *batch, samples []int32, opt *adam, lr float64, m *Metrics) (minibatches int) {
 	c := &t.cfg.PPO
 	dev, agent := t.dev, t.learner
 	n := len(samples)
@@ -454,13 +463,8 @@ func (t *Trainer) update(buf *rollout, b *batch, samples []int32, opt *adam, lr 
 		m.PolicyLoss, m.ValueLoss, m.Entropy, m.ApproxKL, m.ClipFrac, m.GradNorm = nan, nan, nan, nan, nan, nan
 		return -1
 	}
-	if !b.shared {
-		dev.Upload(b.obs, buf.obs)
-		dev.Upload(b.actions, buf.actions)
-		dev.Upload(b.logp, buf.logp)
-		dev.Upload(b.adv, buf.advantages)
-		dev.Upload(b.returns, buf.returns)
-		dev.Upload(b.values, buf.values)
+	for _, u := range b.uploads {
+		dev.Upload(u.dst, u.src)
 	}
 	dev.Fill(b.stats, 0)
 	indices := b.indices[:n]
