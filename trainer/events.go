@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -60,18 +61,38 @@ type (
 // trainer. Lifecycle events (state changes, the end of the run) displace the
 // oldest queued event instead of being dropped, so every viewer learns how
 // the run ended.
+//
+// It also keeps the run's recent log (every event but metrics, the last
+// recentEvents of them, and the latest state change however old) and
+// replays it to each new subscriber first: a viewer that attaches late, or
+// again, sees what the log said and whether the run is paused.
 type broker struct {
-	mu   sync.Mutex
-	subs map[chan Event]struct{}
+	mu     sync.Mutex
+	subs   map[chan Event]struct{}
+	recent []Event // oldest first, at most recentEvents
+	state  *Event  // the latest EventState
+	done   *Event  // the EventDone, once published
 }
+
+// recentEvents bounds the log a broker keeps for viewers that attach later.
+const recentEvents = 200
 
 func newBroker() *broker { return &broker{subs: map[chan Event]struct{}{}} }
 
 func (b *broker) subscribe(buffer int) (<-chan Event, func()) {
-	ch := make(chan Event, max(buffer, 1))
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	replay := b.replay()
+	ch := make(chan Event, max(buffer, len(replay)+1, 1))
+	for _, e := range replay {
+		ch <- e
+	}
+	if b.done != nil { // the run is over: its end, and nothing more
+		ch <- *b.done
+		close(ch)
+		return ch, func() {}
+	}
 	b.subs[ch] = struct{}{}
-	b.mu.Unlock()
 	return ch, func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -80,6 +101,33 @@ func (b *broker) subscribe(buffer int) (<-chan Event, func()) {
 			close(ch)
 		}
 	}
+}
+
+// replay is the recent log with the latest state change in its place (put
+// first when it is older than the log kept).
+func (b *broker) replay() []Event {
+	out := make([]Event, 0, len(b.recent)+1)
+	if b.state != nil && !slices.ContainsFunc(b.recent, func(e Event) bool { return e.Kind == EventState }) {
+		out = append(out, *b.state)
+	}
+	return append(out, b.recent...)
+}
+
+// keep adds e to the recent log.
+func (b *broker) keep(e Event) {
+	switch e.Kind {
+	case EventMetrics:
+		return
+	case EventState:
+		b.state = &e
+	case EventDone:
+		b.done = &e
+		return
+	}
+	if len(b.recent) == recentEvents {
+		b.recent = append(b.recent[:0], b.recent[1:]...)
+	}
+	b.recent = append(b.recent, e)
 }
 
 // Lifecycle reports whether events of this kind (the start, state changes,
@@ -92,6 +140,7 @@ func (k EventKind) Lifecycle() bool {
 func (b *broker) publish(e Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.keep(e)
 	for ch := range b.subs {
 		Offer(ch, e)
 	}

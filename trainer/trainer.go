@@ -351,7 +351,9 @@ func (t *Trainer) Info() Info {
 
 // Subscribe returns a stream of events with room for buffer of them, and a
 // function that ends the subscription. A subscriber that falls behind loses
-// events (never the end of the run); the trainer never waits for it.
+// events (never the end of the run); the trainer never waits for it. The
+// stream begins with the run's recent log and its latest state change, so
+// a viewer that attaches late sees them too.
 func (t *Trainer) Subscribe(buffer int) (<-chan Event, func()) { return t.broker.subscribe(buffer) }
 
 // Pause holds training at the next iteration boundary.
