@@ -9,11 +9,27 @@ import (
 	"syscall"
 
 	"github.com/agenttrainer/agenttrainer/cli"
+	"github.com/agenttrainer/agenttrainer/cli/app"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGINT, SIGTERM and SIGHUP (a closed terminal, a dropped SSH login)
+	// end the context: a training keeps a checkpoint and lets go of its
+	// socket before it exits. The app, whose terminal a SIGHUP took away,
+	// leaves its trainings running instead of stopping them.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		for s := range sigs { // later ones change nothing: the first cause stays
+			if s == syscall.SIGHUP {
+				cancel(app.ErrHangup)
+			} else {
+				cancel(context.Canceled)
+			}
+		}
+	}()
 	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	signal.Stop(sigs)
 	os.Exit(code)
 }

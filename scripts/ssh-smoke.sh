@@ -68,7 +68,7 @@ run=$(screen a | sed -n 's/^run \(.*\)$/\1/p' | head -1 | awk '{print $1}')
 name=$(basename "$run")
 
 # 4. The second finds it in the runs browser, marked live, and attaches.
-keys b R
+keys b 4
 wait_for "training now" 15 b
 screen b | grep -F "$name" | grep -qF "◆" || fail "the runs browser does not mark $name as training"
 keys b a

@@ -64,7 +64,7 @@ measure() { # $1: none | two; prints the second-half steps/s
     tmux new-window -d -t "$session" -n b "$client; sleep 600"
     for w in a b; do
       wait_for "Pick an environment" 20 "$w"
-      tmux send-keys -t "$session:$w" R
+      tmux send-keys -t "$session:$w" 4
       wait_for "training now" 15 "$w"
       tmux send-keys -t "$session:$w" a
     done

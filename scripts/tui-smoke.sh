@@ -187,7 +187,7 @@ n3=$(wc -l <"$run/metrics.jsonl")
 ((n3 > n2)) || fail "metrics.jsonl did not grow after resuming ($n2 → $n3 lines)"
 
 # 7. The runs browser lists both runs; overlay them and diff their configs.
-keys R
+keys 4
 wait_for "Runs in runs"
 (($(screen | grep -c "CartPole-v1  ") >= 2)) || fail "the runs browser does not list two runs"
 expect "training: running" # the header still follows the training

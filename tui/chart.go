@@ -14,85 +14,6 @@ import (
 	"github.com/agenttrainer/agenttrainer/trainer"
 )
 
-// channel names one metric kept in a history.
-type channel int
-
-const (
-	chReturn    channel = iota // ep_return_mean
-	chReturnMin                // ep_return_min (the band's floor)
-	chReturnMax                // ep_return_max (the band's ceiling)
-	chReturnEMA                // exponentially smoothed ep_return_mean
-	chLength
-	chPolicyLoss
-	chValueLoss
-	chEntropy
-	chApproxKL
-	chClipFrac
-	chExplVar
-	chSPS
-	chEpisodes
-	chLR
-	chGradNorm
-	chRolloutS
-	chUpdateS
-	chTime
-	chValReturn  // val_return_mean (validation records only)
-	chValSuccess // val_success_rate (validation records only)
-	numChannels
-)
-
-// metricDef is one scalar of metrics.jsonl that can be charted.
-type metricDef struct {
-	name string  // as in metrics.jsonl
-	ch   channel // where a history keeps it
-	grid bool    // one of the grid's small charts
-}
-
-// metricDefs lists every scalar of trainer.Metrics the app charts, in the
-// metric picker's order; val_* appear only when a run has them.
-var metricDefs = []metricDef{
-	{"ep_return_mean", chReturn, true},
-	{"ep_return_min", chReturnMin, false},
-	{"ep_return_max", chReturnMax, false},
-	{"ep_length_mean", chLength, true},
-	{"policy_loss", chPolicyLoss, true},
-	{"value_loss", chValueLoss, true},
-	{"entropy", chEntropy, true},
-	{"approx_kl", chApproxKL, true},
-	{"clipfrac", chClipFrac, true},
-	{"explained_variance", chExplVar, true},
-	{"lr", chLR, true},
-	{"sps", chSPS, true},
-	{"grad_norm", chGradNorm, false},
-	{"episodes", chEpisodes, false},
-	{"rollout_s", chRolloutS, false},
-	{"update_s", chUpdateS, false},
-	{"time_s", chTime, false},
-	{"val_return_mean", chValReturn, true},
-	{"val_success_rate", chValSuccess, true},
-}
-
-// metricByName finds a metric's definition.
-func metricByName(name string) (metricDef, bool) {
-	for _, d := range metricDefs {
-		if d.name == name {
-			return d, true
-		}
-	}
-	return metricDef{}, false
-}
-
-func optFloat(f *trainer.Float) float64 {
-	if f == nil {
-		return math.NaN()
-	}
-	return float64(*f)
-}
-
-// emaWeight is the smoothing weight per metrics record (TensorBoard's
-// slider, debiased so the start is not dragged toward zero).
-const emaWeight = 0.9
-
 // historyBuckets bounds a history's memory and drawing cost; a chart is at
 // most a few hundred braille dots wide, so more would not show.
 const historyBuckets = 512
@@ -150,13 +71,12 @@ type bucket struct {
 // historyBuckets buckets: when they are all used, neighbours merge and the
 // span doubles. Memory and redraw cost stay constant however long the run,
 // and every bucket still holds the exact mean, min and max of its records
-// (ntcharts' own point buffer never trims, so charts redraw from this).
+// and the values of its last one (ntcharts' own point buffer never trims,
+// so charts redraw from this).
 type history struct {
 	span    int64
 	buckets []bucket
 	records int
-	ema     float64 // biased EMA of ep_return_mean
-	emaN    int     // returns folded into ema
 }
 
 func newHistory() *history { return &history{span: 1} }
@@ -164,8 +84,8 @@ func newHistory() *history { return &history{span: 1} }
 // historyOf builds a history from records read back from a run directory.
 func historyOf(ms []trainer.Metrics) *history {
 	h := newHistory()
-	for _, m := range ms {
-		h.add(m)
+	for i := range ms {
+		h.add(ms[i])
 	}
 	return h
 }
@@ -174,28 +94,12 @@ func historyOf(ms []trainer.Metrics) *history {
 // that does (a resumed run rewinding) joins the last bucket.
 func (h *history) add(m trainer.Metrics) {
 	h.records++
-	ret := float64(m.EpReturnMean)
-	smoothed := math.NaN()
-	if !math.IsNaN(ret) && !math.IsInf(ret, 0) {
-		h.ema = emaWeight*h.ema + (1-emaWeight)*ret
-		h.emaN++
-		smoothed = h.ema / (1 - math.Pow(emaWeight, float64(h.emaN)))
-	}
 	b := h.bucketFor(m.Step)
 	b.last = max(b.last, m.Step)
 	if t := float64(m.TimeS); !math.IsNaN(t) {
 		b.time = math.Max(b.time, t)
 	}
-	vals := [numChannels]float64{
-		chReturn: ret, chReturnMin: float64(m.EpReturnMin), chReturnMax: float64(m.EpReturnMax),
-		chReturnEMA: smoothed, chLength: float64(m.EpLengthMean), chPolicyLoss: float64(m.PolicyLoss),
-		chValueLoss: float64(m.ValueLoss), chEntropy: float64(m.Entropy), chApproxKL: float64(m.ApproxKL),
-		chClipFrac: float64(m.ClipFrac), chExplVar: float64(m.ExplainedVariance), chSPS: float64(m.SPS),
-		chEpisodes: float64(m.Episodes), chLR: float64(m.LR), chGradNorm: float64(m.GradNorm),
-		chRolloutS: float64(m.RolloutS), chUpdateS: float64(m.UpdateS), chTime: float64(m.TimeS),
-		chValReturn: optFloat(m.ValReturnMean), chValSuccess: optFloat(m.ValSuccessRate),
-	}
-	for c, v := range vals {
+	for c, v := range valuesOf(&m) {
 		b.ch[c].add(v)
 	}
 }
@@ -234,8 +138,12 @@ func (h *history) compact() {
 	h.buckets = out
 }
 
-// point is one chart point: x in environment steps.
-type point struct{ x, y float64 }
+// point is one chart point: x in environment steps (or seconds), and n,
+// how many records its bucket holds (smoothing weighs by it).
+type point struct {
+	x, y float64
+	n    int
+}
 
 // stat picks what of a bucket's aggregate a series shows.
 type stat int
@@ -297,9 +205,48 @@ func (h *history) seriesOn(c channel, s stat, wall bool) []point {
 		if wall {
 			x = b.time
 		}
-		pts = append(pts, point{x, y})
+		pts = append(pts, point{x, y, a.n})
 	}
 	return pts
+}
+
+// smooth is TensorBoard's smoothing of pts with weight w: an exponential
+// moving average debiased at the start, each bucket weighing as many
+// records as it holds. w = 0 returns pts.
+func smooth(pts []point, w float64) []point {
+	if w <= 0 || len(pts) == 0 {
+		return pts
+	}
+	out := make([]point, len(pts))
+	var acc, norm float64
+	for i, p := range pts {
+		wb := math.Pow(w, float64(max(p.n, 1)))
+		acc = wb*acc + (1-wb)*p.y
+		norm = wb*norm + (1 - wb)
+		out[i] = point{p.x, acc / norm, p.n}
+	}
+	return out
+}
+
+// at is the record of channel c nearest to x (steps, or seconds with
+// wall): its x and value, exact when its bucket holds one record, the
+// bucket's last otherwise.
+func (h *history) at(c channel, x float64, wall bool) (float64, float64, bool) {
+	best, bx, bv, found := math.Inf(1), 0.0, 0.0, false
+	for _, b := range h.buckets {
+		a := b.ch[c]
+		if a.n == 0 {
+			continue
+		}
+		bxx := float64(b.last)
+		if wall {
+			bxx = b.time
+		}
+		if d := math.Abs(bxx - x); d < best {
+			best, bx, bv, found = d, bxx, a.lastVal, true
+		}
+	}
+	return bx, bv, found
 }
 
 // values returns a channel's bucket means, for sparklines.
@@ -337,6 +284,7 @@ type chartSpec struct {
 	curves  []curve   // drawn in order: later curves win shared cells
 	markers []float64 // X of live edits, drawn as dotted columns
 	empty   string    // shown when no curve has a point
+	cursor  int       // a column of the graph drawn as the value cursor; -1 none
 }
 
 // renderChart draws curves as a braille line chart with ntcharts'
@@ -351,6 +299,10 @@ func renderChart(th *theme, s chartSpec) string { return new(chartCanvas).render
 type chartCanvas struct {
 	c    *tslc.Model
 	w, h int
+	// Where the last render put the cursor: its column (clamped to the
+	// graph) and the X it stands for.
+	cursorCol int
+	cursorX   float64
 }
 
 // ticks are a chart axis's round values: multiples of step from lo to hi.
@@ -405,6 +357,9 @@ func (t ticks) values() []float64 {
 // timeStep is a round interval of wall-clock seconds, at least span/n.
 func timeStep(span float64, n int) float64 {
 	raw := span / float64(max(n, 1))
+	if raw < 1 {
+		return niceStep(span, max(n, 1)) // tenths of a second for a short run
+	}
 	for _, s := range []float64{1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400} {
 		if s >= raw {
 			return s
@@ -419,6 +374,15 @@ func noNegZero(s string) string {
 		return s[1:]
 	}
 	return s
+}
+
+// timeLabel prints a wall-clock tick: m:ss, or seconds with decimals when
+// the ticks are less than a second apart.
+func timeLabel(v, step float64) string {
+	if step >= 1 {
+		return duration(time.Duration(math.Round(v)) * time.Second)
+	}
+	return tickLabel(v, step) + "s"
 }
 
 // tickLabel prints an axis value with the decimals its step needs.
@@ -449,6 +413,11 @@ func logLabel(v float64) string {
 	return m + "e" + strconv.Itoa(int(e))
 }
 
+// xScale is the resolution of the X axis handed to ntcharts, which keeps
+// X as whole Unix seconds: data are mapped onto 0…xScale, so a run of
+// under a second still draws a line (and its labels are ours).
+const xScale = 1 << 20
+
 func (cc *chartCanvas) render(th *theme, s chartSpec) string {
 	if s.w < 12 || s.h < 3 {
 		return fit("", max(s.w, 0), max(s.h, 0))
@@ -476,7 +445,7 @@ func (cc *chartCanvas) render(th *theme, s chartSpec) string {
 			if !ok || p.x < xmin || (s.xclip && p.x > s.xmax) {
 				continue
 			}
-			curves[i].pts = append(curves[i].pts, point{p.x, y})
+			curves[i].pts = append(curves[i].pts, point{p.x, y, p.n})
 			ymin, ymax = math.Min(ymin, y), math.Max(ymax, y)
 			xmax = math.Max(xmax, p.x)
 		}
@@ -494,14 +463,15 @@ func (cc *chartCanvas) render(th *theme, s chartSpec) string {
 		pad := strings.Repeat("\n", max(s.h/2-1, 0))
 		return fit(pad+lipgloss.PlaceHorizontal(s.w, lipgloss.Center, th.Dim.Render(cut(msg, s.w))), s.w, s.h)
 	}
-	xmax = math.Max(math.Ceil(xmax), xmin+1)
+	if xmax <= xmin {
+		xmax = xmin + 1
+	}
 	xAxis := s.h >= 5 // room for the X axis and its labels
 	gh := s.h
 	if xAxis {
 		gh = s.h - 2
 	}
-	// Y: round ticks, the range widened to them, a label every other row
-	// or more.
+	// Y: round ticks, the range widened to them, at most one a row.
 	if ymax-ymin < 1e-12*math.Max(math.Abs(ymax), 1) {
 		pad := math.Max(math.Abs(ymax)*0.05, 0.5)
 		if s.logY {
@@ -509,19 +479,26 @@ func (cc *chartCanvas) render(th *theme, s chartSpec) string {
 		}
 		ymin, ymax = ymin-pad, ymax+pad
 	}
-	var yt ticks
-	if s.logY {
-		yt = niceTicks(ymin, ymax, max(gh/2, 1))
-		if yt.step < 1 && ymax-ymin >= 1 {
-			yt = ticks{math.Floor(ymin), math.Ceil(ymax), math.Max(1, math.Ceil((math.Ceil(ymax)-math.Floor(ymin))/float64(max(gh/2, 1))))}
-		}
-	} else {
-		yt = niceTicks(ymin, ymax, max(gh/2, 1))
+	n := max(min(gh/2, gh-1), 1)
+	yt := niceTicks(ymin, ymax, n)
+	if s.logY && yt.step < 1 && ymax-ymin >= 1 {
+		yt = ticks{math.Floor(ymin), math.Ceil(ymax), math.Max(1, math.Ceil((math.Ceil(ymax)-math.Floor(ymin))/float64(n)))}
 	}
 	ylo, yhi := yt.lo, yt.hi
+	// A value's cell row, counted up from the X axis (1 is the graph's
+	// bottom row): where ntcharts' braille grid puts its dots, four to a
+	// cell, so that a label sits on the row its value is drawn on.
+	rowOf := func(y float64) int {
+		f := (y - ylo) / (yhi - ylo)
+		return 1 + min(max(int(f*float64(4*gh-1))/4, 0), gh-1)
+	}
 	yLabels := map[int]string{}
-	for _, v := range yt.values() {
-		row := int(math.Round((v - ylo) / (yhi - ylo) * float64(gh)))
+	vals := yt.values()
+	for i, v := range vals {
+		row := rowOf(v)
+		if _, taken := yLabels[row]; taken && i != len(vals)-1 {
+			continue // the ends win a shared row
+		}
 		if s.logY {
 			yLabels[row] = logLabel(v)
 		} else {
@@ -558,7 +535,7 @@ func (cc *chartCanvas) render(th *theme, s chartSpec) string {
 			for _, v := range xt.values() {
 				col := int(math.Round((v - xmin) / (xmax - xmin) * float64(gw)))
 				if s.xTime {
-					xLabels[col] = duration(time.Duration(v) * time.Second)
+					xLabels[col] = timeLabel(v, step)
 				} else {
 					xLabels[col] = noNegZero(steps(v))
 				}
@@ -566,8 +543,11 @@ func (cc *chartCanvas) render(th *theme, s chartSpec) string {
 		}
 		return xLabels[i]
 	}
-	c.SetTimeRange(time.Unix(int64(xmin), 0), time.Unix(int64(xmax), 0))
-	c.SetViewTimeRange(time.Unix(int64(xmin), 0), time.Unix(int64(xmax), 0))
+	scaled := func(x float64) time.Time {
+		return time.Unix(int64(math.Round((x-xmin)/(xmax-xmin)*xScale)), 0)
+	}
+	c.SetTimeRange(time.Unix(0, 0), time.Unix(xScale, 0))
+	c.SetViewTimeRange(time.Unix(0, 0), time.Unix(xScale, 0))
 	c.SetYRange(ylo, yhi)
 	c.SetViewYRange(ylo, yhi)
 	var names []string
@@ -578,19 +558,16 @@ func (cc *chartCanvas) render(th *theme, s chartSpec) string {
 		name := fmt.Sprintf("%03d", i)
 		c.SetDataSetStyle(name, cv.style)
 		for _, p := range cv.pts {
-			c.PushDataSet(name, tslc.TimePoint{Time: time.Unix(int64(math.Round(p.x)), 0), Value: p.y})
+			c.PushDataSet(name, tslc.TimePoint{Time: scaled(p.x), Value: p.y})
 		}
 		names = append(names, name)
 	}
 	c.DrawBrailleDataSets(names)
 
 	// Column and row of a data point inside the graph area.
-	o, gw, gH := c.Origin(), c.GraphWidth(), c.GraphHeight()
+	o, gw := c.Origin(), c.GraphWidth()
 	col := func(x float64) int {
 		return o.X + 1 + min(max(int((x-xmin)/(xmax-xmin)*float64(gw)), 0), gw-1)
-	}
-	row := func(y float64) int {
-		return o.Y - 1 - min(max(int((y-ylo)/(yhi-ylo)*float64(gH)), 0), gH-1)
 	}
 	for _, x := range s.markers {
 		if x < xmin || x > xmax {
@@ -605,15 +582,59 @@ func (cc *chartCanvas) render(th *theme, s chartSpec) string {
 		}
 		c.Canvas.SetCell(canvas.Point{X: cx, Y: 0}, canvas.NewCellWithStyle('▾', th.Marker))
 	}
+	if s.cursor >= 0 && gw > 0 {
+		cc.cursorCol = min(s.cursor, gw-1)
+		cc.cursorX = xmin + (float64(cc.cursorCol)+0.5)/float64(gw)*(xmax-xmin)
+		cx := o.X + 1 + cc.cursorCol
+		for y := 0; y < o.Y; y++ {
+			p := canvas.Point{X: cx, Y: y}
+			if r := c.Canvas.Cell(p).Rune; r == 0 || r == ' ' || r == '┊' {
+				c.Canvas.SetCell(p, canvas.NewCellWithStyle('│', th.Cursor))
+			}
+		}
+	}
+	cc.labelEnds(th, curves, col, func(y float64) int { return o.Y - rowOf(y) }, o.Y, s.w)
+	return fit(canvasView(&c.Canvas), s.w, s.h)
+}
+
+// labelEnds writes each labelled curve's label just right of its last
+// point; a label whose row is taken there moves to the nearest free row,
+// so that sixteen overlaid runs keep sixteen readable numbers.
+func (cc *chartCanvas) labelEnds(th *theme, curves []curve, col func(float64) int, row func(float64) int, rows, w int) {
+	type span struct{ lo, hi int }
+	taken := map[int][]span{}
+	free := func(r, lo, hi int) bool {
+		for _, sp := range taken[r] {
+			if lo <= sp.hi && sp.lo <= hi {
+				return false
+			}
+		}
+		return true
+	}
 	for _, cv := range curves {
 		if cv.label == "" || len(cv.pts) == 0 {
 			continue
 		}
 		last := cv.pts[len(cv.pts)-1]
-		cx := min(col(last.x)+1, s.w-1)
-		c.Canvas.SetStringWithStyle(canvas.Point{X: cx, Y: row(last.y)}, cut(cv.label, s.w-cx), cv.style.Bold(true))
+		label := cut(cv.label, max(w-1, 1))
+		lw := len([]rune(label))
+		cx := min(col(last.x)+1, w-lw)
+		want := row(last.y)
+		r := -1
+		for d := 0; d < rows && r < 0; d++ {
+			for _, c := range []int{want - d, want + d} {
+				if c >= 0 && c < rows && free(c, cx, cx+lw-1) {
+					r = c
+					break
+				}
+			}
+		}
+		if r < 0 {
+			continue // no row left: the colour still tells the curve
+		}
+		taken[r] = append(taken[r], span{cx, cx + lw - 1})
+		cc.c.Canvas.SetStringWithStyle(canvas.Point{X: cx, Y: r}, label, cv.style.Bold(true))
 	}
-	return fit(canvasView(&c.Canvas), s.w, s.h)
 }
 
 // canvasView renders a canvas like its View, but styles runs of cells that
@@ -734,4 +755,15 @@ func resample(vals []float64, n int) []float64 {
 		out[i] = a.mean()
 	}
 	return out
+}
+
+// nearest is the y of the point of pts nearest to x (NaN when none).
+func nearest(pts []point, x float64) float64 {
+	best, y := math.Inf(1), math.NaN()
+	for _, p := range pts {
+		if d := math.Abs(p.x - x); d < best {
+			best, y = d, p.y
+		}
+	}
+	return y
 }

@@ -65,13 +65,13 @@ func TestHistorySkipsUndefined(t *testing.T) {
 	nan := trainer.Float(math.NaN())
 	h.add(trainer.Metrics{Step: 512, EpReturnMean: nan, EpReturnMin: nan, EpReturnMax: nan, PolicyLoss: 0.5})
 	h.add(trainer.Metrics{Step: 1024, EpReturnMean: 10, EpReturnMin: 5, EpReturnMax: 20, PolicyLoss: 0.25})
-	if pts := h.series(chReturn, statMean); len(pts) != 1 || pts[0] != (point{1024, 10}) {
+	if pts := h.series(chReturn, statMean); len(pts) != 1 || pts[0] != (point{1024, 10, 1}) {
 		t.Errorf("return series = %v, want one point at 1024", pts)
 	}
 	if pts := h.series(chPolicyLoss, statMean); len(pts) != 2 {
 		t.Errorf("loss series has %d points, want 2", len(pts))
 	}
-	if ema := h.series(chReturnEMA, statMean); len(ema) != 1 || math.Abs(ema[0].y-10) > 1e-9 {
+	if ema := smooth(h.series(chReturn, statMean), 0.9); len(ema) != 1 || math.Abs(ema[0].y-10) > 1e-9 {
 		t.Errorf("the debiased EMA of one value is %v, want 10", ema)
 	}
 }
@@ -113,7 +113,7 @@ func TestFormatting(t *testing.T) {
 
 func TestRenderChart(t *testing.T) {
 	th := defaultTheme(nil)
-	pts := []point{{512, 10}, {1024, 20}, {2048, 40}, {4096, 35}}
+	pts := []point{{512, 10, 1}, {1024, 20, 1}, {2048, 40, 1}, {4096, 35, 1}}
 	tests := []struct {
 		name string
 		spec chartSpec
@@ -123,7 +123,7 @@ func TestRenderChart(t *testing.T) {
 		{"curve", chartSpec{w: 40, h: 10, xmax: 8192, curves: []curve{{pts: pts, style: th.Curve}}}, []string{"└", "5k", "40"}},
 		{"marker", chartSpec{w: 40, h: 10, xmax: 8192, curves: []curve{{pts: pts}}, markers: []float64{4096}}, []string{"▾", "┊"}},
 		{"label", chartSpec{w: 40, h: 10, xmax: 8192, curves: []curve{{pts: pts, label: "1"}}}, []string{"1"}},
-		{"flat", chartSpec{w: 40, h: 10, curves: []curve{{pts: []point{{1, 5}, {2, 5}}}}}, []string{"└"}},
+		{"flat", chartSpec{w: 40, h: 10, curves: []curve{{pts: []point{{1, 5, 1}, {2, 5, 1}}}}}, []string{"└"}},
 		{"too small", chartSpec{w: 5, h: 2, curves: []curve{{pts: pts}}}, nil},
 		{"one empty curve among others", chartSpec{w: 40, h: 10, curves: []curve{{}, {pts: pts}}}, []string{"└"}},
 	}
@@ -160,10 +160,10 @@ func TestXExtent(t *testing.T) {
 func BenchmarkDashboardFrame(b *testing.B) {
 	for _, size := range [][2]int{{120, 40}, {200, 60}} {
 		b.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(b *testing.B) {
-			th, keys := defaultTheme(nil), defaultKeys()
+			th, opts := defaultTheme(nil), defaultChartOpts()
 			ft := newFakeTrainer(config.Default())
 			var runs runSet
-			sh := &shared{th: &th, keys: &keys, runs: &runs, now: func() time.Time { return epoch }, detachable: func() bool { return false }}
+			sh := &shared{th: &th, runs: &runs, chart: &opts, now: func() time.Time { return epoch }}
 			r := runs.add(&Link{Trainer: ft, Events: ft.events}, trainer.Info{EnvID: "CartPole-v1", Agent: "mlp", TotalSteps: 1 << 30}, sh.now)
 			runs.focus = r.id
 			d := newDashboard(sh)

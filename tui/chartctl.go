@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -15,12 +16,19 @@ import (
 // zooms are the shares of the X axis a chart shows, in turn.
 var zooms = []int{100, 50, 25, 10}
 
+// smoothings are the weights m and M step through: TensorBoard's slider as
+// a value (0 is the raw curve).
+var smoothings = []float64{0, 0.3, 0.6, 0.8, 0.9, 0.95, 0.99}
+
+// defaultSmoothing is TensorBoard's default weight.
+const defaultSmoothing = 2
+
 // chartOpts are the viewer's choices of what the charts show; the app
 // holds one set, so the dashboard and the runs browser show runs the same
 // way.
 type chartOpts struct {
 	metric string         // the big chart's metric (a metricDefs name)
-	smooth bool           // return: the EMA over the raw mean
+	smooth int            // index into smoothings
 	band   bool           // return: the min/max band
 	grid   bool           // a grid of small charts instead of one
 	wall   bool           // X in wall-clock time instead of env steps
@@ -30,8 +38,15 @@ type chartOpts struct {
 }
 
 func defaultChartOpts() chartOpts {
-	return chartOpts{metric: "ep_return_mean", smooth: true, band: true}
+	return chartOpts{metric: "ep_return_mean", smooth: defaultSmoothing, band: true}
 }
+
+// weight is the smoothing weight (0: none).
+func (o *chartOpts) weight() float64 { return smoothings[o.smooth] }
+
+// newRun forgets the zoom: a range into one run's steps would show nothing
+// of a run that has just begun.
+func (o *chartOpts) newRun() { o.zoom, o.xr = 0, nil }
 
 // xRange is the part of an axis that ends at full (the runs' extent, the
 // training's total) and whose data end at last to show: all of it, the
@@ -59,12 +74,55 @@ func (o *chartOpts) zoomTitle() string {
 	return ""
 }
 
-// chartControls are the keys every chart screen shares: pick a metric from
-// a filtered list, grid, X in steps or time, log Y, zoom to the last share
-// or a typed range, smoothing and band.
+// smoothTitle is what the title says of the smoothing.
+func (o *chartOpts) smoothTitle() string {
+	if o.weight() == 0 {
+		return ""
+	}
+	return " · smoothing " + strconv.FormatFloat(o.weight(), 'f', -1, 64)
+}
+
+// chartKeys are the bindings every chart view shares (the dashboard's,
+// one run's curves, runs overlaid).
+type chartKeys struct {
+	Metric, Grid, XAxis, LogY, Zoom, Range key.Binding
+	Smooth, SmoothLess, Band               key.Binding
+	CursorLeft, CursorRight                key.Binding
+}
+
+func newChartKeys() chartKeys {
+	return chartKeys{
+		Metric:      bind("c", "chart metric", "c"),
+		Grid:        bind("g", "grid", "g"),
+		XAxis:       bind("t", "x: steps/time", "t"),
+		LogY:        bind("l", "log y", "l"),
+		Zoom:        bind("z", "zoom", "z"),
+		Range:       bind("Z", "x range", "Z"),
+		Smooth:      bind("m", "smooth more", "m"),
+		SmoothLess:  bind("M", "smooth less", "M"),
+		Band:        bind("b", "min/max", "b"),
+		CursorLeft:  bind("←", "cursor left", "left"),
+		CursorRight: bind("→", "cursor right (reads values)", "right"),
+	}
+}
+
+func (k chartKeys) group() []key.Binding {
+	return []key.Binding{k.Metric, k.Grid, k.XAxis, k.LogY, k.Zoom, k.Range, k.Smooth, k.SmoothLess, k.Band, k.CursorLeft, k.CursorRight}
+}
+
+// pickerKeys of the metric picker and the range prompt.
+var (
+	metricPickKeys = newTextKeys("chart it", "cancel")
+	rangeKeys      = newTextKeys("zoom (empty: all)", "cancel")
+)
+
+// chartControls are what every chart view shares: pick a metric from a
+// filtered list, grid, X in steps or time, log Y, zoom to the last share
+// or a typed range, smoothing, band, and a cursor that reads values.
 type chartControls struct {
 	sh   *shared
 	opts *chartOpts
+	keys chartKeys
 
 	picking bool // the metric picker has the keyboard
 	filter  textinput.Model
@@ -72,14 +130,16 @@ type chartControls struct {
 	listCursor
 
 	ranging  bool // the range prompt has the keyboard
-	rangeIn  textinput.Model
+	rangeIn  promptInput
 	rangeErr string
+
+	col int // the value cursor's column in the graph; -1 hidden
 }
 
 func newChartControls(sh *shared) chartControls {
-	in := sh.th.newInput("x range: ", "100k-300k, 20%-60%, 5m-12m (time) or 250k- (to the end)")
+	in := newPromptInput(sh.th, "x range: ", "100k-300k, 20%-60%, 5m-12m (time) or 250k- (to the end)")
 	in.CharLimit = 40
-	return chartControls{sh: sh, opts: sh.chart, filter: sh.th.newInput("/", "filter metrics"), rangeIn: in}
+	return chartControls{sh: sh, opts: sh.chart, keys: newChartKeys(), filter: sh.th.newInput("/", "filter metrics (fuzzy)"), rangeIn: in, col: -1}
 }
 
 // capturing: the picker's filter or the range prompt takes typed keys.
@@ -94,21 +154,21 @@ func (c *chartControls) key(km tea.KeyMsg, has func(channel) bool) (bool, tea.Cm
 	case c.ranging:
 		return true, c.updateRange(km)
 	}
-	k, o := c.sh.keys, c.opts
+	k, o := c.keys, c.opts
 	switch {
 	case key.Matches(km, k.Metric):
 		c.openPicker(has)
 		return true, c.filter.Focus()
 	case key.Matches(km, k.Range):
 		c.ranging, c.rangeErr = true, ""
-		c.rangeIn.SetValue("")
+		c.rangeIn.fill("")
 		if o.xr != nil {
-			c.rangeIn.SetValue(o.xr.Text)
-			c.rangeIn.CursorEnd()
+			c.rangeIn.fill(o.xr.Text)
 		}
 		return true, c.rangeIn.Focus()
 	case key.Matches(km, k.Grid):
 		o.grid = !o.grid
+		c.col = -1
 	case key.Matches(km, k.XAxis):
 		o.wall = !o.wall
 		o.xr = nil // a range is in the units of the axis it was typed for
@@ -121,9 +181,25 @@ func (c *chartControls) key(km tea.KeyMsg, has func(channel) bool) (bool, tea.Cm
 			o.zoom = (o.zoom + 1) % len(zooms)
 		}
 	case key.Matches(km, k.Smooth):
-		o.smooth = !o.smooth
+		o.smooth = min(o.smooth+1, len(smoothings)-1)
+	case key.Matches(km, k.SmoothLess):
+		o.smooth = max(o.smooth-1, 0)
 	case key.Matches(km, k.Band):
 		o.band = !o.band
+	case key.Matches(km, k.CursorLeft) && !o.grid:
+		if c.col < 0 {
+			c.col = 1 << 20 // appears at the right end, on the latest values
+		} else {
+			c.col = max(c.col-1, 0)
+		}
+	case key.Matches(km, k.CursorRight) && !o.grid:
+		if c.col < 0 {
+			c.col = 1 << 20
+		} else {
+			c.col++
+		}
+	case km.Type == tea.KeyEsc && c.col >= 0:
+		c.col = -1
 	default:
 		return false, nil
 	}
@@ -143,38 +219,43 @@ func (c *chartControls) openPicker(has func(channel) bool) {
 }
 
 func (c *chartControls) refilter(has func(channel) bool) {
-	q := strings.ToLower(strings.TrimSpace(c.filter.Value()))
-	c.choices = c.choices[:0]
+	var names []string
 	for _, m := range metricDefs {
 		if (m.ch == chValReturn || m.ch == chValSuccess) && !has(m.ch) {
 			continue
 		}
-		if q == "" || strings.Contains(m.name, q) {
-			c.choices = append(c.choices, m.name)
-		}
+		names = append(names, m.name)
 	}
-	c.cursor = min(c.cursor, max(len(c.choices)-1, 0))
+	c.choices = c.choices[:0]
+	for _, i := range fuzzyFilter(c.filter.Value(), len(names), func(i int) string { return names[i] }, nil) {
+		c.choices = append(c.choices, names[i])
+	}
+	if strings.TrimSpace(c.filter.Value()) != "" {
+		c.listCursor.cursor = 0
+	}
+	c.listCursor.cursor = min(c.listCursor.cursor, max(len(c.choices)-1, 0))
 }
 
 func (c *chartControls) updatePicker(km tea.KeyMsg, has func(channel) bool) tea.Cmd {
+	lc := &c.listCursor
 	switch km.Type {
 	case tea.KeyEsc:
 		c.picking = false
 		c.filter.Blur()
 		return nil
 	case tea.KeyEnter:
-		if c.cursor < len(c.choices) {
-			c.opts.metric = c.choices[c.cursor]
+		if lc.cursor < len(c.choices) {
+			c.opts.metric = c.choices[lc.cursor]
 			c.opts.grid = false
 		}
 		c.picking = false
 		c.filter.Blur()
 		return nil
 	case tea.KeyUp:
-		c.cursor = max(c.cursor-1, 0)
+		lc.cursor = max(lc.cursor-1, 0)
 		return nil
 	case tea.KeyDown:
-		c.cursor = min(c.cursor+1, max(len(c.choices)-1, 0))
+		lc.cursor = min(lc.cursor+1, max(len(c.choices)-1, 0))
 		return nil
 	}
 	var cmd tea.Cmd
@@ -213,10 +294,8 @@ func (c *chartControls) updateRange(km tea.KeyMsg) tea.Cmd {
 		c.rangeIn.Blur()
 		return nil
 	}
-	var cmd tea.Cmd
-	c.rangeIn, cmd = c.rangeIn.Update(km)
 	c.rangeErr = ""
-	return cmd
+	return c.rangeIn.update(km)
 }
 
 // viewPicker is the metric picker in w×h: a filter and the metrics that
@@ -227,13 +306,14 @@ func (c *chartControls) viewPicker(w, h int, last func(channel) float64) string 
 	b.WriteString(th.Title.Render("Chart a metric") + th.Dim.Render("  type to filter · ↑/↓ · enter charts it · esc keeps the chart") + "\n")
 	b.WriteString(c.filter.View() + "\n")
 	rows := max(h-3, 1)
-	c.follow(len(c.choices), rows)
-	for i := c.offset; i < len(c.choices) && i < c.offset+rows; i++ {
+	lc := &c.listCursor
+	lc.follow(len(c.choices), rows)
+	for i := lc.offset; i < len(c.choices) && i < lc.offset+rows; i++ {
 		name := c.choices[i]
 		def, _ := metricByName(name)
 		v := num(last(def.ch))
 		line := fitLine("  "+name, 26) + th.Dim.Render(v)
-		if i == c.cursor {
+		if i == lc.cursor {
 			line = th.Selected.Render(fitLine("▸ "+name, 26) + v)
 		}
 		b.WriteString(line + "\n")
@@ -265,18 +345,12 @@ func (c *chartControls) rangeLines() int {
 }
 
 // help is the keys while the picker or the prompt is open (nil otherwise).
-func (c *chartControls) help() []key.Binding {
+func (c *chartControls) help() *textKeys {
 	switch {
 	case c.picking:
-		return []key.Binding{
-			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "chart it")),
-			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
-		}
+		return &metricPickKeys
 	case c.ranging:
-		return []key.Binding{
-			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "zoom (empty: all)")),
-			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
-		}
+		return &rangeKeys
 	}
 	return nil
 }
@@ -326,4 +400,19 @@ func gridMetrics(has func(channel) bool) []string {
 		out = append(out, m.name)
 	}
 	return out
+}
+
+// cellTitle is a small chart's title: the metric and its latest value,
+// the name shortened rather than the value when both do not fit w cells
+// (a border is left either side).
+func cellTitle(name string, v float64, w int) string {
+	if math.IsNaN(v) {
+		return cut(name, w)
+	}
+	val := " " + num(v)
+	room := w - len([]rune(val))
+	if room < 4 {
+		return cut(name, w)
+	}
+	return cut(name, room) + val
 }

@@ -16,7 +16,7 @@ type listCursor struct {
 
 // move applies a movement key to a list of n rows of which page fit on
 // screen; it reports whether msg was one.
-func (c *listCursor) move(k *keyMap, msg tea.KeyMsg, n, page int) bool {
+func (c *listCursor) move(k navKeys, msg tea.KeyMsg, n, page int) bool {
 	last := max(n-1, 0)
 	switch {
 	case key.Matches(msg, k.Up):

@@ -12,19 +12,33 @@ import (
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
-
-	"github.com/agenttrainer/agenttrainer/trainer"
 )
 
-// Messages the dashboard sends the root.
-type (
-	// openLiveEditorMsg asks for the editor on run's running config.
-	openLiveEditorMsg struct{ run int }
-	// askStopMsg asks the root to confirm stopping a run.
-	askStopMsg struct{ run int }
-	// newRunMsg asks for the picker, to start another run.
-	newRunMsg struct{}
-)
+const scrDashboard screenID = "train"
+
+// dashboardKeys are the dashboard's bindings: the run's controls, the
+// runs, the log, and the charts'.
+type dashboardKeys struct {
+	chartKeys
+	Pause, Save, LiveEdit, StopRun, NewRun key.Binding
+	NextRun, PrevRun                       key.Binding
+	LogUp, LogDown, Log                    key.Binding
+}
+
+func newDashboardKeys() dashboardKeys {
+	return dashboardKeys{chartKeys: newChartKeys(),
+		Pause:    bind("p", "pause/resume", "p"),
+		Save:     bind("s", "checkpoint", "s"),
+		LiveEdit: bind("e", "edit live", "e"),
+		StopRun:  bind("x", "stop run", "x"),
+		NewRun:   bind("n", "new run", "n"),
+		NextRun:  bind("]", "next run", "]"),
+		PrevRun:  bind("[", "previous run", "["),
+		LogUp:    bind("pgup", "scroll log up", "pgup", "ctrl+u"),
+		LogDown:  bind("pgdn", "scroll log down", "pgdown", "ctrl+d"),
+		Log:      bind("L", "whole log, searchable", "L"),
+	}
+}
 
 // dashboard watches the focused run of the shared run set: a chart of any
 // metric (or a grid of them), the figures, progress and a log; it lists the
@@ -32,8 +46,10 @@ type (
 // controls.
 type dashboard struct {
 	sh   *shared
+	keys dashboardKeys
 	opts *chartOpts // the app's, shared with the runs browser
 	ctl  chartControls
+	log  logPager // the whole log (L)
 
 	logView viewport.Model
 	logKey  [2]int // run id and version the log view shows
@@ -53,35 +69,45 @@ type dashboard struct {
 
 // drawKey is what a cached chart was drawn from.
 type drawKey struct {
-	run, version, w, h int
-	opts               chartOpts
+	run, version, w, h, cursor int
+	opts                       chartOpts
 }
 
-func newDashboard(sh *shared) *dashboard {
+func newDashboard(sh *shared) Screen {
 	th := sh.th
 	bar := progress.New(progress.WithSolidFill(th.BarFull), progress.WithoutPercentage(),
 		progress.WithColorProfile(th.r.ColorProfile()))
 	bar.EmptyColor = th.BarEmpty
-	return &dashboard{sh: sh, bar: bar, logView: viewport.New(10, 3), opts: sh.chart, ctl: newChartControls(sh)}
+	return &dashboard{sh: sh, keys: newDashboardKeys(), bar: bar, logView: viewport.New(10, 3), opts: sh.chart,
+		ctl: newChartControls(sh), log: newLogPager(th)}
 }
 
 func (d *dashboard) Init() tea.Cmd { return nil }
 func (d *dashboard) Title() string { return "train" }
 
-// Capturing: the metric picker's filter or the range prompt takes typed
-// keys.
-func (d *dashboard) Capturing() bool { return d.ctl.capturing() }
+// Capturing: the metric picker's filter, the range prompt or the log's
+// search takes typed keys.
+func (d *dashboard) Capturing() bool { return d.ctl.capturing() || d.log.capturing() }
 
 func (d *dashboard) run() *run { return d.sh.runs.focused() }
 
 // Update handles the dashboard's keys.
 func (d *dashboard) Update(msg tea.Msg) tea.Cmd {
-	km, ok := msg.(tea.KeyMsg)
-	if !ok {
-		return nil
+	if km, ok := msg.(tea.KeyMsg); ok {
+		return d.key(km)
 	}
-	k := d.sh.keys
+	if d.log.capturing() {
+		return d.log.input(msg) // the search field's cursor
+	}
+	return nil
+}
+
+func (d *dashboard) key(km tea.KeyMsg) tea.Cmd {
+	k := d.keys
 	r := d.run()
+	if d.log.open {
+		return d.log.key(km)
+	}
 	if r != nil || d.ctl.capturing() {
 		if ok, cmd := d.ctl.key(km, d.has); ok {
 			return cmd
@@ -89,7 +115,7 @@ func (d *dashboard) Update(msg tea.Msg) tea.Cmd {
 	}
 	switch {
 	case key.Matches(km, k.NewRun):
-		return func() tea.Msg { return newRunMsg{} }
+		return send(gotoMsg{to: scrPicker})
 	case r == nil:
 		return nil
 	case key.Matches(km, k.NextRun), key.Matches(km, k.PrevRun):
@@ -107,32 +133,52 @@ func (d *dashboard) Update(msg tea.Msg) tea.Cmd {
 	case key.Matches(km, k.LogDown):
 		d.syncLog(r)
 		d.logView.HalfPageDown()
+	case key.Matches(km, k.Log):
+		d.log.show(r.name(), r.logs, d.w, d.h)
 	case !r.active():
 		return nil
 	case key.Matches(km, k.StopRun):
-		id := r.id
-		return func() tea.Msg { return askStopMsg{run: id} }
+		return send(askStopMsg{run: r.id})
 	case key.Matches(km, k.Pause):
-		t := r.t
-		switch r.state {
-		case stPaused, stPausing:
-			r.state = stResuming
-			r.logf(r.now(), "resuming")
-			return func() tea.Msg { t.Resume(); return nil }
-		case stRunning, stStarting, stResuming:
-			r.state = stPausing
-			r.logf(r.now(), "pausing at the end of this iteration")
-			return func() tea.Msg { t.Pause(); return nil }
-		}
+		return d.pause(r)
 	case key.Matches(km, k.Save):
 		r.logf(r.now(), "checkpoint requested")
 		t := r.t
 		return func() tea.Msg { t.SaveCheckpoint(); return nil }
 	case key.Matches(km, k.LiveEdit):
-		id := r.id
-		return func() tea.Msg { return openLiveEditorMsg{run: id} }
+		t, title := r.t, r.info.EnvID+" · "+r.info.Agent
+		return func() tea.Msg {
+			return gotoMsg{to: scrEditor, msg: openEditorMsg{cfg: t.Config(), live: t, title: title}}
+		}
 	}
 	return nil
+}
+
+// pause asks the run to pause or resume; the trainer's answer says whether
+// it was so already (another viewer did it), which no event would tell.
+func (d *dashboard) pause(r *run) tea.Cmd {
+	t, id := r.t, r.id
+	want := true
+	switch r.state {
+	case stPaused, stPausing:
+		want = false
+		r.state = stResuming
+		r.logf(r.now(), "resuming")
+	case stRunning, stStarting, stResuming:
+		r.state = stPausing
+		r.logf(r.now(), "pausing at the end of this iteration")
+	default:
+		return nil
+	}
+	return func() tea.Msg {
+		was := t.Paused()
+		if want {
+			t.Pause()
+		} else {
+			t.Resume()
+		}
+		return pausedMsg{run: id, want: want, was: was}
+	}
 }
 
 // has reports whether the focused run has values of a channel.
@@ -166,6 +212,7 @@ func (d *dashboard) SetSize(w, h int) {
 	d.logView.Width, d.logView.Height = max(w-2, 1), max(d.logH-2, 1)
 	d.logKey = [2]int{}
 	d.drawn = drawKey{}
+	d.log.resize(w, h)
 }
 
 // runLines is how many lines the list of runs takes: none for one run,
@@ -179,6 +226,14 @@ func (d *dashboard) runLines() int {
 		return 1
 	}
 	return min(n, 4)
+}
+
+// cursorLines is the line under the chart that reads the cursor's values.
+func (d *dashboard) cursorLines() int {
+	if d.ctl.col >= 0 && !d.opts.grid {
+		return 1
+	}
+	return 0
 }
 
 // layout sizes the chart for the current run list.
@@ -201,7 +256,7 @@ func (d *dashboard) layout() {
 	}
 	d.logView.Width, d.logView.Height = max(d.w-2, 1), max(logH-2, 1)
 	d.chartW = d.w - sideW
-	d.chartH = max(d.h-extra-logH-d.runLines()-d.ctl.rangeLines(), 3)
+	d.chartH = max(d.h-extra-logH-d.runLines()-d.ctl.rangeLines()-d.cursorLines(), 3)
 	d.bar.Width = max(d.w-34, 10)
 }
 
@@ -218,24 +273,19 @@ func (d *dashboard) xRange(r *run) (float64, float64) {
 func (d *dashboard) spec(r *run, metric string, w, h int, main bool) (chartSpec, string) {
 	th := d.sh.th
 	def, _ := metricByName(metric)
-	wall := d.opts.wall
+	wall, weight := d.opts.wall, d.opts.weight()
 	var curves []curve
 	title := metric
-	if def.ch == chReturn && main {
-		if d.opts.band {
-			curves = append(curves,
-				curve{pts: r.hist.seriesOn(chReturnMin, statMin, wall), style: th.Band},
-				curve{pts: r.hist.seriesOn(chReturnMax, statMax, wall), style: th.Band})
-		}
-		if d.opts.smooth {
-			curves = append(curves,
-				curve{pts: r.hist.seriesOn(chReturn, statMean, wall), style: th.Dim},
-				curve{pts: r.hist.seriesOn(chReturnEMA, statMean, wall), style: th.Smooth})
-		} else {
-			curves = append(curves, curve{pts: r.hist.seriesOn(chReturn, statMean, wall), style: th.Curve})
-		}
+	if def.ch == chReturn && main && d.opts.band {
+		curves = append(curves,
+			curve{pts: r.hist.seriesOn(chReturnMin, statMin, wall), style: th.Band},
+			curve{pts: r.hist.seriesOn(chReturnMax, statMax, wall), style: th.Band})
+	}
+	raw := r.hist.seriesOn(def.ch, statMean, wall)
+	if weight > 0 {
+		curves = append(curves, curve{pts: raw, style: th.Dim}, curve{pts: smooth(raw, weight), style: th.Smooth})
 	} else {
-		curves = append(curves, curve{pts: r.hist.seriesOn(def.ch, statMean, wall), style: th.Curve})
+		curves = append(curves, curve{pts: raw, style: th.Curve})
 	}
 	var marks []float64
 	for _, e := range r.edits {
@@ -251,19 +301,17 @@ func (d *dashboard) spec(r *run, metric string, w, h int, main bool) (chartSpec,
 		} else {
 			title += " over env steps"
 		}
-		if def.ch == chReturn && d.opts.smooth {
-			title += " · smoothed"
-		}
+		title += d.opts.smoothTitle()
 		if def.ch == chReturn && d.opts.band {
 			title += " · min/max"
 		}
-	} else if v := r.hist.last(def.ch); !math.IsNaN(v) {
-		title += " " + num(v)
+		if d.opts.logY {
+			title += " · log"
+		}
+		title += d.opts.zoomTitle()
+	} else {
+		title = cellTitle(metric, r.hist.last(def.ch), w-1)
 	}
-	if d.opts.logY {
-		title += " · log"
-	}
-	title += d.opts.zoomTitle()
 	empty := "waiting for the first metrics…"
 	if r.have {
 		empty = "no value yet"
@@ -278,13 +326,17 @@ func (d *dashboard) spec(r *run, metric string, w, h int, main bool) (chartSpec,
 		title += " · reading history…"
 	}
 	lo, hi := d.xRange(r)
+	cursor := -1
+	if main {
+		cursor = d.ctl.col
+	}
 	return chartSpec{w: w, h: h, xmin: lo, xmax: hi, xclip: d.opts.xr != nil, xTime: wall, logY: d.opts.logY,
-		curves: curves, markers: marks, empty: empty}, title
+		curves: curves, markers: marks, empty: empty, cursor: cursor}, title
 }
 
 // redraw renders the chart (or grid) if anything it shows has changed.
 func (d *dashboard) redraw(r *run) {
-	k := drawKey{run: r.id, version: r.version, w: d.chartW, h: d.chartH, opts: *d.opts}
+	k := drawKey{run: r.id, version: r.version, w: d.chartW, h: d.chartH, cursor: d.ctl.col, opts: *d.opts}
 	if k == d.drawn && d.chart != "" {
 		return
 	}
@@ -297,6 +349,10 @@ func (d *dashboard) redraw(r *run) {
 			title = strings.Replace(title, " over wall-clock time", " (time)", 1)
 		}
 		d.chart = box(th, title, d.canvas.render(th, spec), d.chartW, d.chartH)
+		if d.ctl.col >= 0 {
+			d.ctl.col = d.canvas.cursorCol // kept within the graph
+			d.drawn.cursor = d.ctl.col
+		}
 		return
 	}
 	names := gridMetrics(d.has)
@@ -309,6 +365,35 @@ func (d *dashboard) redraw(r *run) {
 	})
 }
 
+// cursorLine reads the values under the cursor: the record nearest to it.
+func (d *dashboard) cursorLine(r *run) string {
+	th := d.sh.th
+	def, _ := metricByName(d.opts.metric)
+	x := d.canvas.cursorX
+	at, v, ok := r.hist.at(def.ch, x, d.opts.wall)
+	if !ok {
+		return th.Dim.Render("cursor: no value here · ←/→ move · esc hides")
+	}
+	where := "step " + thousands(int64(at))
+	if d.opts.wall {
+		where = "at " + timeLabel(at, 0.1)
+	}
+	s := th.Heading.Render("│ "+where) + "  " + def.name + " " + num(v)
+	if w := d.opts.weight(); w > 0 {
+		if sm := nearest(smooth(r.hist.seriesOn(def.ch, statMean, d.opts.wall), w), at); !math.IsNaN(sm) {
+			s += th.Dim.Render("  smoothed ") + num(sm)
+		}
+	}
+	if def.ch == chReturn {
+		_, lo, okLo := r.hist.at(chReturnMin, x, d.opts.wall)
+		_, hi, okHi := r.hist.at(chReturnMax, x, d.opts.wall)
+		if okLo && okHi {
+			s += th.Dim.Render("  min/max ") + num(lo) + " / " + num(hi)
+		}
+	}
+	return cut(s+th.Dim.Render("  ←/→ · esc hides"), d.w)
+}
+
 // syncLog shows r's log in the log pane, following its end unless the
 // viewer scrolled up.
 func (d *dashboard) syncLog(r *run) {
@@ -318,17 +403,7 @@ func (d *dashboard) syncLog(r *run) {
 	}
 	follow := d.logView.AtBottom() || d.logKey[0] != r.id
 	d.logKey = key
-	// Long lines wrap (a path, a refusal with its reason), indented under
-	// their time stamp, instead of being cut at the pane's edge.
-	lines := make([]string, 0, len(r.logs))
-	for _, l := range r.logs {
-		wrapped := wrapAtSpaces(l, max(d.logView.Width-9, 20))
-		for i := 1; i < len(wrapped); i++ {
-			wrapped[i] = "         " + wrapped[i]
-		}
-		lines = append(lines, wrapped...)
-	}
-	d.logView.SetContent(strings.Join(lines, "\n"))
+	d.logView.SetContent(strings.Join(wrapLog(r.logs, d.logView.Width), "\n"))
 	if follow {
 		d.logView.GotoBottom()
 	}
@@ -338,6 +413,10 @@ func (d *dashboard) View() string {
 	r := d.run()
 	if r == nil {
 		return fit(d.sh.th.Dim.Render("No training yet: pick an environment and start one (1 or n)."), d.w, d.h)
+	}
+	if d.log.open {
+		d.log.update(r.name(), r.logs)
+		return d.log.view(d.w, d.h)
 	}
 	d.layout()
 	if d.ctl.picking {
@@ -352,18 +431,22 @@ func (d *dashboard) View() string {
 	if l := d.runList(); l != "" {
 		parts = append(parts, l)
 	}
+	chart := d.chart
+	if d.cursorLines() > 0 {
+		chart += "\n" + d.cursorLine(r)
+	}
 	switch {
 	case d.opts.grid:
 		if !d.compact {
 			parts = append(parts, d.runLine(r))
 		}
-		parts = append(parts, d.chart)
+		parts = append(parts, chart)
 	case !d.compact:
-		parts = append(parts, d.runLine(r), columns(d.chart, d.side(r)))
+		parts = append(parts, d.runLine(r), columns(chart, d.side(r)))
 	case d.h >= 16:
-		parts = append(parts, d.chart, d.compactFigures(r))
+		parts = append(parts, chart, d.compactFigures(r))
 	default:
-		parts = append(parts, d.chart)
+		parts = append(parts, chart)
 	}
 	parts = append(parts, d.progressLine(r))
 	if d.logH > 0 && !(d.opts.grid && d.h < 30) {
@@ -374,7 +457,8 @@ func (d *dashboard) View() string {
 }
 
 // runList lists the runs with their state, step, speed and time left, the
-// focused one marked; compact layouts show one line.
+// focused one marked; compact layouts show one line. Narrow rows give up
+// the speed before the time left, and cut the name before anything else.
 func (d *dashboard) runList() string {
 	n := d.runLines()
 	if n == 0 {
@@ -388,6 +472,16 @@ func (d *dashboard) runList() string {
 		return cut(th.Dim.Render(fmt.Sprintf("run %d of %d ([ ]): ", i+1, len(runs.runs)))+
 			r.name()+" "+string(r.state)+" "+r.percent()+" "+r.eta(), d.w)
 	}
+	const stateW, stepsW, spsW = 11, 18, 17
+	etaW := 0
+	for _, r := range runs.runs {
+		etaW = max(etaW, len([]rune(r.eta())))
+	}
+	showSps := d.w-2-stateW-stepsW-spsW-etaW >= 30
+	nameW := d.w - 2 - stateW - stepsW - etaW
+	if showSps {
+		nameW -= spsW
+	}
 	start := max(0, min(i-n/2, len(runs.runs)-n))
 	var lines []string
 	for j := start; j < start+n; j++ {
@@ -396,13 +490,16 @@ func (d *dashboard) runList() string {
 		if j == i {
 			mark = "▸ "
 		}
-		bg := ""
+		name := r.name()
 		if r.background {
-			bg = " (background)"
+			name += " (bg)"
 		}
-		line := mark + fitLine(cut(r.name()+bg, 34), 35) + fitLine(string(r.state), 11) +
-			fitLine(steps(float64(r.last.Step))+"/"+steps(float64(r.total))+" "+r.percent(), 20) +
-			fitLine(r.sps()+" steps/s", 18) + r.eta()
+		line := mark + fitLine(cut(name, nameW-1), nameW) + fitLine(string(r.state), stateW) +
+			fitLine(steps(float64(r.last.Step))+"/"+steps(float64(r.total))+" "+r.percent(), stepsW)
+		if showSps {
+			line += fitLine(r.sps()+" steps/s", spsW)
+		}
+		line += r.eta()
 		if j == i {
 			line = th.Selected.Render(fitLine(line, d.w))
 		}
@@ -428,7 +525,7 @@ func (d *dashboard) stateBadge(r *run) string {
 func (d *dashboard) titleLine(r *run) string {
 	th := d.sh.th
 	left := th.Title.Render(r.info.EnvID) + th.Dim.Render(" · ") + r.info.Agent + "  " + d.stateBadge(r)
-	right := th.Dim.Render("device ") + r.info.Device
+	right := th.Dim.Render("device ") + deviceName(r.info.Device)
 	if d.compact {
 		return cut(left, d.w)
 	}
@@ -438,6 +535,10 @@ func (d *dashboard) titleLine(r *run) string {
 	}
 	return left + strings.Repeat(" ", gap) + right
 }
+
+// deviceName is the device as the trainer names it, in good English
+// ("cpu (1 thread)").
+func deviceName(s string) string { return strings.Replace(s, "(1 threads)", "(1 thread)", 1) }
 
 func (d *dashboard) runLine(r *run) string {
 	dir := r.info.RunDir
@@ -466,29 +567,29 @@ type figure struct {
 	hasSpark     bool
 }
 
+// figures are the side panel's lines: progress first, then every metric
+// with a label (metricDefs), the return's band beside it.
 func (d *dashboard) figures(r *run) []figure {
 	m := r.last
-	f := func(v trainer.Float) string { return num(float64(v)) }
 	figs := []figure{
 		{label: "step", value: steps(float64(m.Step)) + " of " + steps(float64(r.total))},
 		{label: "steps/s", value: r.sps(), spark: chSPS, hasSpark: true},
 		{label: "episodes", value: thousands(m.Episodes)},
-		{label: "return", value: f(m.EpReturnMean), spark: chReturn, hasSpark: true},
-		{label: " min / max", value: f(m.EpReturnMin) + " / " + f(m.EpReturnMax)},
-		{label: "ep length", value: f(m.EpLengthMean), spark: chLength, hasSpark: true},
-		{label: "policy loss", value: f(m.PolicyLoss), spark: chPolicyLoss, hasSpark: true},
-		{label: "value loss", value: f(m.ValueLoss), spark: chValueLoss, hasSpark: true},
-		{label: "entropy", value: f(m.Entropy), spark: chEntropy, hasSpark: true},
-		{label: "approx_kl", value: f(m.ApproxKL), spark: chApproxKL, hasSpark: true},
-		{label: "clipfrac", value: f(m.ClipFrac), spark: chClipFrac, hasSpark: true},
-		{label: "explained var", value: f(m.ExplainedVariance), spark: chExplVar, hasSpark: true},
-		{label: "learning rate", value: f(m.LR)},
-		{label: "iteration", value: strconv.Itoa(m.Iter)},
 	}
-	if v := r.hist.last(chValReturn); !math.IsNaN(v) {
-		figs = append(figs, figure{label: "val return", value: num(v), spark: chValReturn, hasSpark: true})
+	for _, def := range metricDefs {
+		if def.label == "" || !def.offered(r.hist.has) {
+			continue
+		}
+		v := def.value(&m)
+		if def.val {
+			v = r.hist.last(def.ch)
+		}
+		figs = append(figs, figure{label: def.label, value: num(v), spark: def.ch, hasSpark: def.spark})
+		if def.ch == chReturn {
+			figs = append(figs, figure{label: " min / max", value: num(float64(m.EpReturnMin)) + " / " + num(float64(m.EpReturnMax))})
+		}
 	}
-	return figs
+	return append(figs, figure{label: "iteration", value: strconv.Itoa(m.Iter)})
 }
 
 // side is the panel of figures beside the chart, each with a sparkline of
@@ -518,65 +619,60 @@ func (d *dashboard) side(r *run) string {
 		b.WriteString(line)
 	}
 	if len(r.edits) > 0 {
-		b.WriteString("\n" + th.Marker.Render(fmt.Sprintf("┊ %d live edit(s), last:", len(r.edits))))
+		b.WriteString("\n" + th.Marker.Render("┊ "+plural(len(r.edits), "live edit", "live edits")+", the last:"))
 		e := r.edits[len(r.edits)-1]
 		b.WriteString("\n" + th.Marker.Render(cut(fmt.Sprintf("  %s = %s @ %s", e.Key, e.Value, steps(float64(e.Step))), inner)))
 	}
-	h := d.chartH
+	h := d.chartH + d.cursorLines()
 	return box(th, "figures", b.String(), d.sideW, h)
 }
 
 // compactFigures is the side panel squeezed into three lines.
 func (d *dashboard) compactFigures(r *run) string {
 	m := r.last
-	f := func(v trainer.Float) string { return num(float64(v)) }
-	l1 := fmt.Sprintf("return %s [%s, %s]  len %s  %s steps/s", f(m.EpReturnMean), f(m.EpReturnMin), f(m.EpReturnMax),
-		f(m.EpLengthMean), r.sps())
-	l2 := fmt.Sprintf("pol %s  val %s  ent %s  kl %s  clip %s  ev %s", f(m.PolicyLoss), f(m.ValueLoss), f(m.Entropy),
-		f(m.ApproxKL), f(m.ClipFrac), f(m.ExplainedVariance))
-	l3 := d.sh.th.Dim.Render("device " + r.info.Device)
+	f := func(v float64) string { return num(v) }
+	l1 := fmt.Sprintf("return %s [%s, %s]  len %s  %s steps/s", f(float64(m.EpReturnMean)), f(float64(m.EpReturnMin)), f(float64(m.EpReturnMax)),
+		f(float64(m.EpLengthMean)), r.sps())
+	l2 := fmt.Sprintf("pol %s  val %s  ent %s  kl %s  clip %s  ev %s", f(float64(m.PolicyLoss)), f(float64(m.ValueLoss)), f(float64(m.Entropy)),
+		f(float64(m.ApproxKL)), f(float64(m.ClipFrac)), f(float64(m.ExplainedVariance)))
+	l3 := d.sh.th.Dim.Render("device " + deviceName(r.info.Device))
 	if len(r.edits) > 0 {
 		e := r.edits[len(r.edits)-1]
-		l3 = d.sh.th.Marker.Render(fmt.Sprintf("┊ %d edit(s); last %s = %s", len(r.edits), e.Key, e.Value))
+		l3 = d.sh.th.Marker.Render(fmt.Sprintf("┊ %s; the last %s = %s", plural(len(r.edits), "edit", "edits"), e.Key, e.Value))
 	}
 	return cut(l1, d.w) + "\n" + cut(l2, d.w) + "\n" + cut(l3, d.w)
 }
 
 func (d *dashboard) Help() help.KeyMap {
-	k := d.sh.keys
-	if h := d.ctl.help(); h != nil {
-		return helpKeys{short: h}
+	if d.log.open {
+		return d.log.help()
 	}
+	if h := d.ctl.help(); h != nil {
+		return *h
+	}
+	k := d.keys
 	r := d.run()
-	charts := []key.Binding{k.Metric, k.Grid, k.XAxis, k.LogY, k.Zoom, k.Range, k.Smooth, k.Band, k.LogUp}
 	if r == nil {
-		return helpKeys{short: []key.Binding{k.NewRun, k.Screens, k.Quit, k.Help}, full: [][]key.Binding{{k.NewRun, k.Screens, k.Help, k.Quit}}}
+		return helpKeys{short: []key.Binding{k.NewRun}}
 	}
 	pause := k.Pause
 	if r.state == stPaused || r.state == stPausing {
-		pause.SetHelp("p", "resume")
+		pause = renamed(pause, "resume")
+	} else {
+		pause = renamed(pause, "pause")
 	}
-	quit := k.Quit
-	if d.sh.runs.active() > 0 {
-		quit.SetHelp("q", "stop & quit")
+	short := []key.Binding{}
+	if r.active() {
+		short = append(short, pause, k.Save, k.LiveEdit, k.StopRun)
 	}
-	switchRuns := []key.Binding{}
+	short = append(short, k.NewRun)
 	if len(d.sh.runs.runs) > 1 {
-		switchRuns = append(switchRuns, k.NextRun)
+		short = append(short, k.NextRun, k.PrevRun)
 	}
-	if !r.active() {
-		short := append(append([]key.Binding{k.NewRun}, switchRuns...), k.Metric, k.Grid, k.XAxis, k.LogY, k.Zoom, k.Screens, k.Quit, k.Help)
-		return helpKeys{short: short,
-			full: [][]key.Binding{{k.NewRun, k.NextRun, k.PrevRun}, charts, {k.Screens, k.Runs, k.Help, quit}}}
-	}
-	short := append([]key.Binding{pause, k.Save, k.LiveEdit, k.NewRun}, switchRuns...)
-	short = append(short, k.Metric, k.Grid, k.XAxis, k.LogY, k.Zoom, quit)
-	last := []key.Binding{k.Screens, k.Runs, k.Help, quit}
-	if d.sh.detachable() {
-		short = append(short, k.Detach)
-		last = append(last, k.Detach)
-	}
-	short = append(short, k.Help)
-	return helpKeys{short: short,
-		full: [][]key.Binding{{pause, k.Save, k.LiveEdit, k.StopRun, k.NewRun, k.NextRun, k.PrevRun}, charts, last}}
+	short = append(short, k.Metric, k.Grid, k.XAxis, k.LogY, k.Zoom, k.Smooth, k.CursorRight, k.Log)
+	return helpKeys{short: short, full: [][]key.Binding{
+		{pause, k.Save, k.LiveEdit, k.StopRun, k.NewRun, k.NextRun, k.PrevRun},
+		k.chartKeys.group(),
+		{k.LogUp, k.LogDown, k.Log},
+	}}
 }

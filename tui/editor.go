@@ -15,58 +15,94 @@ import (
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
-// startMsg asks the app to start training with cfg.
-type startMsg struct{ cfg config.Config }
+const scrEditor screenID = "config"
 
-// Messages of the editor: what it sends (closeEditorMsg, draftMsg,
-// startMsg) and what the root sends it.
+// editorKeys are the config editor's bindings before a run.
+type editorKeys struct {
+	navKeys
+	Edit, Reset, ResetAll, Start, Filter, Back key.Binding
+}
+
+func newEditorKeys() editorKeys {
+	return editorKeys{navKeys: newNavKeys(),
+		Edit:     bind("enter", "edit", "enter"),
+		Reset:    bind("d", "preset value", "d"),
+		ResetAll: bind("R", "all to preset", "R"),
+		Start:    bind("s", "start training", "s"),
+		Filter:   bind("/", "filter", "/"),
+		Back:     bind("esc", "back", "esc"),
+	}
+}
+
+func (k editorKeys) ShortHelp() []key.Binding {
+	return []key.Binding{k.Start, k.Edit, k.Reset, k.ResetAll, k.Filter, k.Back}
+}
+
+func (k editorKeys) FullHelp() [][]key.Binding {
+	return [][]key.Binding{k.navKeys.group(), {k.Start, k.Edit, k.Reset, k.ResetAll, k.Filter, k.Back}}
+}
+
+// liveEditorKeys are the editor's bindings on a running training.
+type liveEditorKeys struct {
+	navKeys
+	Edit, Reset, Filter, Back key.Binding
+}
+
+func newLiveEditorKeys() liveEditorKeys {
+	return liveEditorKeys{navKeys: newNavKeys(),
+		Edit:   bind("enter", "edit live", "enter"),
+		Reset:  bind("d", "send the preset value", "d"),
+		Filter: bind("/", "filter", "/"),
+		Back:   bind("esc", "dashboard", "esc"),
+	}
+}
+
+func (k liveEditorKeys) ShortHelp() []key.Binding {
+	return []key.Binding{k.Edit, k.Reset, k.Filter, k.Back}
+}
+
+func (k liveEditorKeys) FullHelp() [][]key.Binding {
+	return [][]key.Binding{k.navKeys.group(), k.ShortHelp()}
+}
+
+// Messages of the editor.
 type (
-	// closeEditorMsg leaves the editor: back to the picker, or to the
-	// dashboard when it was editing a running training (live).
-	closeEditorMsg struct{ live bool }
-	// draftMsg is the config the next run starts from, after a change.
-	draftMsg struct{ cfg config.Config }
-	// openEditorMsg opens the editor on cfg: a draft when live is nil,
-	// else a running training's config.
+	// openEditorMsg opens the editor: on the draft when live is nil, else
+	// on a running training's config.
 	openEditorMsg struct {
 		cfg   config.Config
 		live  Trainer
 		title string
 	}
-	// startFailedMsg says why the trainer refused the draft.
-	startFailedMsg struct{ err error }
-	// liveEndedMsg says that the training t ended: a live editor on it goes
-	// back to the draft.
-	liveEndedMsg struct{ t Trainer }
+	// editDoneMsg is the trainer's answer to a live edit.
+	editDoneMsg struct {
+		key, raw string
+		err      error
+		cfg      config.Config // the run's config after the edit (when err is nil)
+	}
 )
 
-// editDoneMsg is the trainer's answer to a live edit.
-type editDoneMsg struct {
-	key, raw string
-	err      error
-	cfg      config.Config // the run's config after the edit (when err is nil)
-}
-
-// editor shows every config key with its value, type, default, doc and
-// whether it may change while training, and edits values in place with the
-// command line's validation. Before a run it edits a local config; during a
-// run (live) it sends edits of live keys to the trainer and shows
-// restart-only keys as locked.
+// editor shows every config key with its value, type, preset value, doc
+// and whether it may change while training, and edits values in place with
+// the command line's validation. Before a run it edits the draft (the
+// pending config every screen reads); during a run (live) it sends edits of
+// live keys to the trainer and shows restart-only keys as locked.
 type editor struct {
-	sh     *shared
-	th     *theme
-	keys   *keyMap
-	schema []config.Key
-	cfg    config.Config
-	live   Trainer // nil before a run starts
-	title  string  // e.g. "CartPole-v1 · mlp"
-	// The draft, kept while the editor shows a running training.
-	draft      config.Config
-	draftTitle string
+	sh         *shared
+	th         *theme
+	keys       editorKeys
+	liveKeys   liveEditorKeys
+	editKeys   textKeys
+	filterKeys textKeys
+	schema     []config.Key
 
-	shown []int // schema indices passing the filter
+	live      Trainer // nil before a run starts
+	liveCfg   config.Config
+	liveTitle string
+
+	shown []int // schema indices passing the filter, best match first
 	listCursor
-	input     textinput.Model
+	input     promptInput
 	editing   bool
 	filter    textinput.Model
 	filtering bool
@@ -78,13 +114,14 @@ type editor struct {
 	w, h     int
 }
 
-func newEditor(sh *shared, cfg config.Config, title string) *editor {
-	th, keys := sh.th, sh.keys
-	in, f := th.newInput("", ""), th.newInput("/", "filter keys")
-	e := &editor{sh: sh, th: th, keys: keys, schema: config.Schema(), input: in, filter: f,
+func newEditor(sh *shared) Screen {
+	th := sh.th
+	e := &editor{sh: sh, th: th, keys: newEditorKeys(), liveKeys: newLiveEditorKeys(),
+		editKeys: newTextKeys("apply", "cancel"), filterKeys: newTextKeys("keep filter", "clear filter"),
+		schema: config.Schema(), input: newPromptInput(th, "", ""), filter: th.newInput("/", "filter keys (fuzzy)"),
 		errs: map[string]string{}, problems: map[string]string{}}
 	e.refilter()
-	e.open(cfg, nil, title)
+	e.validate()
 	return e
 }
 
@@ -92,15 +129,26 @@ func (e *editor) Init() tea.Cmd { return nil }
 func (e *editor) Title() string { return "config" }
 
 // Capturing: a value or the filter is being typed.
-func (e *editor) Capturing() bool { return e.capturing() }
+func (e *editor) Capturing() bool { return e.editing || e.filtering }
 
-// open starts editing cfg: before a run when live is nil, else the
-// running training's config.
-func (e *editor) open(cfg config.Config, live Trainer, title string) {
-	if live != nil && e.live == nil {
-		e.draft, e.draftTitle = e.cfg.Clone(), e.title
+// config is what the editor shows: the draft, or the running training's.
+func (e *editor) config() *config.Config {
+	if e.live != nil {
+		return &e.liveCfg
 	}
-	e.cfg, e.live, e.title = cfg.Clone(), live, title
+	return &e.sh.draft.cfg
+}
+
+// Focus shows the draft again when the editor was left on a run that has
+// ended meanwhile; a draft's problems are looked at afresh.
+func (e *editor) Focus() tea.Cmd {
+	e.validate()
+	return nil
+}
+
+// open starts editing the draft (live nil) or a running training's config.
+func (e *editor) open(msg openEditorMsg) {
+	e.live, e.liveCfg, e.liveTitle = msg.live, msg.cfg.Clone(), msg.title
 	e.editing, e.note, e.inFlight = false, "", ""
 	e.input.Blur()
 	e.filtering = false
@@ -111,8 +159,6 @@ func (e *editor) open(cfg config.Config, live Trainer, title string) {
 	e.validate()
 }
 
-func (e *editor) capturing() bool { return e.editing || e.filtering }
-
 func (e *editor) current() (config.Key, bool) {
 	if e.cursor < 0 || e.cursor >= len(e.shown) {
 		return config.Key{}, false
@@ -120,19 +166,18 @@ func (e *editor) current() (config.Key, bool) {
 	return e.schema[e.shown[e.cursor]], true
 }
 
+// refilter matches key names fuzzily (lrate finds ppo.learning_rate) and
+// their docs as plain text, best first; the cursor stays on its key.
 func (e *editor) refilter() {
-	q := strings.ToLower(strings.TrimSpace(e.filter.Value()))
 	cur, _ := e.current()
-	e.shown = e.shown[:0]
-	for i, k := range e.schema {
-		if q == "" || strings.Contains(strings.ToLower(k.Name+" "+k.Doc), q) {
-			e.shown = append(e.shown, i)
-		}
-	}
+	e.shown = fuzzyFilter(e.filter.Value(), len(e.schema),
+		func(i int) string { return e.schema[i].Name }, func(i int) string { return e.schema[i].Doc })
 	e.cursor = 0
-	for i, idx := range e.shown {
-		if e.schema[idx].Name == cur.Name {
-			e.cursor = i
+	if strings.TrimSpace(e.filter.Value()) == "" {
+		for i, idx := range e.shown {
+			if e.schema[idx].Name == cur.Name {
+				e.cursor = i
+			}
 		}
 	}
 	e.scroll()
@@ -145,7 +190,7 @@ func (e *editor) validate() {
 	if e.live != nil {
 		return // the trainer validates live edits itself
 	}
-	for _, err := range flatten(e.cfg.Validate()) {
+	for _, err := range flatten(e.config().Validate()) {
 		var ce *config.Error
 		if errors.As(err, &ce) {
 			e.problems[ce.Key] = err.Error()
@@ -185,24 +230,34 @@ func (e *editor) changeable() (config.Key, bool) {
 }
 
 func (e *editor) value(k config.Key) string {
-	v, err := e.cfg.Get(k.Name)
+	v, err := e.config().Get(k.Name)
 	if err != nil {
 		return "?"
 	}
 	return config.FormatValue(v)
 }
 
-func (e *editor) changed(k config.Key) bool { return e.value(k) != e.baseValue(k) }
-
-// baseValue is what key k holds before the user changes anything: the
-// default with the environment's preset applied (a preset value is not a
-// change of the user's, and d goes back to it).
-func (e *editor) baseValue(k config.Key) string {
-	return config.FormatValue(presetDefault(e.cfg.Env.ID, k))
+// changed reports whether the user changed key k: in the draft, a key
+// set in the editor (a preset's value is no change); live, a value other
+// than the preset's.
+func (e *editor) changed(k config.Key) bool {
+	if e.live == nil {
+		return e.sh.draft.isChanged(k.Name)
+	}
+	return e.value(k) != e.baseValue(k)
 }
 
-// presetBases caches config.ForEnv by env id: the editor asks for every
-// key it draws.
+// baseValue is what key k holds before the user changes anything: the
+// environment's preset under the user's file and overrides.
+func (e *editor) baseValue(k config.Key) string {
+	if e.live == nil {
+		return e.sh.draft.baseValue(k.Name)
+	}
+	return config.FormatValue(presetDefault(e.liveCfg.Env.ID, k))
+}
+
+// presetBases caches config.ForEnv by env id: the live editor asks for
+// every key it draws.
 var presetBases sync.Map
 
 // presetDefault is key k's value in config.ForEnv(envID).
@@ -217,12 +272,15 @@ func presetDefault(envID string, k config.Key) any {
 	}
 	base := cached.(config.Config)
 	if v, err := base.Get(k.Name); err == nil {
-		return v // env.id is envID: the environment picked is no change
+		return v
 	}
 	return k.Default
 }
 
 func (e *editor) changedCount() int {
+	if e.live == nil {
+		return len(e.sh.draft.changedKeys())
+	}
 	n := 0
 	for _, k := range e.schema {
 		if e.changed(k) {
@@ -237,17 +295,17 @@ func (e *editor) Update(msg tea.Msg) tea.Cmd {
 	case editDoneMsg:
 		return e.editDone(msg)
 	case openEditorMsg:
-		e.open(msg.cfg, msg.live, msg.title)
+		e.open(msg)
 		return nil
-	case startFailedMsg:
+	case launchFailedMsg:
 		e.startFailed(msg.err)
 		return nil
-	case liveEndedMsg:
+	case runEndedMsg:
 		if e.live == nil || e.live != msg.t {
 			return nil
 		}
-		e.leaveLive()
-		return func() tea.Msg { return closeEditorMsg{live: true} }
+		e.open(openEditorMsg{})
+		return send(backMsg{fallback: scrDashboard})
 	case tea.KeyMsg:
 		switch {
 		case e.editing:
@@ -256,6 +314,10 @@ func (e *editor) Update(msg tea.Msg) tea.Cmd {
 			return e.updateFilter(msg)
 		}
 		return e.updateKeys(msg)
+	default:
+		if e.editing {
+			return e.input.update(msg)
+		}
 	}
 	return nil
 }
@@ -271,9 +333,7 @@ func (e *editor) updateInput(msg tea.KeyMsg) tea.Cmd {
 	case msg.Type == tea.KeyEnter:
 		return e.commit(k, e.input.Value())
 	}
-	var cmd tea.Cmd
-	e.input, cmd = e.input.Update(msg)
-	return cmd
+	return e.input.update(msg)
 }
 
 func (e *editor) updateFilter(msg tea.KeyMsg) tea.Cmd {
@@ -303,7 +363,7 @@ func (e *editor) updateKeys(msg tea.KeyMsg) tea.Cmd {
 	km := e.keys
 	n := len(e.shown)
 	switch {
-	case e.move(km, msg, n, e.rows()):
+	case e.move(km.navKeys, msg, n, e.rows()):
 	case key.Matches(msg, km.Filter):
 		e.filtering = true // a new filter each time, as in less and vim
 		e.filter.SetValue("")
@@ -315,15 +375,26 @@ func (e *editor) updateKeys(msg tea.KeyMsg) tea.Cmd {
 			return nil
 		}
 		e.editing = true
-		e.input.SetValue(e.value(k))
-		e.input.CursorEnd()
+		e.input.fill(e.value(k))
 		return e.input.Focus()
 	case key.Matches(msg, km.Reset):
 		k, ok := e.changeable()
 		if !ok {
 			return nil
 		}
-		return e.commit(k, e.baseValue(k))
+		if e.live != nil {
+			return e.commit(k, e.baseValue(k))
+		}
+		return e.resetKey(k)
+	case key.Matches(msg, km.ResetAll) && e.live == nil:
+		if err := e.sh.draft.resetAll(); err != nil {
+			e.note = "cannot reset: " + err.Error()
+			return nil
+		}
+		clear(e.errs)
+		e.validate()
+		e.note = "every key back to " + e.sh.draft.cfg.Env.ID + "'s preset"
+		return nil
 	case key.Matches(msg, km.Start) && e.live == nil:
 		return e.start()
 	case key.Matches(msg, km.Back):
@@ -333,10 +404,10 @@ func (e *editor) updateKeys(msg tea.KeyMsg) tea.Cmd {
 			return nil
 		}
 		if e.live != nil {
-			e.leaveLive()
-			return func() tea.Msg { return closeEditorMsg{live: true} }
+			e.open(openEditorMsg{})
+			return send(backMsg{fallback: scrDashboard})
 		}
-		return func() tea.Msg { return closeEditorMsg{} }
+		return send(backMsg{fallback: scrPicker})
 	}
 	e.scroll()
 	return nil
@@ -346,8 +417,9 @@ func (e *editor) updateKeys(msg tea.KeyMsg) tea.Cmd {
 // refusal reads the same).
 const lockedMsg = "applies only when a run starts; change it before starting"
 
-// commit applies raw to key k: locally with SetString and Validate as the
-// command line does, or through the trainer for a live edit.
+// commit applies raw to key k: to the draft as the command line does (an
+// unknown environment is refused here, with the nearest names), or through
+// the trainer for a live edit.
 func (e *editor) commit(k config.Key, raw string) tea.Cmd {
 	if e.live != nil {
 		t := e.live
@@ -362,22 +434,40 @@ func (e *editor) commit(k config.Key, raw string) tea.Cmd {
 			return editDoneMsg{key: k.Name, raw: raw, err: err, cfg: cfg}
 		}
 	}
-	next := e.cfg.Clone()
-	if err := next.SetString(k.Name, raw); err != nil {
+	note, err := e.sh.draft.set(k.Name, raw)
+	if err != nil {
 		e.errs[k.Name] = err.Error() // keep the field open to fix it
 		return nil
 	}
-	e.cfg = next
+	e.settled(k, note)
+	return nil
+}
+
+// resetKey puts k back to its preset value in the draft.
+func (e *editor) resetKey(k config.Key) tea.Cmd {
+	note, err := e.sh.draft.reset(k.Name)
+	if err != nil {
+		e.errs[k.Name] = err.Error()
+		return nil
+	}
+	e.settled(k, note)
+	return nil
+}
+
+// settled closes the field after a change of the draft and says what it
+// did.
+func (e *editor) settled(k config.Key, note string) {
 	e.editing = false
 	e.input.Blur()
 	delete(e.errs, k.Name)
 	e.validate()
 	e.note = fmt.Sprintf("%s = %s", k.Name, e.value(k))
-	if len(e.problems) > 0 {
-		e.note += fmt.Sprintf(" · %d problem(s) to fix before starting", len(e.problems))
+	if note != "" {
+		e.note += " · " + note
 	}
-	cfg := e.cfg.Clone()
-	return func() tea.Msg { return draftMsg{cfg: cfg} }
+	if n := len(e.problems); n > 0 {
+		e.note += " · " + plural(n, "problem", "problems") + " to fix before starting"
+	}
 }
 
 func (e *editor) editDone(m editDoneMsg) tea.Cmd {
@@ -387,7 +477,7 @@ func (e *editor) editDone(m editDoneMsg) tea.Cmd {
 		e.note = ""
 		return nil
 	}
-	e.cfg = m.cfg
+	e.liveCfg = m.cfg
 	e.editing = false
 	e.input.Blur()
 	delete(e.errs, m.key)
@@ -398,8 +488,8 @@ func (e *editor) editDone(m editDoneMsg) tea.Cmd {
 
 func (e *editor) start() tea.Cmd {
 	e.validate()
-	if len(e.problems) > 0 {
-		e.note = fmt.Sprintf("fix %d problem(s) before starting (marked !)", len(e.problems))
+	if n := len(e.problems); n > 0 {
+		e.note = "fix " + plural(n, "problem", "problems") + " before starting (marked !)"
 		for i, idx := range e.shown { // show the first one
 			if _, bad := e.problems[e.schema[idx].Name]; bad {
 				e.cursor = i
@@ -409,9 +499,8 @@ func (e *editor) start() tea.Cmd {
 		}
 		return nil
 	}
-	cfg := e.cfg.Clone()
 	e.note = "starting…"
-	return func() tea.Msg { return startMsg{cfg: cfg} }
+	return send(startMsg{cfg: e.sh.draft.config(), from: scrEditor})
 }
 
 // startFailed shows why the trainer refused the config, at the key it names.
@@ -453,7 +542,7 @@ func (e *editor) rows() int { return max(e.h-3-e.detailLines(), 1) }
 
 func (e *editor) scroll() { e.follow(len(e.shown), e.rows()) }
 
-// Column widths: marks, key, value, type, default (wide screens), live.
+// Column widths: marks, key, value, type, preset (wide screens), live.
 func (e *editor) keyWidth() int {
 	w := 0
 	for _, k := range e.schema {
@@ -481,6 +570,13 @@ func (e *editor) valueWidth() int {
 	return max(rest, 6)
 }
 
+func (e *editor) title() string {
+	if e.live != nil {
+		return e.liveTitle
+	}
+	return e.sh.draft.title()
+}
+
 func (e *editor) View() string {
 	th := e.th
 	var b strings.Builder
@@ -488,8 +584,12 @@ func (e *editor) View() string {
 	if e.live != nil {
 		mode = "Live edit"
 	}
-	head := th.Title.Render(mode) + " " + e.title
-	right := fmt.Sprintf("%d changed", e.changedCount())
+	head := th.Title.Render(mode) + " " + e.title()
+	n := e.changedCount()
+	right := plural(n, "key", "keys") + " changed"
+	if n == 0 {
+		right = "preset values"
+	}
 	if e.live != nil {
 		right = "restart-only keys locked"
 	}
@@ -505,7 +605,7 @@ func (e *editor) View() string {
 	kw, vw := e.keyWidth(), e.valueWidth()
 	heading := "   " + fitLine("KEY", kw) + " " + fitLine("VALUE", vw) + fitLine("TYPE", e.typeWidth())
 	if e.showDefault() {
-		heading += fitLine("DEFAULT", 17)
+		heading += fitLine("PRESET", 17)
 	}
 	heading += "APPLIES"
 	b.WriteString(th.Heading.Render(fitLine(heading, e.w)) + "\n")
@@ -565,8 +665,8 @@ func (e *editor) row(k config.Key, selected bool, kw, vw int) string {
 	return fitLine(line+valCell+th.Dim.Render(rest), e.w)
 }
 
-// detail explains the selected key: its doc, type, default, constraint and
-// when it applies, then the error or note of the moment.
+// detail explains the selected key: its doc, type, preset value,
+// constraint and when it applies, then the error or note of the moment.
 func (e *editor) detail() string {
 	th := e.th
 	k, ok := e.current()
@@ -576,7 +676,7 @@ func (e *editor) detail() string {
 	lines := []string{th.Heading.Render(k.Name) + "  " + cut(k.Doc, max(e.w-len(k.Name)-2, 0))}
 	facts := fmt.Sprintf("type %s · default %s", k.Type, e.baseValue(k))
 	if b := e.baseValue(k); b != config.FormatValue(k.Default) {
-		facts = fmt.Sprintf("type %s · default %s (%s's preset; built-in %s)", k.Type, b, e.cfg.Env.ID, config.FormatValue(k.Default))
+		facts = fmt.Sprintf("type %s · %s here (%s's preset or your config; built-in %s)", k.Type, b, e.config().Env.ID, config.FormatValue(k.Default))
 	}
 	if c := config.DescribeCheck(k.Check); c != "" {
 		facts += " · " + c
@@ -605,7 +705,7 @@ func (e *editor) detail() string {
 	case e.note != "":
 		status = th.Good.Render(e.note)
 	case e.editing:
-		status = th.Dim.Render("enter applies, esc cancels; TOML values, bare strings need no quotes")
+		status = th.Dim.Render("enter applies, esc cancels; typing replaces the value, ← → edit it; TOML values, bare strings need no quotes")
 	}
 	lines = append(lines, status)
 	// Long messages wrap onto the spare line rather than being cut.
@@ -613,38 +713,14 @@ func (e *editor) detail() string {
 	return lipgloss.NewStyle().Width(e.w).Render(out)
 }
 
-// leaveLive goes back to the draft the editor showed before a running
-// training's config.
-func (e *editor) leaveLive() {
-	e.live = nil
-	e.open(e.draft, nil, e.draftTitle)
-}
-
 func (e *editor) Help() help.KeyMap {
-	k := e.keys
 	switch {
 	case e.editing:
-		return helpKeys{short: []key.Binding{
-			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "apply")),
-			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
-		}}
+		return e.editKeys
 	case e.filtering:
-		return helpKeys{short: []key.Binding{
-			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep filter")),
-			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
-		}}
+		return e.filterKeys
+	case e.live != nil:
+		return e.liveKeys
 	}
-	back := k.Back
-	if e.live != nil {
-		back.SetHelp("esc", "dashboard")
-		return helpKeys{
-			short: []key.Binding{k.Edit, k.Reset, k.Filter, back, k.Screens, k.Help},
-			full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Edit, k.Reset, k.Filter, back}, {k.Help, k.Quit}},
-		}
-	}
-	back.SetHelp("esc", "picker")
-	return helpKeys{
-		short: []key.Binding{k.Start, k.Edit, k.Reset, k.Filter, back, k.Screens, k.Quit, k.Help},
-		full:  [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Start, k.Edit, k.Reset, k.Filter, back}, {k.Screens, k.Runs, k.Help, k.Quit}},
-	}
+	return e.keys
 }

@@ -61,9 +61,9 @@ func TestGoldenViews(t *testing.T) {
 		{"dashboard-confirm-quit", func(hs *harness) { training(hs, 120); hs.press("q") }},
 		{"live-editor", func(hs *harness) { training(hs, 120); hs.press("e", "down") }},
 		{"live-editor-locked", func(hs *harness) { training(hs, 120); hs.press("e", "down", "enter") }},
-		{"runs", func(hs *harness) { hs.press("R") }},
-		{"runs-one", func(hs *harness) { hs.press("R", "down", "enter") }},
-		{"runs-compare", func(hs *harness) { hs.press("R", "space", "space", "c") }},
+		{"runs", func(hs *harness) { hs.press("4") }},
+		{"runs-one", func(hs *harness) { hs.press("4", "down", "enter") }},
+		{"runs-compare", func(hs *harness) { hs.press("4", "space", "space", "c") }},
 	}
 	for _, size := range [][2]int{{80, 24}, {120, 40}} {
 		for _, sc := range scenes {
@@ -74,7 +74,7 @@ func TestGoldenViews(t *testing.T) {
 				writeTwoRuns(t)
 				hs := newHarness(t, size[0], size[1])
 				sc.drive(hs)
-				golden(t, name, hs.view())
+				golden(t, name, hs.screenView())
 			})
 		}
 	}

@@ -49,6 +49,7 @@ type fakeTrainer struct {
 	calls  []string
 	events chan trainer.Event
 	closed bool
+	paused bool
 }
 
 func newFakeTrainer(cfg config.Config) *fakeTrainer {
@@ -79,10 +80,17 @@ func (f *fakeTrainer) Config() config.Config {
 	return f.cfg.Clone()
 }
 func (f *fakeTrainer) Subscribe(int) (<-chan trainer.Event, func()) { return f.events, func() {} }
-func (f *fakeTrainer) Pause()                                       { f.record("pause") }
-func (f *fakeTrainer) Resume()                                      { f.record("resume") }
-func (f *fakeTrainer) Stop()                                        { f.record("stop") }
-func (f *fakeTrainer) SaveCheckpoint()                              { f.record("save") }
+func (f *fakeTrainer) Paused() bool                                 { f.mu.Lock(); defer f.mu.Unlock(); return f.paused }
+func (f *fakeTrainer) Pause()                                       { f.record("pause"); f.setPaused(true) }
+func (f *fakeTrainer) Resume()                                      { f.record("resume"); f.setPaused(false) }
+
+func (f *fakeTrainer) setPaused(p bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.paused = p
+}
+func (f *fakeTrainer) Stop()           { f.record("stop") }
+func (f *fakeTrainer) SaveCheckpoint() { f.record("save") }
 
 func (f *fakeTrainer) Edit(key, raw string) error {
 	f.record("edit " + key + "=" + raw)
@@ -166,17 +174,153 @@ func testRegistry() ([]EnvChoice, []AgentChoice) {
 		}
 }
 
+// fakeHost is the app's host in tests: Start trains on a fakeTrainer "in
+// process"; Attach and Resume hand out fake trainers for run directories;
+// live says which directories have a training answering.
+type fakeHost struct {
+	hs         *harness
+	mu         sync.Mutex
+	live       map[string]bool
+	background []string // what LiveRuns lists
+	probes     int
+	started    []config.Config
+	attached   []string
+	resumed    []string
+	closed     []string
+	attachErr  error
+	paused     map[string]bool // runs that are paused when attached to
+	trainers   map[string]*fakeTrainer
+	detachable bool
+	sweeps     map[string]bool // sweep directory → its process runs
+	sweepCalls []string
+}
+
+func newFakeHost(hs *harness) *fakeHost {
+	return &fakeHost{hs: hs, live: map[string]bool{}, paused: map[string]bool{}, trainers: map[string]*fakeTrainer{}, sweeps: map[string]bool{}}
+}
+
+func (f *fakeHost) Start(c config.Config) (*Link, error) {
+	if !knownEnv(c.Env.ID) {
+		return nil, &config.Error{Key: "env.id", Msg: fmt.Sprintf("unknown environment %q", c.Env.ID)}
+	}
+	f.mu.Lock()
+	f.started = append(f.started, c)
+	f.mu.Unlock()
+	hs := f.hs
+	hs.launchs++
+	hs.fake = newFakeTrainer(c)
+	hs.fake.info.RunDir = "runs/20240102-030405-" + c.Env.ID + "-" + c.Agent.Name
+	return &Link{Trainer: hs.fake, Events: hs.fake.events, Close: func() {}}, nil
+}
+
+func (f *fakeHost) link(dir string) *Link {
+	cfg := config.Default()
+	cfg.PPO.TotalTimesteps = 1 << 20
+	tr := newFakeTrainer(cfg)
+	tr.info.RunDir = dir
+	tr.paused = f.paused[dir]
+	f.trainers[dir] = tr
+	return &Link{Trainer: tr, Events: tr.events, Close: func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.closed = append(f.closed, dir)
+	}}
+}
+
+func (f *fakeHost) Attach(dir string) (*Link, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.attached = append(f.attached, dir)
+	if f.attachErr != nil {
+		return nil, f.attachErr
+	}
+	return f.link(dir), nil
+}
+
+func (f *fakeHost) Resume(dir string) (*Link, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.resumed = append(f.resumed, dir)
+	f.live[dir] = true
+	return f.link(dir), nil
+}
+
+func (f *fakeHost) Live(dir string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.probes++
+	return f.live[dir]
+}
+
+func (f *fakeHost) LiveRuns(string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.background...)
+}
+
+func (f *fakeHost) Resolve(envID, agent string) (config.Config, error) {
+	cfg, err := PresetResolve(envID, agent)
+	cfg.Trainer.RunsDir = "runs"
+	cfg.PPO.TotalTimesteps = 102400 // the harness's config file
+	return cfg, err
+}
+
+func (f *fakeHost) Detachable() bool { return f.detachable }
+
+func (f *fakeHost) StartSweep(spec, runsDir string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sweepCalls = append(f.sweepCalls, "start "+spec+" in "+runsDir)
+	return nil
+}
+
+func (f *fakeHost) StopSweep(dir string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sweepCalls = append(f.sweepCalls, "stop "+dir)
+	f.sweeps[dir] = false
+	return nil
+}
+
+func (f *fakeHost) ResumeSweep(dir string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sweepCalls = append(f.sweepCalls, "resume "+dir)
+	f.sweeps[dir] = true
+	return nil
+}
+
+func (f *fakeHost) SweepRunning(dir string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sweeps[dir]
+}
+
+func (f *fakeHost) set(dir string, live bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.live[dir] = live
+}
+
+func (f *fakeHost) probeCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.probes
+}
+
 // harness drives a Model the way Bubble Tea does, running commands
 // synchronously. The dashboard's poll loop is not followed on its own (it
-// would never end): pump runs one turn of it.
+// would never end): pump runs one turn of it. Screens' ticks are held
+// until a test sends them.
 type harness struct {
 	t         *testing.T
 	m         *Model
+	host      *fakeHost
 	fake      *fakeTrainer
 	launchs   int
 	poll      tea.Cmd
-	tick      *runsTickMsg   // the runs browser's next look, held until a test sends it
-	sweepTick *sweepsTickMsg // the sweeps screen's, likewise
+	tick      *addressed // the runs browser's next look, held until a test sends it
+	sweepTick *addressed // the sweeps screen's, likewise
 	quit      bool
 	w, h      int
 }
@@ -186,31 +330,26 @@ func newHarness(t *testing.T, w, h int) *harness {
 	return newHarnessWith(t, w, h, nil)
 }
 
-// newHarnessWith is newHarness with options changed by opts first.
-func newHarnessWith(t *testing.T, w, h int, opts func(*Options)) *harness {
+// newHarnessWith is newHarness with options (and the fake host) changed by
+// opts first.
+func newHarnessWith(t *testing.T, w, h int, opts func(*Options, *fakeHost)) *harness {
 	t.Helper()
 	hs := &harness{t: t, w: w, h: h}
+	hs.host = newFakeHost(hs)
 	cfg := config.Default()
 	cfg.Trainer.RunsDir = "runs"
 	cfg.PPO.TotalTimesteps = 102400
 	o := Options{
 		Config:      cfg,
+		Host:        hs.host,
 		Registry:    testRegistry,
 		Now:         func() time.Time { return epoch },
 		Redraw:      time.Nanosecond,
 		RunsRefresh: time.Nanosecond, // the harness holds the ticks (see run)
-		Launch: func(c config.Config) (*Link, error) {
-			if !knownEnv(c.Env.ID) {
-				return nil, &config.Error{Key: "env.id", Msg: fmt.Sprintf("unknown environment %q", c.Env.ID)}
-			}
-			hs.launchs++
-			hs.fake = newFakeTrainer(c)
-			hs.fake.info.RunDir = "runs/20240102-030405-" + c.Env.ID + "-" + c.Agent.Name
-			return &Link{Trainer: hs.fake, Events: hs.fake.events, Close: func() {}}, nil
-		},
+		Notice:      time.Nanosecond,
 	}
 	if opts != nil {
-		opts(&o)
+		opts(&o, hs.host)
 	}
 	hs.m = New(o)
 	hs.send(tea.WindowSizeMsg{Width: w, Height: h})
@@ -243,12 +382,17 @@ func (hs *harness) run(cmd tea.Cmd) {
 		}
 	case tea.QuitMsg:
 		hs.quit = true
-	case runsTickMsg:
-		hs.tick = &msg // followed, it would never end: lookAgain sends it
-	case sweepsTickMsg:
-		hs.sweepTick = &msg // the same
-	case eventsMsg:
-		hs.send(msg)
+	case addressed:
+		switch msg.msg.(type) {
+		case runsTickMsg:
+			hs.tick = &msg // followed, it would never end: lookAgain sends it
+		case sweepsTickMsg:
+			hs.sweepTick = &msg // the same
+		case watchTickMsg:
+			// the watch view's redraws: tests look at its frames directly
+		default:
+			hs.send(msg)
+		}
 	default:
 		hs.send(msg)
 	}
@@ -284,7 +428,7 @@ func keyMsg(name string) tea.KeyMsg {
 		"left": tea.KeyLeft, "right": tea.KeyRight, "tab": tea.KeyTab, "shift+tab": tea.KeyShiftTab,
 		"backspace": tea.KeyBackspace, "ctrl+c": tea.KeyCtrlC, "ctrl+u": tea.KeyCtrlU, "ctrl+d": tea.KeyCtrlD,
 		"pgup": tea.KeyPgUp, "pgdown": tea.KeyPgDown, "home": tea.KeyHome, "end": tea.KeyEnd,
-		"space": tea.KeySpace, "ctrl+a": tea.KeyCtrlA, "ctrl+e": tea.KeyCtrlE, "delete": tea.KeyDelete,
+		"space": tea.KeySpace, "ctrl+r": tea.KeyCtrlR, "ctrl+a": tea.KeyCtrlA, "ctrl+e": tea.KeyCtrlE, "delete": tea.KeyDelete,
 	}
 	if t, ok := special[name]; ok {
 		if t == tea.KeySpace {
@@ -315,6 +459,14 @@ func (hs *harness) view() string {
 	v := hs.m.View()
 	checkFits(hs.t, v, hs.w, hs.h)
 	return v
+}
+
+// screenView is the view without the tab bar: what a screen's golden file
+// holds, so that adding a screen (a tab) changes no other screen's golden.
+func (hs *harness) screenView() string {
+	hs.t.Helper()
+	_, rest, _ := strings.Cut(hs.view(), "\n")
+	return rest
 }
 
 func checkFits(t *testing.T, v string, w, h int) {
@@ -408,10 +560,12 @@ func jsonMarshal(v any) (string, error) {
 func writeFileString(path, data string) error { return os.WriteFile(path, []byte(data), 0o644) }
 
 // The screens and the focused run, for tests that look inside.
-func (m *Model) pk() *picker      { return m.screens[scrPicker].(*picker) }
-func (m *Model) ed() *editor      { return m.screens[scrEditor].(*editor) }
-func (m *Model) db() *dashboard   { return m.screens[scrDashboard].(*dashboard) }
-func (m *Model) rb() *runsBrowser { return m.screens[scrRuns].(*runsBrowser) }
+func (m *Model) pk() *picker       { return m.screens[scrPicker].(*picker) }
+func (m *Model) ed() *editor       { return m.screens[scrEditor].(*editor) }
+func (m *Model) db() *dashboard    { return m.screens[scrDashboard].(*dashboard) }
+func (m *Model) rb() *runsBrowser  { return m.screens[scrRuns].(*runsBrowser) }
+func (m *Model) sw() *sweepsScreen { return m.screens[scrSweeps].(*sweepsScreen) }
+func (m *Model) draft() *draft     { return m.sh.draft }
 func (m *Model) cur() *run {
 	if r := m.runs.focused(); r != nil {
 		return r

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -9,194 +10,254 @@ import (
 	"github.com/charmbracelet/x/ansi"
 )
 
-// keyMap is every key binding of the app. Screens pick the bindings they
-// use; each screen's help is a helpKeys value (help.KeyMap) built from them,
-// so the help line always shows what the keys do on the screen at hand.
-type keyMap struct {
-	Help, Quit, ForceQuit key.Binding
+// Key maps: every screen declares its own bindings next to it (gh-dash's
+// internal/tui/keys/), one struct per view it has; the app's own keys
+// (globalKeys) work on every screen and no screen binds them. A test holds
+// that no view binds a key twice and that its help shows every binding.
 
-	Screens, NextTab, PrevTab key.Binding // the tab bar, everywhere
+// bind makes a binding: the keys that trigger it, and how help names it.
+func bind(help, desc string, keys ...string) key.Binding {
+	return key.NewBinding(key.WithKeys(keys...), key.WithHelp(help, desc))
+}
 
+// navKeys move through a list; the list views embed them.
+type navKeys struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
-	Filter, Choose, Back, Tab               key.Binding
-
-	StartNow, Runs key.Binding // picker
-
-	Edit, Reset, Start key.Binding // editor
-
-	Pause, Save, LiveEdit, Smooth, Band, NewRun, StopRun, LogUp, LogDown key.Binding // dashboard
-	NextRun, PrevRun, Metric, Grid, XAxis, LogY, Zoom, Range             key.Binding // dashboard: runs and charts
-	Export                                                               key.Binding // runs browser: the chart as a picture
-
-	Mark, Compare, Refresh, Attach, Watch key.Binding // runs browser
-	Sort, SortReverse, Details            key.Binding // runs browser: order, one run
-	Rename, Tag, Note, Delete             key.Binding // runs browser: managing runs
-	UseConfig                             key.Binding // sweeps: a trial's config into the editor
-
-	PlayPause, StepFrame, Faster, Slower, NextEpisode, Replay key.Binding // watching an agent play
-
-	Yes, No key.Binding // confirmation
-
-	Detach key.Binding // leave a training that runs in its own process
 }
 
-func defaultKeys() keyMap {
-	b := func(keys []string, k, desc string) key.Binding {
-		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(k, desc))
-	}
-	return keyMap{
-		Help:      b([]string{"?"}, "?", "help"),
-		Quit:      b([]string{"q", "ctrl+c"}, "q", "quit"),
-		ForceQuit: b([]string{"ctrl+c"}, "ctrl+c", "quit now"),
-		Screens:   b([]string{"1", "2", "3", "4", "5"}, "1-5/tab", "screens"),
-		NextTab:   b([]string{"tab"}, "tab", "next screen"),
-		PrevTab:   b([]string{"shift+tab"}, "shift+tab", "previous screen"),
-
-		Up:       b([]string{"up", "k"}, "↑/k", "up"),
-		Down:     b([]string{"down", "j"}, "↓/j", "down"),
-		PageUp:   b([]string{"pgup", "ctrl+u"}, "pgup", "page up"),
-		PageDown: b([]string{"pgdown", "ctrl+d"}, "pgdn", "page down"),
-		Top:      b([]string{"home", "g"}, "g/home", "first"),
-		Bottom:   b([]string{"end", "G"}, "G/end", "last"),
-		Filter:   b([]string{"/"}, "/", "filter"),
-		Choose:   b([]string{"enter"}, "enter", "choose"),
-		Back:     b([]string{"esc"}, "esc", "back"),
-		Tab:      b([]string{"left", "right", "h", "l"}, "←/→", "switch list"),
-
-		StartNow: b([]string{"s"}, "s", "start now"),
-		Runs:     b([]string{"R"}, "R", "runs"),
-
-		Edit:  b([]string{"enter"}, "enter", "edit"),
-		Reset: b([]string{"d"}, "d", "default"),
-		Start: b([]string{"s"}, "s", "start training"),
-
-		Pause:    b([]string{"p"}, "p", "pause"),
-		Save:     b([]string{"s"}, "s", "checkpoint"),
-		LiveEdit: b([]string{"e"}, "e", "edit live"),
-		Smooth:   b([]string{"m"}, "m", "smooth"),
-		Band:     b([]string{"b"}, "b", "min/max"),
-		NewRun:   b([]string{"n"}, "n", "new run"),
-		StopRun:  b([]string{"x"}, "x", "stop run"),
-		LogUp:    b([]string{"pgup", "ctrl+u"}, "pgup/pgdn", "scroll log"),
-		LogDown:  b([]string{"pgdown", "ctrl+d"}, "pgdn", "scroll log"),
-		NextRun:  b([]string{"]"}, "[/]", "switch run"),
-		PrevRun:  b([]string{"["}, "[", "previous run"),
-		Metric:   b([]string{"c"}, "c", "chart metric"),
-		Grid:     b([]string{"g"}, "g", "grid"),
-		XAxis:    b([]string{"t"}, "t", "x: steps/time"),
-		LogY:     b([]string{"l"}, "l", "log y"),
-		Zoom:     b([]string{"z"}, "z", "zoom"),
-		Range:    b([]string{"Z"}, "Z", "x range"),
-		Export:   b([]string{"p"}, "p", "save as PNG"),
-
-		Mark:    b([]string{" ", "space"}, "space", "mark"),
-		Compare: b([]string{"c"}, "c", "compare marked"),
-		Refresh: b([]string{"r"}, "r", "refresh"),
-		Attach:  b([]string{"a"}, "a", "attach"),
-		Watch:   b([]string{"w"}, "w", "watch"),
-
-		Sort:        b([]string{"s"}, "s", "sort"),
-		SortReverse: b([]string{"S"}, "S", "reverse order"),
-		Details:     b([]string{"i"}, "i", "details"),
-		Rename:      b([]string{"n"}, "n", "rename"),
-		Tag:         b([]string{"t"}, "t", "tags"),
-		Note:        b([]string{"e"}, "e", "note"),
-		Delete:      b([]string{"d", "delete"}, "d", "delete"),
-		UseConfig:   b([]string{"e"}, "e", "config → editor"),
-
-		PlayPause:   b([]string{" ", "space"}, "space", "pause/play"),
-		StepFrame:   b([]string{".", "right"}, ".", "one step"),
-		Faster:      b([]string{"+", "="}, "+/-", "speed"),
-		Slower:      b([]string{"-", "_"}, "-", "slower"),
-		NextEpisode: b([]string{"n"}, "n", "next episode"),
-		Replay:      b([]string{"r"}, "r", "replay"),
-
-		Detach: b([]string{"D"}, "D", "detach"),
-		Yes:    b([]string{"y", "Y", "enter"}, "y", "yes"),
-		No:     b([]string{"n", "N", "esc"}, "n", "no"),
+func newNavKeys() navKeys {
+	return navKeys{
+		Up:       bind("↑/k", "up", "up", "k"),
+		Down:     bind("↓/j", "down", "down", "j"),
+		PageUp:   bind("pgup", "page up", "pgup", "ctrl+u"),
+		PageDown: bind("pgdn", "page down", "pgdown", "ctrl+d"),
+		Top:      bind("g/home", "first", "home", "g"),
+		Bottom:   bind("G/end", "last", "end", "G"),
 	}
 }
 
-// helpKeys is one screen's help: the short line and the full columns.
+func (k navKeys) group() []key.Binding {
+	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}
+}
+
+// textKeys are a text field's: apply (or keep) and cancel.
+type textKeys struct{ Apply, Cancel key.Binding }
+
+func newTextKeys(apply, cancel string) textKeys {
+	return textKeys{Apply: bind("enter", apply, "enter"), Cancel: bind("esc", cancel, "esc")}
+}
+
+func (k textKeys) ShortHelp() []key.Binding  { return []key.Binding{k.Apply, k.Cancel} }
+func (k textKeys) FullHelp() [][]key.Binding { return [][]key.Binding{k.ShortHelp()} }
+
+// confirmKeys answer a question.
+type confirmKeys struct{ Yes, No key.Binding }
+
+func newConfirmKeys(yes, no string) confirmKeys {
+	return confirmKeys{Yes: bind("y", yes, "y", "Y"), No: bind("n", no, "n", "N", "esc")}
+}
+
+func (k confirmKeys) ShortHelp() []key.Binding  { return []key.Binding{k.Yes, k.No} }
+func (k confirmKeys) FullHelp() [][]key.Binding { return [][]key.Binding{k.ShortHelp()} }
+
+// globalKeys work on every screen (unless a text field has the keyboard):
+// the tab bar, help and quitting.
+type globalKeys struct {
+	Screens, NextTab, PrevTab key.Binding
+	Help, Quit, ForceQuit     key.Binding
+	Detach                    key.Binding
+}
+
+// newGlobalKeys binds 1…tabs to the tab bar's screens.
+func newGlobalKeys(tabs int) globalKeys {
+	digits := make([]string, 0, tabs)
+	for i := 1; i <= min(tabs, 9); i++ {
+		digits = append(digits, strconv.Itoa(i))
+	}
+	return globalKeys{
+		Screens:   bind("1-"+strconv.Itoa(len(digits)), "screens", digits...),
+		NextTab:   bind("tab", "next screen", "tab"),
+		PrevTab:   bind("shift+tab", "previous screen", "shift+tab"),
+		Help:      bind("?", "help", "?"),
+		Quit:      bind("q", "quit", "q"),
+		ForceQuit: bind("ctrl+c", "quit now", "ctrl+c"),
+		Detach:    bind("D", "detach", "D"),
+	}
+}
+
+func (k globalKeys) group() []key.Binding {
+	return []key.Binding{k.Screens, k.NextTab, k.PrevTab, k.Help, k.Quit, k.ForceQuit, k.Detach}
+}
+
+// helpKeys is a view's help built on the spot (a mode with a few keys).
 type helpKeys struct {
 	short []key.Binding
 	full  [][]key.Binding
 }
 
-func (h helpKeys) ShortHelp() []key.Binding  { return h.short }
-func (h helpKeys) FullHelp() [][]key.Binding { return h.full }
-
-// helpLine is a short help line: "key desc" pairs joined by " · ", wrapped
-// onto at most lines lines instead of cut (the last one is cut).
-func helpLine(th *theme, km help.KeyMap, w, lines int) string {
-	var items []string
-	st := th.helpStyles()
-	for _, b := range km.ShortHelp() {
-		if !b.Enabled() || b.Help().Key == "" {
-			continue
-		}
-		items = append(items, st.ShortKey.Render(b.Help().Key)+" "+st.ShortDesc.Render(b.Help().Desc))
+func (h helpKeys) ShortHelp() []key.Binding { return h.short }
+func (h helpKeys) FullHelp() [][]key.Binding {
+	if h.full == nil {
+		return [][]key.Binding{h.short}
 	}
-	return wrapItems(items, " · ", w, lines)
+	return h.full
 }
 
-// wrapWords wraps text at spaces onto at most lines lines of w cells.
-func wrapWords(s string, w, lines int) string { return wrapItems(strings.Fields(s), " ", w, lines) }
+// renamed is a binding with other help text (the same keys).
+func renamed(b key.Binding, desc string) key.Binding {
+	b.SetHelp(b.Help().Key, desc)
+	return b
+}
 
-// wrapAtSpaces breaks text into lines of at most w cells at its spaces
-// (never inside a file name at its hyphens), splitting only a word longer
-// than a line.
-func wrapAtSpaces(s string, w int) []string {
-	var out []string
-	cur := ""
-	for _, word := range strings.Fields(s) {
-		for ansi.StringWidth(word) > w { // a path longer than the pane
-			if cur != "" {
-				out, cur = append(out, cur), ""
-			}
-			out = append(out, ansi.Truncate(word, w, ""))
-			word = ansi.TruncateLeft(word, w, "")
-		}
-		switch {
-		case cur == "":
-			cur = word
-		case ansi.StringWidth(cur)+1+ansi.StringWidth(word) <= w:
-			cur += " " + word
-		default:
-			out, cur = append(out, cur), word
+// helpItem is one "key desc" pair of a help line.
+func helpItem(th *theme, b key.Binding) string {
+	st := th.helpStyles()
+	return st.ShortKey.Render(b.Help().Key) + " " + st.ShortDesc.Render(b.Help().Desc)
+}
+
+// footerLine is a view's short help in at most lines lines of w cells,
+// ending with tail (the app's own keys, never cut): the screen's items fill
+// what is left in order, and those that do not fit give way to "…" (?
+// lists them all).
+func footerLine(th *theme, km help.KeyMap, tail []key.Binding, w, lines int) string {
+	const sep = " · "
+	var items []string
+	for _, b := range km.ShortHelp() {
+		if b.Enabled() && b.Help().Key != "" {
+			items = append(items, helpItem(th, b))
 		}
 	}
-	if cur != "" || len(out) == 0 {
-		out = append(out, cur)
+	var end []string
+	for _, b := range tail {
+		end = append(end, helpItem(th, b))
+	}
+	width := func(parts []string) int { return lipgloss.Width(strings.Join(parts, sep)) }
+	out := [][]string{nil}
+	short := false
+	for _, it := range items {
+		for {
+			line := &out[len(out)-1]
+			reserve := end
+			if len(out) < lines {
+				reserve = nil
+			}
+			if width(append(append(append([]string(nil), *line...), it), reserve...)) <= w {
+				*line = append(*line, it)
+				break
+			}
+			if len(*line) == 0 || len(out) == lines {
+				short = true
+				break
+			}
+			out = append(out, nil)
+		}
+		if short {
+			break
+		}
+	}
+	last := &out[len(out)-1]
+	if short {
+		for len(*last) > 0 && width(append(append(append([]string(nil), *last...), "…"), end...)) > w {
+			*last = (*last)[:len(*last)-1]
+		}
+		*last = append(*last, "…")
+	}
+	if width(append(append([]string(nil), *last...), end...)) <= w {
+		*last = append(*last, end...)
+	} else {
+		out = append(out, end)
+	}
+	lines = min(lines, len(out))
+	text := make([]string, 0, lines)
+	for _, l := range out[len(out)-lines:] {
+		text = append(text, cut(strings.Join(l, sep), w))
+	}
+	return strings.Join(text, "\n")
+}
+
+// helpView is the full help (?): every binding of the view on show and the
+// app's own, in columns that wrap to the width, scrolled when it is
+// taller than the screen.
+type helpView struct {
+	open   bool
+	offset int
+	nav    navKeys
+	close  key.Binding
+}
+
+func newHelpView() helpView {
+	return helpView{nav: newNavKeys(), close: bind("esc/?", "close help", "esc", "?", "q")}
+}
+
+// lines lays the groups out in columns of w cells.
+func (hv *helpView) lines(th *theme, groups [][]key.Binding, w int) []string {
+	st := th.helpStyles()
+	var blocks [][]string
+	var widths []int
+	for _, g := range groups {
+		var col []string
+		kw := 0
+		for _, b := range g {
+			if b.Help().Key != "" {
+				kw = max(kw, ansi.StringWidth(b.Help().Key))
+			}
+		}
+		width := 0
+		for _, b := range g {
+			if b.Help().Key == "" {
+				continue
+			}
+			l := st.FullKey.Render(fitLine(b.Help().Key, kw)) + "  " + st.FullDesc.Render(b.Help().Desc)
+			col = append(col, l)
+			width = max(width, lipgloss.Width(l))
+		}
+		if len(col) > 0 {
+			blocks, widths = append(blocks, col), append(widths, min(width, w))
+		}
+	}
+	var out []string
+	for i := 0; i < len(blocks); {
+		j, used := i, 0
+		for j < len(blocks) && (j == i || used+3+widths[j] <= w) {
+			if j > i {
+				used += 3
+			}
+			used += widths[j]
+			j++
+		}
+		rows := 0
+		for _, b := range blocks[i:j] {
+			rows = max(rows, len(b))
+		}
+		for r := range rows {
+			line := ""
+			for c := i; c < j; c++ {
+				cell := ""
+				if r < len(blocks[c]) {
+					cell = blocks[c][r]
+				}
+				if c > i {
+					line += "   "
+				}
+				line += fitLine(cut(cell, widths[c]), widths[c])
+			}
+			out = append(out, strings.TrimRight(line, " "))
+		}
+		out = append(out, "")
+		i = j
 	}
 	return out
 }
 
-// wrapItems joins items with sep, starting a new line where the next item
-// would not fit; past lines lines, the rest is cut.
-func wrapItems(items []string, sep string, w, lines int) string {
-	var out []string
-	cur := ""
-	for _, it := range items {
-		switch {
-		case cur == "":
-			cur = it
-		case lipgloss.Width(cur+sep+it) <= w:
-			cur += sep + it
-		default:
-			out = append(out, cur)
-			cur = it
-		}
+// view draws the help in w×h, scrolled to its offset.
+func (hv *helpView) view(th *theme, title string, groups [][]key.Binding, w, h int) string {
+	lines := hv.lines(th, groups, w)
+	rows := max(h-1, 1)
+	hv.offset = max(0, min(hv.offset, len(lines)-rows))
+	head := th.Title.Render("Keys: "+title) + th.Dim.Render("  esc or ? closes")
+	if len(lines) > rows {
+		head += th.Dim.Render(" · ↑/↓ pgup/pgdn scroll")
 	}
-	if cur != "" {
-		out = append(out, cur)
-	}
-	if len(out) > lines {
-		last := strings.Join(out[lines-1:], sep)
-		out = append(out[:lines-1], cut(last, w))
-	}
-	for i := range out {
-		out[i] = cut(out[i], w)
-	}
-	return strings.Join(out, "\n")
+	end := min(hv.offset+rows, len(lines))
+	return fit(cut(head, w)+"\n"+strings.Join(lines[hv.offset:end], "\n"), w, h)
 }

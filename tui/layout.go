@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -124,23 +125,44 @@ func thousands(n int64) string {
 	return s
 }
 
-// num prints a metric compactly; undefined values print as "-".
+// num prints a metric compactly; undefined values print as "-". Whole
+// numbers stay whole (a return of 500 is "500", not "500.0"), large ones
+// take thousands separators as the figures do.
 func num(v float64) string {
+	a := math.Abs(v)
 	switch {
 	case math.IsNaN(v) || math.IsInf(v, 0):
 		return "-"
 	case v == 0:
 		return "0"
-	case math.Abs(v) >= 1e6:
+	case a >= 1e9:
 		return fmt.Sprintf("%.3g", v)
-	case math.Abs(v) >= 100:
+	case a >= 1e4:
+		return thousands(int64(math.Round(v)))
+	case a >= 100 && v == math.Round(v):
+		return fmt.Sprintf("%.0f", v)
+	case a >= 100:
 		return fmt.Sprintf("%.1f", v)
-	case math.Abs(v) < 0.01:
+	case a < 0.01:
 		// 1.23e-3, not 1.23e-03: a panel's column stays narrow.
 		s := fmt.Sprintf("%.2e", v)
 		return strings.Replace(strings.Replace(s, "e-0", "e-", 1), "e+0", "e", 1)
 	}
 	return noNegZero(fmt.Sprintf("%.4g", v))
+}
+
+// numPM prints mean ± spread with the same decimals, as many as the
+// spread's two significant digits need: "1.2 ± 1.2", "487 ± 23".
+func numPM(mean, spread float64) string {
+	if math.IsNaN(mean) || math.IsNaN(spread) || math.IsInf(mean, 0) || math.IsInf(spread, 0) {
+		return num(mean) + " ± " + num(spread)
+	}
+	dec := 0
+	if spread > 0 {
+		dec = max(0, 1-int(math.Floor(math.Log10(spread))))
+	}
+	dec = min(dec, 6)
+	return noNegZero(strconv.FormatFloat(mean, 'f', dec, 64)) + " ± " + strconv.FormatFloat(spread, 'f', dec, 64)
 }
 
 // steps prints an environment step count as 0, 512, 12.5k, 1.2M.
@@ -173,4 +195,73 @@ func duration(d time.Duration) string {
 		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
 	}
 	return fmt.Sprintf("%d:%02d", s/60, s%60)
+}
+
+// wrapWords wraps text at spaces onto at most lines lines of w cells.
+func wrapWords(s string, w, lines int) string { return wrapItems(strings.Fields(s), " ", w, lines) }
+
+// wrapAtSpaces breaks text into lines of at most w cells at its spaces
+// (never inside a file name at its hyphens), splitting only a word longer
+// than a line.
+func wrapAtSpaces(s string, w int) []string {
+	var out []string
+	cur := ""
+	for _, word := range strings.Fields(s) {
+		for ansi.StringWidth(word) > w { // a path longer than the pane
+			if cur != "" {
+				out, cur = append(out, cur), ""
+			}
+			out = append(out, ansi.Truncate(word, w, ""))
+			word = ansi.TruncateLeft(word, w, "")
+		}
+		switch {
+		case cur == "":
+			cur = word
+		case ansi.StringWidth(cur)+1+ansi.StringWidth(word) <= w:
+			cur += " " + word
+		default:
+			out, cur = append(out, cur), word
+		}
+	}
+	if cur != "" || len(out) == 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// wrapItems joins items with sep, starting a new line where the next item
+// would not fit; past lines lines, the rest is cut.
+func wrapItems(items []string, sep string, w, lines int) string {
+	var out []string
+	cur := ""
+	for _, it := range items {
+		switch {
+		case cur == "":
+			cur = it
+		case lipgloss.Width(cur+sep+it) <= w:
+			cur += sep + it
+		default:
+			out = append(out, cur)
+			cur = it
+		}
+	}
+	if cur != "" {
+		out = append(out, cur)
+	}
+	if len(out) > lines {
+		last := strings.Join(out[lines-1:], sep)
+		out = append(out[:lines-1], cut(last, w))
+	}
+	for i := range out {
+		out[i] = cut(out[i], w)
+	}
+	return strings.Join(out, "\n")
+}
+
+// plural counts things: "1 key", "4 keys".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return thousands(int64(n)) + " " + many
 }

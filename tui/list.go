@@ -6,6 +6,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // choice is one row of a choiceList.
@@ -15,14 +16,14 @@ type choice struct {
 	desc string
 }
 
-// choiceList is a filterable, scrolling list of choices: the picker has one
-// for environments and one for agents.
+// choiceList is a fuzzy-filtered, scrolling list of choices: the picker
+// has one for environments and one for agents.
 type choiceList struct {
 	th         *theme
-	keys       *keyMap
-	title      string
+	nav        navKeys
+	filterKey  key.Binding
 	items      []choice
-	shown      []int // indices into items that pass the filter
+	shown      []int // indices into items that pass the filter, best match first
 	listCursor       // over shown
 	chosen     string
 	filter     textinput.Model
@@ -30,9 +31,9 @@ type choiceList struct {
 	w, h       int
 }
 
-func newChoiceList(th *theme, keys *keyMap, title string) choiceList {
-	f := th.newInput("/", "type to filter")
-	l := choiceList{th: th, keys: keys, title: title, filter: f}
+func newChoiceList(th *theme, nav navKeys, filterKey key.Binding) choiceList {
+	f := th.newInput("/", "type to filter (fuzzy)")
+	l := choiceList{th: th, nav: nav, filterKey: filterKey, filter: f}
 	l.refilter()
 	return l
 }
@@ -62,13 +63,14 @@ func (l *choiceList) current() choice {
 	return l.items[l.shown[l.cursor]]
 }
 
+// refilter matches the ids fuzzily (mntcr finds MountainCar-v0) and the
+// other columns as plain text, best matches first.
 func (l *choiceList) refilter() {
-	q := strings.ToLower(strings.TrimSpace(l.filter.Value()))
-	l.shown = l.shown[:0]
-	for i, it := range l.items {
-		if q == "" || strings.Contains(strings.ToLower(it.id+" "+it.kind+" "+it.desc), q) {
-			l.shown = append(l.shown, i)
-		}
+	l.shown = fuzzyFilter(l.filter.Value(), len(l.items),
+		func(i int) string { return l.items[i].id },
+		func(i int) string { return l.items[i].kind + " " + l.items[i].desc })
+	if strings.TrimSpace(l.filter.Value()) != "" {
+		l.cursor = 0 // the best match
 	}
 	l.cursor = min(max(l.cursor, 0), max(len(l.shown)-1, 0))
 	l.scroll()
@@ -108,10 +110,9 @@ func (l *choiceList) Update(msg tea.KeyMsg) (bool, tea.Cmd) {
 			return true, cmd
 		}
 	}
-	k := l.keys
 	switch {
-	case l.move(k, msg, len(l.shown), l.rows()):
-	case key.Matches(msg, k.Filter):
+	case l.move(l.nav, msg, len(l.shown), l.rows()):
+	case key.Matches(msg, l.filterKey):
 		l.typing = true // a new filter each time
 		l.filter.SetValue("")
 		l.refilter()
@@ -126,7 +127,9 @@ func (l *choiceList) Update(msg tea.KeyMsg) (bool, tea.Cmd) {
 	return true, nil
 }
 
-// View draws the list; focused lists show their cursor.
+// View draws the list; focused lists show their cursor. Ids take the
+// room they need (cut in the middle when they cannot, so MinAtar's -v0
+// and -v1 stay apart); descriptions get what is left.
 func (l *choiceList) View(focused bool) string {
 	var b strings.Builder
 	switch {
@@ -137,9 +140,12 @@ func (l *choiceList) View(focused bool) string {
 	}
 	idW, kindW := 0, 0
 	for _, it := range l.items {
-		idW, kindW = max(idW, len([]rune(it.id))), max(kindW, len([]rune(it.kind)))
+		idW, kindW = max(idW, ansi.StringWidth(it.id)), max(kindW, ansi.StringWidth(it.kind))
 	}
-	idW = min(idW, max(l.w/2, 8))
+	if kindW > 0 && 3+idW+2+kindW > l.w {
+		kindW = 0 // the ids come first
+	}
+	idW = max(min(idW, l.w-3-kindW-2), 4)
 	if len(l.shown) == 0 {
 		b.WriteString("\n" + l.th.Dim.Render("  nothing matches"))
 	}
@@ -152,11 +158,11 @@ func (l *choiceList) View(focused bool) string {
 		if i == l.cursor && focused {
 			mark = "▸" + mark[1:]
 		}
-		line := mark + " " + fitLine(cut(it.id, idW), idW)
+		line := mark + " " + fitLine(cutMiddle(it.id, idW), idW)
 		if kindW > 0 {
 			line += "  " + fitLine(it.kind, kindW)
 		}
-		rest := max(l.w-len([]rune(line))-2, 0)
+		rest := l.w - ansi.StringWidth(line) - 2
 		desc := ""
 		if rest > 8 {
 			desc = "  " + cut(it.desc, rest)

@@ -7,105 +7,77 @@ import (
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-
-	"github.com/agenttrainer/agenttrainer/agents"
-	"github.com/agenttrainer/agenttrainer/envs"
 )
 
-// EnvChoice is an environment as the picker lists it.
-type EnvChoice struct {
-	ID          string
-	Description string
-	Action      string // "discrete(2)", "continuous(1)", or "?" when it cannot be built without arguments
-	Observation string
-	MaxSteps    int
+const scrPicker screenID = "pick"
+
+// pickerKeys are the picker's bindings.
+type pickerKeys struct {
+	navKeys
+	Choose, StartNow, SwitchList, Filter key.Binding
 }
 
-// AgentChoice is an agent as the picker lists it.
-type AgentChoice struct {
-	Name        string
-	Description string
-}
-
-// Registry lists the registered environments and agents, custom ones
-// included. Building an environment to learn its spaces may be slow (a
-// remote environment starts a process), so the app calls it from a tea.Cmd.
-func Registry() ([]EnvChoice, []AgentChoice) {
-	var es []EnvChoice
-	for _, id := range envs.IDs() {
-		s, _ := envs.Lookup(id)
-		c := EnvChoice{ID: id, Description: s.Description, Action: "?", Observation: "?", MaxSteps: s.MaxEpisodeSteps}
-		if e, err := s.New(nil); err == nil {
-			c.Action, c.Observation = spaceName(e.ActionSpace()), spaceName(e.ObservationSpace())
-		}
-		es = append(es, c)
+func newPickerKeys() pickerKeys {
+	return pickerKeys{navKeys: newNavKeys(),
+		Choose:     bind("enter", "choose", "enter"),
+		StartNow:   bind("s", "start now", "s"),
+		SwitchList: bind("←/→", "switch list", "left", "right", "h", "l"),
+		Filter:     bind("/", "filter", "/"),
 	}
-	var as []AgentChoice
-	for _, name := range agents.Names() {
-		s, _ := agents.Lookup(name)
-		as = append(as, AgentChoice{Name: name, Description: s.Description})
-	}
-	return es, as
 }
 
-func spaceName(s envs.Space) string {
-	if s.Kind == envs.Discrete {
-		return fmt.Sprintf("discrete(%d)", s.N)
-	}
-	return fmt.Sprintf("continuous(%d)", s.Dim)
+func (k pickerKeys) ShortHelp() []key.Binding {
+	return []key.Binding{k.Choose, k.StartNow, k.SwitchList, k.Filter}
 }
 
-// registryMsg carries the registries, listed in a tea.Cmd.
-type registryMsg struct {
-	envs   []EnvChoice
-	agents []AgentChoice
+func (k pickerKeys) FullHelp() [][]key.Binding {
+	return [][]key.Binding{k.navKeys.group(), {k.Choose, k.StartNow, k.SwitchList, k.Filter}}
 }
 
-// pickedMsg says the user chose an environment and an agent; start skips the
-// config editor.
-type pickedMsg struct {
-	env, agent string
-	start      bool
-}
-
-// pickerResetMsg puts the picker back on choosing an environment, with
-// env and agent chosen.
-type pickerResetMsg struct{ env, agent string }
-
-// picker is the first screen: environments and agents side by side.
+// picker is the first screen: environments and agents side by side. What
+// it ticks is the pending config's (the draft's) environment and agent;
+// choosing puts them there.
 type picker struct {
 	sh          *shared
 	th          *theme
-	keys        *keyMap
-	envs        []EnvChoice
+	keys        pickerKeys
+	filterKeys  textKeys
 	envList     choiceList
 	agentList   choiceList
 	focusAgents bool
+	note        string // what choosing the environment kept of the user's changes
 	w, h        int
 }
 
-func newPicker(sh *shared, env, agent string) *picker {
-	th, keys := sh.th, sh.keys
-	p := &picker{sh: sh, th: th, keys: keys,
-		envList:   newChoiceList(th, keys, "Environment"),
-		agentList: newChoiceList(th, keys, "Agent")}
-	p.envList.chosen, p.agentList.chosen = env, agent
+func newPicker(sh *shared) Screen {
+	k := newPickerKeys()
+	p := &picker{sh: sh, th: sh.th, keys: k, filterKeys: newTextKeys("keep filter", "clear filter"),
+		envList:   newChoiceList(sh.th, k.navKeys, k.Filter),
+		agentList: newChoiceList(sh.th, k.navKeys, k.Filter)}
+	p.sync()
 	return p
 }
 
-func (p *picker) setRegistry(es []EnvChoice, as []AgentChoice) {
-	p.envs = es
-	items := make([]choice, len(es))
-	for i, e := range es {
+// sync ticks the draft's environment and agent.
+func (p *picker) sync() {
+	cfg := &p.sh.draft.cfg
+	p.envList.chosen, p.agentList.chosen = cfg.Env.ID, cfg.Agent.Name
+}
+
+func (p *picker) setRegistry() {
+	reg := p.sh.reg
+	items := make([]choice, len(reg.envs))
+	for i, e := range reg.envs {
 		items[i] = choice{id: e.ID, kind: e.Action, desc: e.Description}
 	}
 	p.envList.setItems(items)
-	p.envList.selectID(p.envList.chosen)
-	items = make([]choice, len(as))
-	for i, a := range as {
+	items = make([]choice, len(reg.agents))
+	for i, a := range reg.agents {
 		items[i] = choice{id: a.Name, desc: a.Description}
 	}
 	p.agentList.setItems(items)
+	p.sync()
+	p.envList.selectID(p.envList.chosen)
 	p.agentList.selectID(p.agentList.chosen)
 	p.SetSize(p.w, p.h) // the lists are as tall as what they hold
 }
@@ -114,10 +86,16 @@ func (p *picker) Init() tea.Cmd { return nil }
 func (p *picker) Title() string { return "pick" }
 
 // Capturing reports whether typed keys belong to a filter.
-func (p *picker) Capturing() bool { return p.capturing() }
+func (p *picker) Capturing() bool { return p.envList.typing || p.agentList.typing }
 
-// capturing reports whether typed keys belong to a text field.
-func (p *picker) capturing() bool { return p.envList.typing || p.agentList.typing }
+// Focus shows the draft's choices, the environment list first.
+func (p *picker) Focus() tea.Cmd {
+	p.sync()
+	p.envList.selectID(p.envList.chosen)
+	p.agentList.selectID(p.agentList.chosen)
+	p.focusAgents = false
+	return nil
+}
 
 func (p *picker) focused() *choiceList {
 	if p.focusAgents {
@@ -129,53 +107,82 @@ func (p *picker) focused() *choiceList {
 func (p *picker) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case registryMsg:
-		p.setRegistry(msg.envs, msg.agents)
+		p.setRegistry()
 		return nil
-	case pickerResetMsg:
-		p.envList.chosen, p.agentList.chosen = msg.env, msg.agent
-		p.envList.selectID(msg.env)
-		p.agentList.selectID(msg.agent)
-		p.focusAgents = false
-		return nil
+	case tea.KeyMsg:
+		return p.key(msg)
 	}
-	km, ok := msg.(tea.KeyMsg)
-	if !ok {
-		return nil
-	}
+	return nil
+}
+
+func (p *picker) key(km tea.KeyMsg) tea.Cmd {
 	l := p.focused()
 	if used, cmd := l.Update(km); used {
 		return cmd
 	}
 	k := p.keys
 	switch {
-	case key.Matches(km, k.Tab):
+	case key.Matches(km, k.SwitchList):
 		p.focusAgents = !p.focusAgents
 	case key.Matches(km, k.Choose):
 		c := l.current()
 		if c.id == "" {
 			return nil
 		}
-		l.chosen = c.id
 		if !p.focusAgents {
+			if !p.chooseEnv(c.id) {
+				return nil
+			}
 			p.focusAgents = true // an environment first, then the agent
 			return nil
 		}
-		return p.pick(false)
+		if !p.chooseAgent(c.id) {
+			return nil
+		}
+		return send(gotoMsg{to: scrEditor, msg: openEditorMsg{}})
 	case key.Matches(km, k.StartNow):
 		if c := l.current(); c.id != "" {
-			l.chosen = c.id
+			ok := p.chooseEnv(c.id)
+			if p.focusAgents {
+				ok = p.chooseAgent(c.id)
+			}
+			if !ok {
+				return nil
+			}
 		}
-		return p.pick(true)
+		return send(startMsg{cfg: p.sh.draft.config()})
 	}
 	return nil
 }
 
-func (p *picker) pick(start bool) tea.Cmd {
-	msg := pickedMsg{env: p.envList.chosen, agent: p.agentList.chosen, start: start}
-	if msg.env == "" || msg.agent == "" {
-		return nil
+// chooseEnv puts env in the draft: its preset and preset agent, with the
+// user's changes kept.
+func (p *picker) chooseEnv(env string) bool {
+	if p.focusAgents {
+		return true
 	}
-	return func() tea.Msg { return msg }
+	note, err := p.sh.draft.setEnv(env)
+	if err != nil {
+		p.note = err.Error()
+		return false
+	}
+	p.note = note
+	p.sync()
+	p.agentList.selectID(p.agentList.chosen)
+	return true
+}
+
+func (p *picker) chooseAgent(agent string) bool {
+	note, err := p.sh.draft.setAgent(agent)
+	if err != nil {
+		p.note = err.Error()
+		return false
+	}
+	if note != "" {
+		p.note = note
+	}
+	p.sync()
+	return true
 }
 
 func (p *picker) SetSize(w, h int) {
@@ -200,6 +207,7 @@ func (p *picker) layout() (lw, aw, lh int) {
 
 func (p *picker) View() string {
 	th := p.th
+	p.sync()
 	title := th.Title.Render("Pick an environment and an agent") +
 		th.Dim.Render("  enter chooses, s starts right away")
 	if n := p.sh.runs.active(); n > 0 {
@@ -228,12 +236,7 @@ func (p *picker) View() string {
 // trainingNote says which runs train now, those found in the background
 // at start-up first.
 func (p *picker) trainingNote(n int) string {
-	bg := 0
-	for _, r := range p.sh.runs.runs {
-		if r.background && r.active() {
-			bg++
-		}
-	}
+	bg := p.sh.runs.count(func(r *run) bool { return r.background && r.active() })
 	them := "them"
 	if n == 1 {
 		them = "it"
@@ -250,7 +253,7 @@ func (p *picker) trainingNote(n int) string {
 }
 
 // details describes the highlighted environment and agent, most telling
-// line first (narrow layouts show only that one).
+// line first (narrow layouts show only that one), then what choosing kept.
 func (p *picker) details(w int) []string {
 	th := p.th
 	env := p.envList.current().id
@@ -262,7 +265,7 @@ func (p *picker) details(w int) []string {
 		agent = p.agentList.current().id
 	}
 	var lines []string
-	for _, e := range p.envs {
+	for _, e := range p.sh.reg.envs {
 		if e.ID != env {
 			continue
 		}
@@ -283,24 +286,16 @@ func (p *picker) details(w int) []string {
 	if len(lines) == 0 {
 		lines = append(lines, th.Dim.Render("reading the registries…"))
 	}
+	if p.note != "" {
+		lines = append(lines, th.Warn.Render(cut(p.note, w)))
+	}
 	lines = append(lines, "", th.Dim.Render(cut("enter: environment, then agent → config editor → s starts training", w)))
 	return lines
 }
 
 func (p *picker) Help() help.KeyMap {
-	k := p.keys
-	if p.capturing() {
-		return helpKeys{short: []key.Binding{
-			key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep filter")),
-			key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
-		}}
+	if p.Capturing() {
+		return p.filterKeys
 	}
-	return helpKeys{
-		short: []key.Binding{k.Choose, k.StartNow, k.Tab, k.Filter, k.Screens, k.Quit, k.Help},
-		full: [][]key.Binding{
-			{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-			{k.Choose, k.StartNow, k.Tab, k.Filter},
-			{k.Screens, k.Runs, k.Help, k.Quit},
-		},
-	}
+	return p.keys
 }

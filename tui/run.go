@@ -41,7 +41,7 @@ type run struct {
 	id         int
 	link       *Link
 	t          Trainer
-	attached   bool // attached to, not started by this app
+	attached   bool // watched, not started by this app: quitting leaves it training
 	background bool // found training when the app started
 	info       trainer.Info
 	now        func() time.Time
@@ -290,14 +290,48 @@ func (s *runSet) byDir(dir string) *run {
 }
 
 // active counts the runs that have not ended.
-func (s *runSet) active() int {
+func (s *runSet) active() int { return s.count(func(r *run) bool { return r.active() }) }
+
+// owned counts the live runs this app started: quitting asks about them.
+func (s *runSet) owned() int { return s.count(func(r *run) bool { return r.active() && !r.attached }) }
+
+// pausedOwned counts the owned runs that are paused.
+func (s *runSet) pausedOwned() int {
+	return s.count(func(r *run) bool { return r.active() && !r.attached && r.state == stPaused })
+}
+
+// training counts the runs that use a core now: live and not paused.
+func (s *runSet) training() int {
+	return s.count(func(r *run) bool { return r.active() && r.state != stPaused && r.state != stPausing })
+}
+
+func (s *runSet) count(f func(*run) bool) int {
 	n := 0
 	for _, r := range s.runs {
-		if r.active() {
+		if f(r) {
 			n++
 		}
 	}
 	return n
+}
+
+// forget drops the ended runs of dir (a run deleted in the runs browser);
+// the focus moves to a run that is left.
+func (s *runSet) forget(dir string) {
+	var keep []*run
+	for _, r := range s.runs {
+		if !r.active() && r.info.RunDir != "" && cleanPath(r.info.RunDir) == cleanPath(dir) {
+			continue
+		}
+		keep = append(keep, r)
+	}
+	s.runs = keep
+	if s.focused() == nil {
+		s.focus = 0
+		if len(keep) > 0 {
+			s.focus = keep[len(keep)-1].id
+		}
+	}
 }
 
 // index is the focused run's position in the list.
@@ -309,3 +343,5 @@ func (s *runSet) index() int {
 	}
 	return -1
 }
+
+func isNaN(v float64) bool { return math.IsNaN(v) }

@@ -17,12 +17,109 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
-	"github.com/agenttrainer/agenttrainer/trainer/control"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
-// runsListedMsg carries the runs found under the runs directory, and which
-// of them are training right now.
+const scrRuns screenID = "runs"
+
+// runsListKeys are the runs list's bindings.
+type runsListKeys struct {
+	navKeys
+	Open, Details, Filter, Sort, SortReverse   key.Binding
+	Tag, Rename, Note, Delete                  key.Binding
+	Attach, Resume, Watch, Mark, Compare, Back key.Binding
+	Refresh                                    key.Binding
+}
+
+func newRunsListKeys() runsListKeys {
+	return runsListKeys{navKeys: newNavKeys(),
+		Open:        bind("enter", "open", "enter"),
+		Details:     bind("i", "details", "i"),
+		Filter:      bind("/", "filter", "/"),
+		Sort:        bind("s", "sort", "s"),
+		SortReverse: bind("S", "reverse order", "S"),
+		Tag:         bind("t", "tags", "t"),
+		Rename:      bind("n", "rename", "n"),
+		Note:        bind("e", "note", "e"),
+		Delete:      bind("d", "delete", "d", "delete"),
+		Attach:      bind("a", "attach", "a"),
+		Resume:      bind("r", "resume", "r"),
+		Watch:       bind("w", "watch it play", "w"),
+		Mark:        bind("space", "mark", " ", "space"),
+		Compare:     bind("c", "compare marked", "c"),
+		Back:        bind("esc", "back", "esc"),
+		Refresh:     bind("ctrl+r", "read again", "ctrl+r"),
+	}
+}
+
+func (k runsListKeys) ShortHelp() []key.Binding {
+	return []key.Binding{k.Open, k.Details, k.Filter, k.Sort, k.Attach, k.Resume, k.Mark, k.Compare, k.Tag, k.Rename, k.Note, k.Delete, k.Watch}
+}
+
+func (k runsListKeys) FullHelp() [][]key.Binding {
+	return [][]key.Binding{k.navKeys.group(),
+		{k.Open, k.Details, k.Attach, k.Resume, k.Watch, k.Mark, k.Compare},
+		{k.Filter, k.Sort, k.SortReverse, k.Refresh, k.Back},
+		{k.Tag, k.Rename, k.Note, k.Delete}}
+}
+
+// runsChartKeys are one run's curves' bindings.
+type runsChartKeys struct {
+	chartKeys
+	Export, Back key.Binding
+}
+
+func newRunsChartKeys() runsChartKeys {
+	return runsChartKeys{chartKeys: newChartKeys(),
+		Export: bind("p", "save as PNG", "p"),
+		Back:   bind("esc", "back", "esc"),
+	}
+}
+
+func (k runsChartKeys) ShortHelp() []key.Binding {
+	return []key.Binding{k.Metric, k.Grid, k.XAxis, k.LogY, k.Zoom, k.Smooth, k.CursorRight, k.Export, k.Back}
+}
+
+func (k runsChartKeys) FullHelp() [][]key.Binding {
+	return [][]key.Binding{k.chartKeys.group(), {k.Export, k.Back}}
+}
+
+// compareKeys are the bindings of runs overlaid: the charts', and one run
+// picked among them to hide or to bring forward.
+type compareKeys struct {
+	runsChartKeys
+	NextRun, PrevRun, Hide, Highlight key.Binding
+}
+
+func newCompareKeys() compareKeys {
+	return compareKeys{runsChartKeys: newRunsChartKeys(),
+		NextRun:   bind("]", "pick next run", "]"),
+		PrevRun:   bind("[", "pick previous run", "["),
+		Hide:      bind("v", "hide/show it", "v"),
+		Highlight: bind("f", "highlight it", "f"),
+	}
+}
+
+func (k compareKeys) ShortHelp() []key.Binding {
+	return []key.Binding{k.NextRun, k.Hide, k.Highlight, k.Metric, k.Grid, k.XAxis, k.Smooth, k.CursorRight, k.Export, k.Back}
+}
+
+func (k compareKeys) FullHelp() [][]key.Binding {
+	return [][]key.Binding{k.chartKeys.group(), {k.NextRun, k.PrevRun, k.Hide, k.Highlight, k.Export, k.Back}}
+}
+
+// detailKeys are the detail view's.
+type detailKeys struct{ Resume, Back key.Binding }
+
+func newDetailKeys() detailKeys {
+	return detailKeys{Resume: bind("r", "resume", "r"), Back: bind("esc", "back to list", "esc")}
+}
+
+func (k detailKeys) ShortHelp() []key.Binding  { return []key.Binding{k.Resume, k.Back} }
+func (k detailKeys) FullHelp() [][]key.Binding { return [][]key.Binding{k.ShortHelp()} }
+
+// runsListedMsg carries the runs found under the runs directory (a sweep's
+// trials among them), and which of them are training right now.
 type runsListedMsg struct {
 	dir  string
 	gen  int
@@ -32,16 +129,14 @@ type runsListedMsg struct {
 	// partial: the runs were only scanned (names, meta.json); their
 	// summaries follow in runsSummarizedMsg.
 	partial bool
+	targets map[string]int64 // of the runs read again (see targetOf)
 }
 
 // runsTickMsg asks the browser to look again (new runs, trainings that
 // started or ended) while it shows its list.
 type runsTickMsg struct{ gen int }
 
-// attachRunMsg asks the app to open the dashboard on a live run.
-type attachRunMsg struct{ dir string }
-
-// watchRunMsg asks the app to play a run's latest checkpoint.
+// watchRunMsg asks the watch screen to play a run's latest checkpoint.
 type watchRunMsg struct{ dir string }
 
 // liveMark marks runs whose training is going on right now.
@@ -52,33 +147,21 @@ type runsLoadedMsg struct {
 	runs []loadedRun
 }
 
-// closeRunsMsg leaves the runs browser.
-type closeRunsMsg struct{}
-
 // runsProblemMsg is shown at the foot of the list until the next key.
 type runsProblemMsg struct{ text string }
 
+// showRunsMsg asks the runs browser for the curves of dirs: one run's, or
+// several overlaid; esc there goes back to where it was asked.
+type showRunsMsg struct{ dirs []string }
+
 // loadedRun is one run read back from its directory.
 type loadedRun struct {
-	info  runstore.RunInfo
-	hist  *history
-	edits []trainer.Edit
-	cfg   config.Config
-	err   error // anything that could not be read (shown, never fatal)
-}
-
-// LiveControl reports whether a training answers on runDir's control
-// socket (it dials it, so call it from a tea.Cmd).
-func LiveControl(runDir string) bool {
-	if _, err := control.ReadEndpoint(runDir); err != nil {
-		return false // the usual case: no control.json, nothing to dial
-	}
-	c, err := control.Dial(runDir)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
+	info   runstore.RunInfo
+	hist   *history
+	edits  []trainer.Edit
+	cfg    config.Config
+	err    error // anything that could not be read (shown, never fatal)
+	hidden bool  // left out of the overlay
 }
 
 func probeLive(runs []runstore.RunInfo, live func(string) bool) map[string]bool {
@@ -91,11 +174,39 @@ func probeLive(runs []runstore.RunInfo, live func(string) bool) map[string]bool 
 	return out
 }
 
+// scanRuns lists the runs under dir and the trials of its sweeps (named
+// sweep/trial-003).
+func scanRuns(dir string) ([]runstore.RunInfo, error) {
+	runs, err := runstore.Scan(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, sw := range sweepDirs(dir) {
+		trials, err := runstore.Scan(sw)
+		if err != nil {
+			continue
+		}
+		for i := range trials {
+			trials[i].Name = filepath.Base(sw) + "/" + trials[i].Name
+		}
+		runs = append(runs, trials...)
+	}
+	return runs, nil
+}
+
 func listRunsCmd(dir string, gen int, live func(string) bool) tea.Cmd {
 	return func() tea.Msg {
-		runs, err := runstore.Scan(dir)
+		runs, err := scanRuns(dir)
 		return runsListedMsg{dir: dir, gen: gen, runs: runs, live: probeLive(runs, live), err: err, partial: true}
 	}
+}
+
+// readRun reads a run's summary through the cache, keeping the name the
+// listing gave it (a trial's sweep/trial-003).
+func readRun(cache *runstore.SummaryCache, listed runstore.RunInfo) runstore.RunInfo {
+	r := cache.Read(listed.Dir)
+	r.Name = listed.Name
+	return r
 }
 
 // refreshRunsCmd lists dir again, reading only the runs that are new, or
@@ -107,8 +218,8 @@ func refreshRunsCmd(cache *runstore.SummaryCache, dir string, gen int, known []r
 		byDir[r.Dir] = r
 	}
 	return func() tea.Msg {
-		now := map[string]bool{}
-		runs, err := runstore.Scan(dir)
+		now, targets := map[string]bool{}, map[string]int64{}
+		runs, err := scanRuns(dir)
 		if err != nil {
 			return runsListedMsg{dir: dir, gen: gen, err: err}
 		}
@@ -116,7 +227,7 @@ func refreshRunsCmd(cache *runstore.SummaryCache, dir string, gen int, known []r
 			d := s.Dir
 			if live(d) {
 				now[d] = true // a live run changes: read it again
-				runs[i] = cache.Read(d)
+				runs[i] = readRun(cache, s)
 				continue
 			}
 			if r, ok := byDir[d]; ok && !wasLive[d] {
@@ -124,9 +235,12 @@ func refreshRunsCmd(cache *runstore.SummaryCache, dir string, gen int, known []r
 				runs[i] = r
 				continue
 			}
-			runs[i] = cache.Read(d)
+			runs[i] = readRun(cache, s)
+			if t, ok := targetOf(runs[i]); ok {
+				targets[d] = t
+			}
 		}
-		return runsListedMsg{dir: dir, gen: gen, runs: runs, live: now}
+		return runsListedMsg{dir: dir, gen: gen, runs: runs, live: now, targets: targets}
 	}
 }
 
@@ -135,6 +249,9 @@ func loadRunsCmd(infos []runstore.RunInfo) tea.Cmd {
 		var out []loadedRun
 		for _, info := range infos {
 			r := loadedRun{info: runstore.ReadRunInfo(info.Dir)}
+			if info.Name != "" {
+				r.info.Name = info.Name
+			}
 			ms, err := runstore.ReadMetrics(info.Dir)
 			r.hist = historyOf(ms)
 			edits, err2 := runstore.ReadEdits(info.Dir)
@@ -162,31 +279,41 @@ const (
 	runsDetail           // one run's config, checkpoints, edits
 )
 
-// runsBrowser lists past runs, shows one run's curves, and overlays the
-// reward curves of marked runs with the differences between their configs.
-// Runs whose training goes on right now (here, in another terminal, over
-// SSH) are marked, and the app can attach to them.
+// runsBrowser lists past runs (a sweep's trials among them), shows one
+// run's curves, and overlays the curves of marked runs with the differences
+// between their configs. Runs whose training goes on right now (here, in
+// another terminal, over SSH) are marked, and the app can attach to them;
+// stopped ones resume.
 type runsBrowser struct {
-	sh      *shared
-	th      *theme
-	keys    *keyMap
-	dir     string
-	all     []runstore.RunInfo // every run under dir
-	runs    []runstore.RunInfo // those the filter passes, in the chosen order
-	unread  map[string]bool    // runs listed whose summaries are still being read
-	cache   *runstore.SummaryCache
-	live    map[string]bool
-	err     error
-	problem string            // the last attach that failed, until the next key
-	loading bool              // the list is being read
-	opening bool              // the run(s) to show are being read
-	gen     int               // the current listing; older ticks and lists are dropped
-	probe   func(string) bool // is a training answering in this run directory?
-	refresh time.Duration     // how often to look again; <0 never
+	sh          *shared
+	th          *theme
+	keys        runsListKeys
+	chartKeys   runsChartKeys
+	compareKeys compareKeys
+	detailKeys  detailKeys
+	textKeys    textKeys
+	filterKeys  textKeys
+	deleteKeys  confirmKeys
+	dir         string
+	all         []runstore.RunInfo // every run under dir
+	runs        []runstore.RunInfo // those the filter passes, in the chosen order
+	unread      map[string]bool    // runs listed whose summaries are still being read
+	targets     map[string]int64   // steps at which a run ends, where its total is not a multiple of its batch
+	cache       *runstore.SummaryCache
+	live        map[string]bool
+	err         error
+	problem     string // the last attach that failed, until the next key
+	loading     bool   // the list is being read
+	opening     bool   // the run(s) to show are being read
+	asked       bool   // the curves on show were asked for by another screen: esc goes back there
+	shown       bool   // the browser is on screen (its ticks go on)
+	gen         int    // the current listing; older ticks and lists are dropped
 	listCursor
 	marked []string // run directories in the order they were marked
 	mode   runsMode
 	loaded []loadedRun
+	sel    int  // the overlaid run picked (] and [)
+	hilite bool // the picked run drawn over the others, which fade
 	detail *runDetail
 	w, h   int
 
@@ -196,17 +323,20 @@ type runsBrowser struct {
 	sortAsc   bool
 	prompt    promptKind // a text field open on a run (name, tags, note)
 	promptDir string
-	input     textinput.Model
+	input     promptInput
 	confirm   string        // the run directory asked to be deleted, until y or n
 	ctl       chartControls // the charts of one run or of runs overlaid
+	canvas    chartCanvas
 }
 
-func newRunsBrowser(sh *shared, probe func(string) bool, refresh time.Duration) *runsBrowser {
+func newRunsBrowser(sh *shared) Screen {
 	f := sh.th.newInput("/", "env: agent: name: tag: note: state:live|done|stopped, or any words")
-	in := sh.th.newInput("> ", "")
+	in := newPromptInput(sh.th, "> ", "")
 	in.CharLimit = 200
-	return &runsBrowser{sh: sh, th: sh.th, keys: sh.keys, probe: probe, refresh: refresh,
-		cache: &runstore.SummaryCache{}, filter: f, input: in, ctl: newChartControls(sh)}
+	return &runsBrowser{sh: sh, th: sh.th, keys: newRunsListKeys(), chartKeys: newRunsChartKeys(), compareKeys: newCompareKeys(),
+		detailKeys: newDetailKeys(), textKeys: newTextKeys("save", "cancel"), filterKeys: newTextKeys("keep filter", "clear filter"),
+		deleteKeys: newConfirmKeys("delete", "keep"), cache: &runstore.SummaryCache{}, targets: map[string]int64{},
+		filter: f, input: in, ctl: newChartControls(sh)}
 }
 
 func (r *runsBrowser) Init() tea.Cmd { return nil }
@@ -218,7 +348,13 @@ func (r *runsBrowser) Capturing() bool {
 }
 
 // Focus reads the runs directory again each time the browser is shown.
-func (r *runsBrowser) Focus() tea.Cmd { return r.open(r.sh.runsDir) }
+func (r *runsBrowser) Focus() tea.Cmd {
+	r.shown = true
+	return r.open(r.sh.runsDir)
+}
+
+// Blur stops looking again while another screen shows.
+func (r *runsBrowser) Blur() { r.shown = false }
 
 // open shows the list of runs under dir, reloading it.
 func (r *runsBrowser) open(dir string) tea.Cmd {
@@ -226,19 +362,22 @@ func (r *runsBrowser) open(dir string) tea.Cmd {
 		r.marked, r.listCursor, r.runs, r.all, r.live = nil, listCursor{}, nil, nil, nil
 	}
 	r.gen++
-	r.dir, r.loading, r.mode, r.problem = dir, true, runsList, ""
+	r.dir, r.loading, r.problem = dir, true, ""
+	if !r.asked {
+		r.mode = runsList
+	}
 	r.confirm, r.prompt, r.filtering, r.unread = "", promptNone, false, nil
 	r.filter.Blur()
 	r.input.Blur()
-	return listRunsCmd(dir, r.gen, r.probe)
+	return listRunsCmd(dir, r.gen, r.sh.host.Live)
 }
 
 func (r *runsBrowser) tick() tea.Cmd {
-	if r.refresh < 0 {
+	if r.sh.refresh < 0 || !r.shown {
 		return nil
 	}
 	gen := r.gen
-	return tea.Tick(r.refresh, func(time.Time) tea.Msg { return runsTickMsg{gen: gen} })
+	return tea.Tick(r.sh.refresh, func(time.Time) tea.Msg { return runsTickMsg{gen: gen} })
 }
 
 func (r *runsBrowser) liveCount() int {
@@ -263,39 +402,12 @@ func (r *runsBrowser) isMarked(dir string) int {
 func (r *runsBrowser) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case runsListedMsg:
-		if msg.dir != r.dir || msg.gen != r.gen {
-			return nil
-		}
-		r.live, r.err = msg.live, msg.err
-		if msg.partial {
-			// Show the runs at once; keep what was read of them before
-			// until their summaries (from the cache when unchanged) arrive.
-			old := make(map[string]runstore.RunInfo, len(r.all))
-			for _, run := range r.all {
-				old[run.Dir] = run
-			}
-			r.unread = make(map[string]bool, len(msg.runs))
-			for i, run := range msg.runs {
-				if o, ok := old[run.Dir]; ok {
-					o.Meta = run.Meta
-					msg.runs[i] = o
-				}
-				r.unread[run.Dir] = true
-			}
-		}
-		r.all = msg.runs
-		r.forgetGone()
-		r.apply()
-		if cmd := r.readMore(); cmd != nil {
-			return cmd
-		}
-		r.loading = false
-		return r.tick()
+		return r.listed(msg)
 	case runsSummarizedMsg:
 		if msg.dir != r.dir || msg.gen != r.gen {
 			return nil
 		}
-		r.merge(msg.runs)
+		r.merge(msg.runs, msg.targets)
 		if cmd := r.readMore(); cmd != nil {
 			return cmd
 		}
@@ -315,42 +427,32 @@ func (r *runsBrowser) Update(msg tea.Msg) tea.Cmd {
 		r.apply()
 		return nil
 	case runDeletedMsg:
-		switch {
-		case errors.Is(msg.err, errLive), errors.Is(msg.err, runstore.ErrInUse):
-			if r.live == nil {
-				r.live = map[string]bool{}
-			}
-			r.live[msg.dir] = r.live[msg.dir] || errors.Is(msg.err, errLive)
-			r.problem = "not deleted: it is training now; stop it first"
-			return nil
-		case msg.err != nil:
-			r.problem = "not deleted: " + msg.err.Error()
-			return nil
-		}
-		r.cache.Forget(msg.dir)
-		r.all = slices.DeleteFunc(r.all, func(run runstore.RunInfo) bool { return run.Dir == msg.dir })
-		r.forgetGone()
-		r.apply()
-		r.problem = "deleted " + msg.dir
-		return nil
+		return r.deleted(msg)
 	case runDetailMsg:
 		if r.mode == runsDetail {
 			r.detail = &msg.d
 		}
 		return nil
 	case runsTickMsg:
-		if msg.gen != r.gen {
-			return nil
+		if msg.gen != r.gen || !r.shown {
+			return nil // the browser was left: it stops looking
 		}
 		if r.mode != runsList || r.prompt != promptNone || r.confirm != "" {
 			return r.tick() // look again once back at the list
 		}
-		return refreshRunsCmd(r.cache, r.dir, r.gen, r.all, r.live, r.probe)
+		return refreshRunsCmd(r.cache, r.dir, r.gen, r.all, r.live, r.sh.host.Live)
 	case runsLoadedMsg:
-		r.opening, r.loaded = false, msg.runs
+		r.opening, r.loaded, r.sel, r.hilite = false, msg.runs, 0, false
 		return nil
 	case runsProblemMsg:
 		r.problem = msg.text
+		return nil
+	case launchFailedMsg:
+		what := "cannot resume: "
+		if msg.attached {
+			what = "cannot attach: "
+		}
+		r.problem = what + msg.err.Error()
 		return nil
 	case exportedMsg:
 		r.problem = exportNote(msg)
@@ -364,34 +466,77 @@ func (r *runsBrowser) Update(msg tea.Msg) tea.Cmd {
 		if len(infos) == 1 {
 			r.mode = runsOne
 		}
+		r.asked = true
 		r.opening, r.loaded, r.problem = true, nil, ""
 		return loadRunsCmd(infos)
 	case tea.KeyMsg:
-		if r.mode == runsOne || r.mode == runsCompare {
-			if ok, cmd := r.ctl.key(msg, r.has); ok {
-				r.problem = ""
-				return cmd
-			}
-			if key.Matches(msg, r.keys.Export) && !r.opening && len(r.loaded) > 0 {
-				r.problem = "saving…"
-				return r.export()
-			}
-		}
-		if r.mode != runsList {
-			if key.Matches(msg, r.keys.Back) {
-				r.mode, r.loaded, r.detail, r.problem = runsList, nil, nil, ""
-			}
-			return nil
-		}
-		return r.updateList(msg)
+		return r.key(msg)
 	default:
 		if r.filtering {
 			var cmd tea.Cmd
 			r.filter, cmd = r.filter.Update(msg)
 			return cmd
 		}
+		if r.prompt != promptNone {
+			return r.input.update(msg)
+		}
 	}
 	return nil
+}
+
+func (r *runsBrowser) listed(msg runsListedMsg) tea.Cmd {
+	if msg.dir != r.dir || msg.gen != r.gen {
+		return nil
+	}
+	r.live, r.err = msg.live, msg.err
+	for d, t := range msg.targets {
+		r.targets[d] = t
+	}
+	if msg.partial {
+		// Show the runs at once; keep what was read of them before
+		// until their summaries (from the cache when unchanged) arrive.
+		old := make(map[string]runstore.RunInfo, len(r.all))
+		for _, run := range r.all {
+			old[run.Dir] = run
+		}
+		r.unread = make(map[string]bool, len(msg.runs))
+		for i, run := range msg.runs {
+			if o, ok := old[run.Dir]; ok {
+				o.Meta = run.Meta
+				msg.runs[i] = o
+			}
+			r.unread[run.Dir] = true
+		}
+	}
+	r.all = msg.runs
+	r.forgetGone()
+	r.apply()
+	if cmd := r.readMore(); cmd != nil {
+		return cmd
+	}
+	r.loading = false
+	return r.tick()
+}
+
+func (r *runsBrowser) deleted(msg runDeletedMsg) tea.Cmd {
+	switch {
+	case errors.Is(msg.err, errLive), errors.Is(msg.err, runstore.ErrInUse):
+		if r.live == nil {
+			r.live = map[string]bool{}
+		}
+		r.live[msg.dir] = r.live[msg.dir] || errors.Is(msg.err, errLive)
+		r.problem = "not deleted: it is training now; stop it first"
+		return nil
+	case msg.err != nil:
+		r.problem = "not deleted: " + msg.err.Error()
+		return nil
+	}
+	r.cache.Forget(msg.dir)
+	r.all = slices.DeleteFunc(r.all, func(run runstore.RunInfo) bool { return run.Dir == msg.dir })
+	r.forgetGone()
+	r.apply()
+	r.problem = "deleted " + msg.dir
+	return send(forgetRunMsg{dir: msg.dir}) // the dashboard lets go of it too
 }
 
 // forgetGone forgets the marks of runs that are gone.
@@ -407,16 +552,86 @@ func (r *runsBrowser) forgetGone() {
 	r.marked = keep
 }
 
+// key handles a key in the view on show.
+func (r *runsBrowser) key(msg tea.KeyMsg) tea.Cmd {
+	switch r.mode {
+	case runsOne, runsCompare:
+		return r.chartKey(msg)
+	case runsDetail:
+		switch {
+		case key.Matches(msg, r.detailKeys.Back):
+			r.mode, r.detail, r.problem = runsList, nil, ""
+		case key.Matches(msg, r.detailKeys.Resume) && r.detail != nil:
+			return r.resume(r.detail.info.Dir)
+		}
+		return nil
+	}
+	return r.updateList(msg)
+}
+
+// chartKey handles a key over one run's curves or runs overlaid.
+func (r *runsBrowser) chartKey(msg tea.KeyMsg) tea.Cmd {
+	if ok, cmd := r.ctl.key(msg, r.has); ok {
+		r.problem = ""
+		return cmd
+	}
+	k := r.compareKeys
+	n := len(r.loaded)
+	switch {
+	case key.Matches(msg, k.Export) && !r.opening && n > 0:
+		r.problem = "saving…"
+		return r.export()
+	case key.Matches(msg, k.Back):
+		r.mode, r.loaded, r.detail, r.problem = runsList, nil, nil, ""
+		if r.asked {
+			r.asked = false
+			return send(backMsg{fallback: scrRuns})
+		}
+	case r.mode != runsCompare || n == 0:
+	case key.Matches(msg, k.NextRun):
+		r.sel = (r.sel + 1) % n
+	case key.Matches(msg, k.PrevRun):
+		r.sel = (r.sel + n - 1) % n
+	case key.Matches(msg, k.Hide):
+		r.loaded[r.sel].hidden = !r.loaded[r.sel].hidden
+	case key.Matches(msg, k.Highlight):
+		r.hilite = !r.hilite
+		r.loaded[r.sel].hidden = false
+	}
+	return nil
+}
+
+// resume continues a stopped run from its latest checkpoint, if it has
+// one, and watches it.
+func (r *runsBrowser) resume(dir string) tea.Cmd {
+	if r.live[dir] {
+		return send(attachRunMsg{dir: dir, from: scrRuns})
+	}
+	if !hasCheckpoint(dir) {
+		r.problem = "cannot resume: it has no checkpoint (it stopped before its first); start a new run instead"
+		return nil
+	}
+	r.problem = "resuming…"
+	return send(attachRunMsg{dir: dir, resume: true, from: scrRuns})
+}
+
+// hasCheckpoint reports whether a run directory holds a checkpoint to
+// resume from.
+func hasCheckpoint(dir string) bool {
+	cks, err := runstore.Checkpoints(filepath.Join(dir, runstore.CheckpointsDir))
+	return err == nil && len(cks) > 0
+}
+
 func (r *runsBrowser) updateList(msg tea.KeyMsg) tea.Cmd {
 	k := r.keys
 	r.problem = ""
 	switch {
 	case r.filtering:
 		switch {
-		case key.Matches(msg, k.Choose):
+		case msg.Type == tea.KeyEnter:
 			r.filtering = false
 			r.filter.Blur()
-		case key.Matches(msg, k.Back):
+		case msg.Type == tea.KeyEsc:
 			r.filtering = false
 			r.filter.Blur()
 			r.filter.SetValue("")
@@ -429,22 +644,20 @@ func (r *runsBrowser) updateList(msg tea.KeyMsg) tea.Cmd {
 		r.apply()
 		return nil
 	case r.prompt != promptNone:
-		switch {
-		case key.Matches(msg, k.Choose):
+		switch msg.Type {
+		case tea.KeyEnter:
 			return r.savePrompt()
-		case key.Matches(msg, k.Back):
+		case tea.KeyEsc:
 			r.prompt = promptNone
 			r.input.Blur()
 			return nil
 		}
-		var cmd tea.Cmd
-		r.input, cmd = r.input.Update(msg)
-		return cmd
+		return r.input.update(msg)
 	case r.confirm != "":
 		d := r.confirm
 		r.confirm = ""
-		if key.Matches(msg, k.Yes) && msg.String() != "enter" {
-			return deleteRunCmd(d, r.probe)
+		if key.Matches(msg, r.deleteKeys.Yes) {
+			return deleteRunCmd(d, r.sh.host.Live)
 		}
 		return nil
 	}
@@ -464,8 +677,7 @@ func (r *runsBrowser) updateList(msg tea.KeyMsg) tea.Cmd {
 		r.sortAsc = !r.sortAsc
 		r.apply()
 		return nil
-
-	case r.move(k, msg, n, r.rows()):
+	case r.move(k.navKeys, msg, n, r.rows()):
 	case key.Matches(msg, k.Refresh):
 		return r.open(r.dir)
 	case key.Matches(msg, k.Back) && r.filter.Value() != "":
@@ -473,7 +685,7 @@ func (r *runsBrowser) updateList(msg tea.KeyMsg) tea.Cmd {
 		r.apply()
 		return nil
 	case key.Matches(msg, k.Back):
-		return func() tea.Msg { return closeRunsMsg{} }
+		return send(backMsg{})
 	case n == 0:
 		return nil
 	case key.Matches(msg, k.Delete):
@@ -486,13 +698,13 @@ func (r *runsBrowser) updateList(msg tea.KeyMsg) tea.Cmd {
 		return nil
 	case key.Matches(msg, k.Rename):
 		r.openPrompt(promptName)
-		return nil
+		return r.input.Focus()
 	case key.Matches(msg, k.Tag):
 		r.openPrompt(promptTags)
-		return nil
+		return r.input.Focus()
 	case key.Matches(msg, k.Note):
 		r.openPrompt(promptNote)
-		return nil
+		return r.input.Focus()
 	case key.Matches(msg, k.Details):
 		r.mode, r.detail = runsDetail, nil
 		return loadDetailCmd(r.runs[r.cursor].Dir)
@@ -505,16 +717,17 @@ func (r *runsBrowser) updateList(msg tea.KeyMsg) tea.Cmd {
 		}
 		r.cursor = min(r.cursor+1, n-1)
 	case key.Matches(msg, k.Watch):
-		d := r.runs[r.cursor].Dir
-		return func() tea.Msg { return watchRunMsg{dir: d} }
+		return send(gotoMsg{to: scrWatch, msg: watchRunMsg{dir: r.runs[r.cursor].Dir}})
 	case key.Matches(msg, k.Attach):
 		d := r.runs[r.cursor].Dir
 		if !r.live[d] {
-			r.problem = "not training now; `agenttrainer train --resume " + d + "` continues it"
+			r.problem = "not training now; r resumes it from its latest checkpoint"
 			return nil
 		}
-		return func() tea.Msg { return attachRunMsg{dir: d} }
-	case key.Matches(msg, k.Choose):
+		return send(attachRunMsg{dir: d, from: scrRuns})
+	case key.Matches(msg, k.Resume):
+		return r.resume(r.runs[r.cursor].Dir)
+	case key.Matches(msg, k.Open):
 		r.mode, r.opening, r.loaded = runsOne, true, nil
 		return loadRunsCmd([]runstore.RunInfo{r.runs[r.cursor]})
 	case key.Matches(msg, k.Compare):
@@ -572,6 +785,23 @@ func fmtReturn(f trainer.Float) string {
 	return num(float64(f))
 }
 
+// shortLabel is a run's name for narrow lists: its start and what follows
+// the time stamp in its directory's name, or its given name.
+func shortLabel(run runstore.RunInfo) string {
+	if run.Meta.Name != "" {
+		return run.Meta.Name
+	}
+	name := run.Name
+	sweepName, base := "", name
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		sweepName, base = name[:i+1], name[i+1:]
+	}
+	if len(base) > 16 && base[8] == '-' && base[15] == '-' {
+		return run.Started.Format("01-02 15:04") + " " + sweepName + base[16:]
+	}
+	return name
+}
+
 func (r *runsBrowser) viewList() string {
 	th := r.th
 	var b strings.Builder
@@ -595,17 +825,17 @@ func (r *runsBrowser) viewList() string {
 	}
 	title := th.Title.Render("Runs") + " " + th.Dim.Render("in "+cutLeft(r.dir, max(r.w-lipgloss.Width(tail)-8, 10)))
 	b.WriteString(cut(title+tail, r.w) + "\n")
-	// Columns never touch (each keeps a blank cell) and the run's name is
-	// cut in its middle, keeping the suffix that tells runs apart. Wide
-	// screens split the name into date, env and agent; narrower ones show
-	// the name itself (which holds them) and the numbers.
+	// Columns never touch (each keeps a blank cell, a sort arrow too) and
+	// a run's name is cut in its middle, keeping the suffix that tells runs
+	// apart. Wide screens split the name into date, env and agent; narrower
+	// ones show the start and the rest of the name, and the numbers.
 	wide := r.w >= 110
 	numW := 10
 	heading := func(s string, w int) string {
 		if strings.EqualFold(s, sortCols[r.sortBy].name) {
 			s += map[bool]string{true: "↑", false: "↓"}[r.sortAsc]
 		}
-		return fitLine(s, w)
+		return fitLine(cut(s, w-1), w)
 	}
 	stepsW := numW + 2 // "2.24M/50M" and a blank
 	var head string
@@ -613,9 +843,9 @@ func (r *runsBrowser) viewList() string {
 	envW := 0
 	if wide {
 		envW = min(20, max(r.w-5-17-9-3*numW-stepsW-6-20, 12))
-		nameW = max(r.w-5-17-envW-9-2*numW-stepsW-6, 12)
+		nameW = max(r.w-5-17-envW-9-2*numW-stepsW-7, 12)
 		head = "     " + heading("STARTED", 17) + heading("ENV", envW) + heading("AGENT", 9) +
-			heading("STEPS", stepsW) + heading("BEST", numW) + heading("LAST", numW) + heading("EDITS", 6) + heading("NAME", nameW)
+			heading("STEPS", stepsW) + heading("BEST", numW) + heading("LAST", numW) + heading("EDITS", 7) + heading("NAME", nameW)
 	} else {
 		head = "     " + heading("NAME", nameW) + heading("STEPS", stepsW) + heading("BEST", numW) + heading("LAST", numW)
 	}
@@ -647,7 +877,7 @@ func (r *runsBrowser) viewList() string {
 			}
 		}
 		stepsCol := steps(float64(run.Steps))
-		if run.TotalSteps > 0 && run.Steps < run.TotalSteps-run.TotalSteps/100 {
+		if run.TotalSteps > 0 && r.runState(run) != "done" {
 			stepsCol += "/" + steps(float64(run.TotalSteps))
 		}
 		best, last, edits := fmtReturn(run.Best), fmtReturn(run.Last), fmt.Sprint(run.Edits)
@@ -658,9 +888,9 @@ func (r *runsBrowser) viewList() string {
 		if wide {
 			line = string(mark) + col(run.Started.Format("2006-01-02 15:04"), 17) + col(run.EnvID, envW) + col(run.Agent, 9) +
 				col(stepsCol, stepsW) + col(best, numW) + col(last, numW) +
-				col(edits, 6) + cutMiddle(run.Label(), nameW)
+				col(edits, 7) + cutMiddle(run.Label(), nameW)
 		} else {
-			line = string(mark) + col(cutMiddle(run.Label(), nameW-1), nameW) + col(stepsCol, stepsW) +
+			line = string(mark) + col(cutMiddle(shortLabel(run), nameW-1), nameW) + col(stepsCol, stepsW) +
 				col(best, numW) + cut(last, numW)
 		}
 		if run.Err != nil {
@@ -711,6 +941,8 @@ func (r *runsBrowser) foot() string {
 			s = th.Good.Render("#"+strings.Join(cur.Meta.Tags, " #")) + " "
 		}
 		return s + cur.Meta.Note
+	case cur != nil && r.runState(*cur) == "stopped":
+		return th.Dim.Render("stopped at " + steps(float64(cur.Steps)) + " of " + steps(float64(cur.TotalSteps)) + " steps: r resumes it from its latest checkpoint")
 	case r.liveCount() > 0:
 		return th.Dim.Render(string(liveMark) + " marks runs training now (a attaches) · space marks runs to compare, c compares them")
 	}
@@ -730,10 +962,10 @@ func (r *runsBrowser) viewOne() string {
 	run := r.loaded[0]
 	info := run.info
 	var b strings.Builder
-	b.WriteString(th.Title.Render(cut(info.Name, r.w)) + "\n")
-	facts := fmt.Sprintf("%s · %s · %s of %s steps · %d iterations · best %s · last %s · %d live edit(s)",
-		info.EnvID, info.Agent, thousands(info.Steps), thousands(info.TotalSteps), info.Iters,
-		fmtReturn(info.Best), fmtReturn(info.Last), len(run.edits))
+	b.WriteString(th.Title.Render(cut(info.Label(), r.w)) + "\n")
+	facts := fmt.Sprintf("%s · %s · %s of %s steps · %s · best %s · last %s · %s",
+		info.EnvID, info.Agent, thousands(info.Steps), thousands(info.TotalSteps), plural(info.Iters, "iteration", "iterations"),
+		fmtReturn(info.Best), fmtReturn(info.Last), plural(len(run.edits), "live edit", "live edits"))
 	b.WriteString(th.Dim.Render(cut(facts, r.w)) + "\n")
 	if run.err != nil {
 		b.WriteString(th.Warn.Render(cut("! "+firstLine(run.err.Error()), r.w)) + "\n")
@@ -749,12 +981,11 @@ func (r *runsBrowser) viewOne() string {
 		b.WriteString(r.charts(r.w, max(r.h-used, 4)))
 		return fit(b.String(), r.w, r.h)
 	}
-	sparks := []struct {
-		label string
-		ch    channel
-	}{
-		{"ep length", chLength}, {"policy loss", chPolicyLoss}, {"value loss", chValueLoss},
-		{"entropy", chEntropy}, {"approx_kl", chApproxKL}, {"clipfrac", chClipFrac}, {"explained var", chExplVar},
+	var sparks []metricDef
+	for _, def := range metricDefs {
+		if def.spark && def.ch != chReturn && def.offered(run.hist.has) {
+			sparks = append(sparks, def)
+		}
 	}
 	sparkRows := len(sparks)
 	if r.h-used-sparkRows < 8 {
@@ -763,17 +994,10 @@ func (r *runsBrowser) viewOne() string {
 	chartH := max(r.h-used-sparkRows, 4)
 	b.WriteString(r.charts(r.w, chartH))
 	sw := max(r.w-30, 8)
-	for i := 0; i < sparkRows; i++ {
-		s := sparks[i]
-		vals := run.hist.values(s.ch)
-		last := math.NaN()
-		for j := len(vals) - 1; j >= 0; j-- {
-			if !math.IsNaN(vals[j]) {
-				last = vals[j]
-				break
-			}
-		}
-		b.WriteString("\n" + th.Dim.Render(fitLine(s.label, 15)) + fitLine(num(last), 12) + " " + th.Curve.Render(sparkline(vals, sw)))
+	for _, s := range sparks[:sparkRows] {
+		// The figure is the last record's, as the dashboard's: the
+		// sparkline averages, the number does not.
+		b.WriteString("\n" + th.Dim.Render(fitLine(s.label, 15)) + fitLine(num(run.hist.last(s.ch)), 12) + " " + th.Curve.Render(sparkline(run.hist.values(s.ch), sw)))
 	}
 	return fit(b.String(), r.w, r.h)
 }
@@ -784,7 +1008,11 @@ func (r *runsBrowser) viewCompare() string {
 		return fit(th.Dim.Render("reading the runs…"), r.w, r.h)
 	}
 	var b strings.Builder
-	b.WriteString(th.Title.Render(fmt.Sprintf("Comparing %d runs", len(r.loaded))) + "\n")
+	title := th.Title.Render(fmt.Sprintf("Comparing %d runs", len(r.loaded)))
+	if hidden := r.hiddenCount(); hidden > 0 {
+		title += th.Dim.Render(fmt.Sprintf(" · %d hidden", hidden))
+	}
+	b.WriteString(title + "\n")
 	if r.problem != "" {
 		b.WriteString(th.Warn.Render(cut(r.problem, r.w)) + "\n")
 	}
@@ -792,14 +1020,18 @@ func (r *runsBrowser) viewCompare() string {
 		b.WriteString(r.ctl.viewRange(r.w) + "\n")
 	}
 	used := strings.Count(b.String(), "\n")
-	legend := make([]string, len(r.loaded))
-	for i, run := range r.loaded {
-		st := th.Palette[i%len(th.Palette)]
-		legend[i] = st.Render(fmt.Sprintf("%d ━━", i+1)) + " " + cut(fmt.Sprintf("%s  %s steps  best %s  last %s",
-			run.info.Name, steps(float64(run.info.Steps)), fmtReturn(run.info.Best), fmtReturn(run.info.Last)), r.w-5)
-	}
+	legend := r.legend()
 	diff := configDiff(r.loaded)
-	diffRows := min(len(diff)+1, max((r.h-used-len(legend))/3, 2))
+	diffRows := 0
+	if len(diff) > 0 {
+		diffRows = min(len(r.loaded)+1, max((r.h-used-len(legend))/3, 2))
+		if len(r.loaded) <= 4 {
+			diffRows = min(len(diff)+1, max((r.h-used-len(legend))/3, 2))
+		}
+	}
+	if len(diff) == 0 {
+		diffRows = 1
+	}
 	chartH := max(r.h-used-len(legend)-diffRows, 4)
 	b.WriteString(r.charts(r.w, chartH) + "\n")
 	b.WriteString(strings.Join(legend, "\n") + "\n")
@@ -807,24 +1039,106 @@ func (r *runsBrowser) viewCompare() string {
 		b.WriteString(th.Dim.Render("configs are identical"))
 		return fit(b.String(), r.w, r.h)
 	}
-	colW := max((r.w-22)/len(r.loaded), 6)
-	head := fitLine("config differences", 22)
-	for i := range r.loaded {
-		head += fitLine(fmt.Sprint(i+1), colW)
+	b.WriteString(strings.Join(r.diffTable(diff, diffRows), "\n"))
+	return fit(b.String(), r.w, r.h)
+}
+
+func (r *runsBrowser) hiddenCount() int {
+	n := 0
+	for _, run := range r.loaded {
+		if run.hidden {
+			n++
+		}
 	}
-	b.WriteString(th.Heading.Render(cut(head, r.w)))
-	for i, row := range diff {
-		if i+1 >= diffRows {
-			b.WriteString("\n" + th.Dim.Render(fmt.Sprintf("… and %d more", len(diff)-i)))
+	return n
+}
+
+// legend names the overlaid runs, the picked one marked; many runs share
+// lines.
+func (r *runsBrowser) legend() []string {
+	th := r.th
+	items := make([]string, len(r.loaded))
+	for i, run := range r.loaded {
+		st := th.Palette[i%len(th.Palette)]
+		mark := " "
+		if i == r.sel {
+			mark = "▸"
+		}
+		state := ""
+		switch {
+		case run.hidden:
+			state = " (hidden)"
+		case r.hilite && i == r.sel:
+			state = " (highlighted)"
+		}
+		items[i] = mark + st.Render(fmt.Sprintf("%d ━━", i+1)) + " " + fmt.Sprintf("%s  %s steps  best %s  last %s%s",
+			run.info.Label(), steps(float64(run.info.Steps)), fmtReturn(run.info.Best), fmtReturn(run.info.Last), state)
+	}
+	if len(items) <= 6 {
+		for i := range items {
+			items[i] = cut(items[i], r.w)
+		}
+		return items
+	}
+	// Many runs: two or three to a line, names cut in the middle.
+	cols := max(r.w/40, 1)
+	cw := r.w / cols
+	var out []string
+	for i := 0; i < len(items); i += cols {
+		line := ""
+		for j := i; j < min(i+cols, len(items)); j++ {
+			line += fitLine(cut(items[j], cw-1), cw)
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// diffTable shows the config differences in rows lines: a key a row with
+// a column a run for a few runs; a run a row with a column a key for many
+// (sixteen trials' learning rates side by side), numbers in four digits.
+func (r *runsBrowser) diffTable(diff []diffRow, rows int) []string {
+	th := r.th
+	var out []string
+	if len(r.loaded) <= 4 {
+		colW := max((r.w-22)/len(r.loaded), 6)
+		head := fitLine("config differences", 22)
+		for i := range r.loaded {
+			head += fitLine(fmt.Sprint(i+1), colW)
+		}
+		out = append(out, th.Heading.Render(cut(head, r.w)))
+		for i, row := range diff {
+			if i+1 >= rows {
+				out = append(out, th.Dim.Render(fmt.Sprintf("… and %d more", len(diff)-i)))
+				break
+			}
+			line := fitLine(cut(row.key, 21), 22)
+			for _, v := range row.values {
+				line += fitLine(cut(v, colW-1), colW)
+			}
+			out = append(out, cut(line, r.w))
+		}
+		return out
+	}
+	colW := 12
+	cols := max((r.w-4)/colW, 1)
+	head := "#   "
+	for _, row := range diff[:min(len(diff), cols)] {
+		head += fitLine(cut(shortKey(row.key), colW-1), colW)
+	}
+	out = append(out, th.Heading.Render(cut(head, r.w)))
+	for i := range r.loaded {
+		if i+1 >= rows {
+			out = append(out, th.Dim.Render(fmt.Sprintf("… and %d more runs", len(r.loaded)-i)))
 			break
 		}
-		line := fitLine(cut(row.key, 21), 22)
-		for _, v := range row.values {
-			line += fitLine(cut(v, colW-1), colW)
+		line := th.Palette[i%len(th.Palette)].Render(fitLine(fmt.Sprint(i+1), 4))
+		for _, row := range diff[:min(len(diff), cols)] {
+			line += fitLine(cut(row.values[i], colW-1), colW)
 		}
-		b.WriteString("\n" + cut(line, r.w))
+		out = append(out, cut(line, r.w))
 	}
-	return fit(b.String(), r.w, r.h)
+	return out
 }
 
 // diffRow is one config key whose value differs between compared runs.
@@ -834,11 +1148,12 @@ type diffRow struct {
 }
 
 // configDiff lists the keys whose values differ between the runs' configs
-// (run names and directories are expected to differ and are left out).
+// (run names and directories are expected to differ and are left out);
+// numbers are printed to four significant digits.
 func configDiff(runs []loadedRun) []diffRow {
 	var out []diffRow
 	for _, k := range config.Schema() {
-		if k.Name == "trainer.name" {
+		if k.Name == "trainer.name" || k.Name == "trainer.runs_dir" {
 			continue
 		}
 		row := diffRow{key: k.Name}
@@ -847,7 +1162,7 @@ func configDiff(runs []loadedRun) []diffRow {
 			v, err := run.cfg.Get(k.Name)
 			s := "?"
 			if err == nil {
-				s = config.FormatValue(v)
+				s = paramValue(v)
 			}
 			row.values = append(row.values, s)
 			if i > 0 && s != row.values[0] {
@@ -862,45 +1177,21 @@ func configDiff(runs []loadedRun) []diffRow {
 }
 
 func (r *runsBrowser) Help() help.KeyMap {
-	k := r.keys
-	back := k.Back
 	switch {
 	case (r.mode == runsOne || r.mode == runsCompare) && r.ctl.help() != nil:
-		return helpKeys{short: r.ctl.help()}
-	case r.mode == runsOne || r.mode == runsCompare:
-		back.SetHelp("esc", "back to list")
-		return helpKeys{short: []key.Binding{k.Metric, k.Grid, k.XAxis, k.LogY, k.Zoom, k.Range, k.Export, back, k.Quit, k.Help},
-			full: [][]key.Binding{{k.Metric, k.Grid, k.XAxis, k.LogY}, {k.Zoom, k.Range, k.Smooth, k.Band}, {k.Export, back, k.Help, k.Quit}}}
-	case r.mode != runsList:
-		back.SetHelp("esc", "back to list")
-		return helpKeys{short: []key.Binding{back, k.Quit, k.Help}, full: [][]key.Binding{{back, k.Help, k.Quit}}}
+		return *r.ctl.help()
+	case r.mode == runsOne:
+		return r.chartKeys
+	case r.mode == runsCompare:
+		return r.compareKeys
+	case r.mode == runsDetail:
+		return r.detailKeys
 	case r.filtering:
-		keep, clear := k.Choose, back
-		keep.SetHelp("enter", "keep filter")
-		clear.SetHelp("esc", "clear filter")
-		return helpKeys{short: []key.Binding{keep, clear}, full: [][]key.Binding{{keep, clear}}}
+		return r.filterKeys
 	case r.prompt != promptNone:
-		save, cancel := k.Choose, back
-		save.SetHelp("enter", "save")
-		cancel.SetHelp("esc", "cancel")
-		return helpKeys{short: []key.Binding{save, cancel}, full: [][]key.Binding{{save, cancel}}}
+		return r.textKeys
 	case r.confirm != "":
-		yes, no := k.Yes, k.No
-		yes.SetHelp("y", "delete")
-		no.SetHelp("n", "keep")
-		return helpKeys{short: []key.Binding{yes, no}, full: [][]key.Binding{{yes, no}}}
+		return r.deleteKeys
 	}
-	open := k.Choose
-	open.SetHelp("enter", "open")
-	if r.filter.Value() != "" {
-		back.SetHelp("esc", "clear filter")
-	}
-	return helpKeys{
-		short: []key.Binding{open, k.Details, k.Filter, k.Sort, k.Tag, k.Rename, k.Note, k.Delete, k.Attach, k.Mark, k.Compare, k.Quit, k.Help},
-		full: [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-			{open, k.Details, k.Attach, k.Watch, k.Mark, k.Compare},
-			{k.Filter, k.Sort, k.SortReverse, k.Refresh},
-			{k.Tag, k.Rename, k.Note, k.Delete},
-			{back, k.Help, k.Quit}},
-	}
+	return r.keys
 }

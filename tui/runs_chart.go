@@ -65,36 +65,52 @@ func (r *runsBrowser) xRange() (float64, float64) {
 }
 
 // spec is the chart of metric over the runs on screen in w×h cells; main
-// is the big chart (a small one of a grid says its latest value).
+// is the big chart (a small one of a grid says its latest value). Hidden
+// runs are left out; a highlighted one is drawn over the others, which
+// fade.
 func (r *runsBrowser) spec(metric string, w, h int, main bool) (chartSpec, string) {
 	th, o := r.th, r.sh.chart
 	def, _ := metricByName(metric)
-	var curves []curve
+	weight := o.weight()
+	var curves, front []curve
 	one := len(r.loaded) == 1
 	for i, run := range r.loaded {
+		if run.hidden {
+			continue
+		}
 		style := th.Palette[i%len(th.Palette)]
 		if one {
 			style = th.Curve
 		}
+		faded := r.hilite && i != r.sel && !one
+		if faded {
+			style = th.Faint
+		}
 		label := ""
 		if !one {
 			label = fmt.Sprint(i + 1)
-		}
-		ch := def.ch
-		if ch == chReturn && o.smooth {
-			if one {
-				curves = append(curves, curve{pts: run.hist.seriesOn(chReturn, statMean, o.wall), style: th.Dim})
-				style = th.Smooth
-			}
-			ch = chReturnEMA
 		}
 		if def.ch == chReturn && o.band && one {
 			curves = append(curves,
 				curve{pts: run.hist.seriesOn(chReturnMin, statMin, o.wall), style: th.Band},
 				curve{pts: run.hist.seriesOn(chReturnMax, statMax, o.wall), style: th.Band})
 		}
-		curves = append(curves, curve{pts: run.hist.seriesOn(ch, statMean, o.wall), style: style, label: label})
+		pts := run.hist.seriesOn(def.ch, statMean, o.wall)
+		if weight > 0 {
+			if one {
+				curves = append(curves, curve{pts: pts, style: th.Dim})
+				style = th.Smooth
+			}
+			pts = smooth(pts, weight)
+		}
+		c := curve{pts: pts, style: style, label: label}
+		if r.hilite && i == r.sel {
+			front = append(front, c) // drawn last: it wins shared cells
+			continue
+		}
+		curves = append(curves, c)
 	}
+	curves = append(curves, front...)
 	var marks []float64
 	if one {
 		for _, e := range r.loaded[0].edits {
@@ -112,36 +128,80 @@ func (r *runsBrowser) spec(metric string, w, h int, main bool) (chartSpec, strin
 	case main:
 		title += " over env steps"
 	case one:
-		if v := r.loaded[0].hist.last(def.ch); !math.IsNaN(v) {
-			title += " " + num(v)
+		title = cellTitle(metric, r.loaded[0].hist.last(def.ch), w-1)
+	}
+	if main {
+		title += o.smoothTitle()
+		if def.ch == chReturn && o.band && one {
+			title += " · min/max"
 		}
+		if o.logY {
+			title += " · log"
+		}
+		title += o.zoomTitle()
 	}
-	if main && def.ch == chReturn && o.smooth {
-		title += " · smoothed"
-	}
-	if main && def.ch == chReturn && o.band && one {
-		title += " · min/max"
-	}
-	if o.logY {
-		title += " · log"
-	}
-	title += o.zoomTitle()
 	lo, hi := r.xRange()
+	cursor := -1
+	if main {
+		cursor = r.ctl.col
+	}
 	return chartSpec{w: w, h: h, xmin: lo, xmax: hi, xclip: o.xr != nil, xTime: o.wall, logY: o.logY, curves: curves,
-		markers: marks, empty: "no values of " + metric + " in these runs"}, title
+		markers: marks, empty: "no values of " + metric + " in these runs", cursor: cursor}, title
 }
 
-// charts draws the big chart, or the grid, in w×h.
+// charts draws the big chart (with the cursor's readings under it), or the
+// grid, in w×h.
 func (r *runsBrowser) charts(w, h int) string {
 	th := r.th
 	if !r.sh.chart.grid {
-		spec, title := r.spec(r.sh.chart.metric, w-2, h-2, true)
-		return box(th, title, renderChart(th, spec), w, h)
+		ch := h
+		if r.ctl.col >= 0 {
+			ch--
+		}
+		spec, title := r.spec(r.sh.chart.metric, w-2, ch-2, true)
+		out := box(th, title, r.canvas.render(th, spec), w, ch)
+		if r.ctl.col >= 0 {
+			r.ctl.col = r.canvas.cursorCol
+			out += "\n" + r.cursorLine(w)
+		}
+		return out
 	}
 	return gridOf(gridMetrics(r.has), w, h, func(_ int, name string, cw, ch int) string {
 		spec, title := r.spec(name, cw-2, ch-2, false)
 		return box(th, title, renderChart(th, spec), cw, ch)
 	})
+}
+
+// cursorLine reads each shown run's value nearest to the cursor.
+func (r *runsBrowser) cursorLine(w int) string {
+	th, o := r.th, r.sh.chart
+	def, _ := metricByName(o.metric)
+	x := r.canvas.cursorX
+	where := "step " + thousands(int64(math.Round(x)))
+	if o.wall {
+		where = "at " + timeLabel(x, 0.1)
+	}
+	parts := []string{th.Heading.Render("│ " + where)}
+	for i, run := range r.loaded {
+		if run.hidden {
+			continue
+		}
+		at, v, ok := run.hist.at(def.ch, x, o.wall)
+		if !ok {
+			continue
+		}
+		s := num(v)
+		if len(r.loaded) > 1 {
+			s = th.Palette[i%len(th.Palette)].Render(fmt.Sprint(i+1)) + " " + s
+		} else {
+			s = def.name + " " + s + th.Dim.Render(" at step "+thousands(int64(at)))
+			if o.wall {
+				s = def.name + " " + num(v) + th.Dim.Render(" at "+timeLabel(at, 0.1))
+			}
+		}
+		parts = append(parts, s)
+	}
+	return cut(strings.Join(parts, "  "), w)
 }
 
 // export saves the chart on screen (every small chart of a grid) as PNG
@@ -170,9 +230,7 @@ func (r *runsBrowser) export() tea.Cmd {
 			if o.wall {
 				p.X = "time"
 			}
-			if m == "ep_return_mean" && o.smooth {
-				p.Smooth = 0.6 // TensorBoard's default weight
-			}
+			p.Smooth = o.weight()
 			if zoomed {
 				p.XMin, p.XMax = lo, hi
 			}

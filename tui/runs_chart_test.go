@@ -47,7 +47,7 @@ func TestRunsBrowserCharts(t *testing.T) {
 			t.Chdir(t.TempDir())
 			writeTwoRuns(t)
 			hs := newHarness(t, 120, 40)
-			hs.press("R", "space", "space", "c")
+			hs.press("4", "space", "space", "c")
 			hs.press(tt.keys...)
 			v := hs.view()
 			for _, s := range tt.visible {

@@ -25,9 +25,10 @@ import (
 // runsSummarizedMsg carries the summaries of some runs listed before
 // they were read (the list shows at once; summaries follow in chunks).
 type runsSummarizedMsg struct {
-	dir  string
-	gen  int
-	runs []runstore.RunInfo
+	dir     string
+	gen     int
+	runs    []runstore.RunInfo
+	targets map[string]int64 // see targetOf
 }
 
 // summaryChunk is how many runs one command reads: small enough that the
@@ -36,14 +37,35 @@ const summaryChunk = 32
 
 // readSummariesCmd reads the summaries of dirs (through the cache: a run
 // whose files did not change is not read again).
-func readSummariesCmd(cache *runstore.SummaryCache, dir string, gen int, dirs []string) tea.Cmd {
+func readSummariesCmd(cache *runstore.SummaryCache, dir string, gen int, listed []runstore.RunInfo) tea.Cmd {
 	return func() tea.Msg {
-		out := make([]runstore.RunInfo, len(dirs))
-		for i, d := range dirs {
-			out[i] = cache.Read(d)
+		out := make([]runstore.RunInfo, len(listed))
+		targets := map[string]int64{}
+		for i, l := range listed {
+			out[i] = readRun(cache, l)
+			if t, ok := targetOf(out[i]); ok {
+				targets[l.Dir] = t
+			}
 		}
-		return runsSummarizedMsg{dir: dir, gen: gen, runs: out}
+		return runsSummarizedMsg{dir: dir, gen: gen, runs: out, targets: targets}
 	}
+}
+
+// targetOf is the step count at which a run that stopped short of its
+// total ended by itself: the trainer runs whole iterations,
+// total_timesteps // batch of them (CleanRL's count), so a total that is
+// not a multiple of the batch ends below it. ok is false where the total
+// was reached, or the config cannot be read.
+func targetOf(run runstore.RunInfo) (int64, bool) {
+	if run.TotalSteps <= 0 || run.Steps >= run.TotalSteps {
+		return 0, false
+	}
+	cfg, err := runstore.ReadConfig(run.Dir)
+	if err != nil || cfg.Grouped() || cfg.BatchSize() <= 0 {
+		return 0, false
+	}
+	batch := int64(cfg.BatchSize())
+	return max(1, cfg.PPO.TotalTimesteps/batch) * batch, true
 }
 
 // readMore asks for the next chunk of unread summaries, the rows on screen
@@ -52,23 +74,28 @@ func (r *runsBrowser) readMore() tea.Cmd {
 	if len(r.unread) == 0 {
 		return nil
 	}
-	var dirs []string
-	add := func(d string) {
-		if r.unread[d] && !slices.Contains(dirs, d) && len(dirs) < summaryChunk {
-			dirs = append(dirs, d)
+	var runs []runstore.RunInfo
+	seen := map[string]bool{}
+	add := func(run runstore.RunInfo) {
+		if r.unread[run.Dir] && !seen[run.Dir] && len(runs) < summaryChunk {
+			seen[run.Dir] = true
+			runs = append(runs, run)
 		}
 	}
-	for i := r.offset; i < len(r.runs) && len(dirs) < summaryChunk; i++ {
-		add(r.runs[i].Dir)
+	for i := r.offset; i < len(r.runs) && len(runs) < summaryChunk; i++ {
+		add(r.runs[i])
 	}
 	for _, run := range r.all {
-		add(run.Dir)
+		add(run)
 	}
-	return readSummariesCmd(r.cache, r.dir, r.gen, dirs)
+	return readSummariesCmd(r.cache, r.dir, r.gen, runs)
 }
 
 // merge puts fresh summaries in place of the ones listed before.
-func (r *runsBrowser) merge(runs []runstore.RunInfo) {
+func (r *runsBrowser) merge(runs []runstore.RunInfo, targets map[string]int64) {
+	for d, t := range targets {
+		r.targets[d] = t
+	}
 	by := make(map[string]runstore.RunInfo, len(runs))
 	for _, run := range runs {
 		by[run.Dir] = run
@@ -87,10 +114,18 @@ func (r *runsBrowser) runState(run runstore.RunInfo) string {
 	switch {
 	case r.live[run.Dir]:
 		return "live"
-	case run.TotalSteps > 0 && run.Steps >= run.TotalSteps-run.TotalSteps/100:
+	case run.TotalSteps > 0 && run.Steps >= r.target(run):
 		return "done"
 	}
 	return "stopped"
+}
+
+// target is the step count at which run is done.
+func (r *runsBrowser) target(run runstore.RunInfo) int64 {
+	if t, ok := r.targets[run.Dir]; ok {
+		return t
+	}
+	return run.TotalSteps
 }
 
 // runQuery is a parsed filter: words that must all match. A word
@@ -292,9 +327,7 @@ func (r *runsBrowser) openPrompt(kind promptKind) {
 		r.input.Prompt = "note: "
 		v = run.Meta.Note
 	}
-	r.input.SetValue(v)
-	r.input.CursorEnd()
-	r.input.Focus()
+	r.input.fill(v)
 }
 
 // savePrompt writes what the open text field holds.
@@ -389,8 +422,8 @@ func (r *runsBrowser) viewDetail() string {
 	if info.WallS > 0 {
 		sps = thousands(int64(float64(info.Steps) / info.WallS))
 	}
-	add(cut(fmt.Sprintf("%s · %s · %s of %s steps · %d iterations · best %s · last %s",
-		info.EnvID, info.Agent, thousands(info.Steps), thousands(info.TotalSteps), info.Iters,
+	add(cut(fmt.Sprintf("%s · %s · %s of %s steps · %s · best %s · last %s",
+		info.EnvID, info.Agent, thousands(info.Steps), thousands(info.TotalSteps), plural(info.Iters, "iteration", "iterations"),
 		fmtReturn(info.Best), fmtReturn(info.Last)), r.w))
 	add(cut(fmt.Sprintf("started %s · wall %s · %s SPS · state %s", info.Started.Format("2006-01-02 15:04"),
 		duration(time.Duration(info.WallS*float64(time.Second))), sps, r.runState(info)), r.w))
@@ -428,7 +461,7 @@ func (r *runsBrowser) viewDetail() string {
 		}
 	}
 	keyW := 28
-	section(fmt.Sprintf("Config: %d key(s) changed from the defaults", len(d.changed)))
+	section("Config: " + plural(len(d.changed), "key", "keys") + " changed from the defaults")
 	var cfg []string
 	for _, row := range d.changed {
 		cfg = append(cfg, fitLine("  "+cut(row.key, keyW-3), keyW)+th.Changed.Render(cut(row.values[0], max((r.w-keyW)/2, 6)))+

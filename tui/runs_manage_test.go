@@ -34,7 +34,7 @@ func TestRunsFilterAndSort(t *testing.T) {
 	t.Chdir(t.TempDir())
 	threeRuns(t)
 	hs := newHarness(t, 120, 40)
-	hs.press("R")
+	hs.press("4")
 	r := hs.m.rb()
 	if len(r.runs) != 3 || len(r.unread) != 0 || r.loading {
 		t.Fatalf("runs %v, unread %d, loading %v", rowsOf(r), len(r.unread), r.loading)
@@ -51,7 +51,7 @@ func TestRunsFilterAndSort(t *testing.T) {
 	}
 	hs.press("esc") // clears the filter, stays in the browser
 	if len(r.runs) != 3 || hs.m.active != scrRuns {
-		t.Fatalf("after esc: rows %v, screen %d", rowsOf(r), hs.m.active)
+		t.Fatalf("after esc: rows %v, screen %v", rowsOf(r), hs.m.active)
 	}
 	// Sort: s walks the columns (name, env, agent, steps, best…), S reverses.
 	hs.press("s", "s", "s", "s", "s") // best, high first
@@ -77,12 +77,12 @@ func TestRunsTagRenameNote(t *testing.T) {
 	t.Chdir(t.TempDir())
 	writeTwoRuns(t)
 	hs := newHarness(t, 80, 24)
-	hs.press("R", "down") // the older run
+	hs.press("4", "down") // the older run
 	hs.press("t", "type:baseline sweep", "enter")
 	hs.press("n", "ctrl+u", "type:wide net q1", "enter") // q and 1 are typed, not quit or a screen
 	hs.press("e", "type:the good one", "enter")
 	if hs.m.active != scrRuns || hs.quit {
-		t.Fatalf("screen %d, quit %v", hs.m.active, hs.quit)
+		t.Fatalf("screen %v, quit %v", hs.m.active, hs.quit)
 	}
 	m, err := runstore.ReadMeta(olderRun)
 	if err != nil {
@@ -95,7 +95,7 @@ func TestRunsTagRenameNote(t *testing.T) {
 	if !strings.Contains(v, "▸    wide net q1") || !strings.Contains(v, "#baseline #sweep the good one") {
 		t.Errorf("the list does not show the name, tags and note:\n%s", v)
 	}
-	golden(t, "runs-managed-80x24", v)
+	golden(t, "runs-managed-80x24", hs.screenView())
 	// The directory keeps its name; the filter finds the run by tag.
 	if _, err := os.Stat(olderRun); err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func TestRunsTagRenameNote(t *testing.T) {
 func TestRunsDelete(t *testing.T) {
 	t.Run("finished run, after yes", func(t *testing.T) {
 		hs, _ := liveHarness(t, 120, 40, nil)
-		hs.press("R", "down", "d")
+		hs.press("4", "down", "d")
 		v := hs.view()
 		if !strings.Contains(v, "Delete 20240102-030405-CartPole-v1-mlp and all its files?") || !strings.Contains(v, "y delete") {
 			t.Fatalf("no confirmation:\n%s", v)
@@ -133,7 +133,7 @@ func TestRunsDelete(t *testing.T) {
 	})
 	t.Run("live run (control socket)", func(t *testing.T) {
 		hs, _ := liveHarness(t, 120, 40, nil)
-		hs.press("R", "d")
+		hs.press("4", "d")
 		if v := hs.view(); !strings.Contains(v, "not deleted: it is training now") {
 			t.Errorf("no refusal:\n%s", v)
 		}
@@ -148,7 +148,7 @@ func TestRunsDelete(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer l.Release()
-		hs.press("R", "down", "d", "y")
+		hs.press("4", "down", "d", "y")
 		if v := hs.view(); !strings.Contains(v, "not deleted: it is training now") {
 			t.Errorf("no refusal:\n%s", v)
 		}
@@ -174,7 +174,7 @@ func TestRunsDetail(t *testing.T) {
 				t.Fatal(err)
 			}
 			hs := newHarness(t, size[0], size[1])
-			hs.press("R", "i")
+			hs.press("4", "i")
 			v := hs.view()
 			for _, want := range []string{"ppo.ent_coef", "0.05", "(default 0.01)", "step-61440.safetensors  latest",
 				"step-30720.safetensors  [pinned]", "ppo.learning_rate: 0.00025 → 0.0001", "SPS"} {
@@ -182,7 +182,7 @@ func TestRunsDetail(t *testing.T) {
 					t.Errorf("no %q:\n%s", want, v)
 				}
 			}
-			golden(t, name, v)
+			golden(t, name, hs.screenView())
 			hs.press("esc")
 			if hs.m.rb().mode != runsList {
 				t.Error("esc does not go back to the list")
@@ -199,9 +199,9 @@ func TestRunsListShowsProgress(t *testing.T) {
 		writeRun(t, "runs", fmt.Sprintf("20240101-%06d-CartPole-v1-mlp", i), nil, 3, 1, nil)
 	}
 	hs := newHarness(t, 120, 40)
-	_, cmd := hs.m.Update(keyMsg("R"))
+	_, cmd := hs.m.Update(keyMsg("4"))
 	hs.run(nil)
-	listed := cmd().(runsListedMsg) // the scan alone
+	listed := cmd().(addressed).msg.(runsListedMsg) // the scan alone
 	r := hs.m.rb()
 	more := r.Update(listed)
 	if len(r.runs) != summaryChunk+8 || len(r.unread) != summaryChunk+8 {
@@ -211,7 +211,7 @@ func TestRunsListShowsProgress(t *testing.T) {
 	if !strings.Contains(v, fmt.Sprintf("reading 0/%d…", summaryChunk+8)) || !strings.Contains(v, "…         …") {
 		t.Errorf("no progress:\n%s", v)
 	}
-	next := r.Update(more().(runsSummarizedMsg))
+	next := address(scrRuns, r.Update(more().(runsSummarizedMsg)))
 	if !strings.Contains(hs.view(), fmt.Sprintf("reading %d/%d…", summaryChunk, summaryChunk+8)) || next == nil {
 		t.Errorf("no progress after a chunk:\n%s", hs.view())
 	}
@@ -225,7 +225,7 @@ func TestRunsListShowsProgress(t *testing.T) {
 // is being read instead of drawing the few records that came live.
 func TestDashboardShowsHistoryLoading(t *testing.T) {
 	hs, _ := liveHarness(t, 120, 40, nil)
-	_, cmd := hs.m.Update(keyMsg("R"))
+	_, cmd := hs.m.Update(keyMsg("4"))
 	hs.run(cmd)
 	_, cmd = hs.m.Update(keyMsg("a"))
 	launched := cmd().(attachRunMsg)

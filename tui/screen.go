@@ -10,57 +10,56 @@ import (
 	"github.com/agenttrainer/agenttrainer/trainer"
 )
 
-// Screen is one page of the app behind the tab bar (as soft-serve's
-// common.Component): the root routes messages to the active screen, sizes
-// it, and shows its key help. Screens talk to the root and to each other
-// only through messages and the shared context, never through fields.
+// Screen is one page of the app (as soft-serve's common.Component): the
+// root sizes it, shows its key help, hands it the keys while it is shown,
+// and every message it does not own itself. A screen's commands are
+// addressed to it (see address), so their results come back to it
+// whichever screen is shown then; it talks to the app and to other screens
+// only through appMsgs and the shared context, never through their fields.
 type Screen interface {
 	Init() tea.Cmd
-	// Update handles a message routed to the screen (keys when it is
-	// active, its own messages whenever they arrive).
 	Update(msg tea.Msg) tea.Cmd
 	View() string
 	SetSize(w, h int)
-	// Help is the screen's key help, for the footer.
+	// Help is the key map of what the screen shows now: the short line
+	// and, for ?, every binding.
 	Help() help.KeyMap
 	// Capturing reports whether typed keys belong to a text field (a
-	// filter, a value being edited): then the root's own keys (1–5, tab,
-	// q, ?) are typed into it instead.
+	// filter, a value being edited): the app's own keys (1–9, tab, q, ?)
+	// are typed into it instead.
 	Capturing() bool
 	// Title names the screen in the tab bar.
 	Title() string
 }
 
-// focuser is a screen that does something when it is shown (the runs
-// browser reads the runs directory again).
+// screenID addresses a screen: the registry's key, and where its
+// commands' results are delivered.
+type screenID string
+
+// focuser is a screen that does something each time it is shown (the runs
+// browser reads the runs directory again, the sweeps screen starts
+// looking).
 type focuser interface{ Focus() tea.Cmd }
 
-// shared is what every screen may read: the theme, the keys, the live runs
-// and where runs are kept. The root owns it and keeps it current.
+// blurrer is a screen that stops something when another is shown (its
+// ticks, a playing episode).
+type blurrer interface{ Blur() }
+
+// shared is what every screen may read and, for the pending config and the
+// run set, change: the root owns it and keeps its size-independent parts
+// current.
 type shared struct {
 	th      *theme
-	keys    *keyMap
+	host    Host
 	runs    *runSet
 	chart   *chartOpts // what the charts show, on every screen
+	draft   *draft     // the config the next run starts from
+	reg     *registry  // environments and agents, once listed
 	runsDir string
 	now     func() time.Time
-	// detachable reports whether quitting may leave the runs training.
-	detachable func() bool
+	redraw  time.Duration
+	refresh time.Duration // the runs browser's and sweeps screen's look again; <0 never
 }
-
-// The screens, in tab-bar order; watch is part of the runs browser.
-const (
-	scrPicker = iota
-	scrEditor
-	scrDashboard
-	scrRuns
-	scrSweeps
-	scrWatch
-	numScreens
-)
-
-// tabs are the screens the tab bar lists (1–5).
-const tabs = 5
 
 func cleanPath(p string) string { return filepath.Clean(p) }
 

@@ -14,7 +14,7 @@ import (
 func TestScreensBehindOneInterface(t *testing.T) {
 	hs := newHarness(t, 120, 40)
 	for i, want := range []string{"1 pick", "2 config", "3 train", "4 runs", "5 sweeps"} {
-		if hs.m.screens[i] == nil || !strings.Contains(hs.view(), want) {
+		if hs.m.screens[hs.m.tabs[i]] == nil || !strings.Contains(hs.view(), want) {
 			t.Errorf("tab %d (%s) missing", i+1, want)
 		}
 	}
@@ -26,13 +26,13 @@ func TestTabBarNavigation(t *testing.T) {
 	hs := newHarness(t, 80, 24)
 	steps := []struct {
 		key  string
-		want int
+		want screenID
 	}{{"2", scrEditor}, {"3", scrDashboard}, {"4", scrRuns}, {"5", scrSweeps}, {"1", scrPicker}, {"tab", scrEditor},
 		{"shift+tab", scrPicker}, {"shift+tab", scrSweeps}, {"shift+tab", scrRuns}, {"tab", scrSweeps}, {"tab", scrPicker}}
 	for _, s := range steps {
 		hs.press(s.key)
 		if hs.m.active != s.want {
-			t.Fatalf("after %s: screen %d, want %d", s.key, hs.m.active, s.want)
+			t.Fatalf("after %s: screen %s, want %s", s.key, hs.m.active, s.want)
 		}
 	}
 	training(hs, 20)
@@ -40,17 +40,17 @@ func TestTabBarNavigation(t *testing.T) {
 		hs.press(k)
 	}
 	if hs.m.active != scrDashboard || hs.m.cur().state != stRunning || len(hs.fake.Calls()) != 0 {
-		t.Fatalf("screen %d, state %s, calls %v", hs.m.active, hs.m.cur().state, hs.fake.Calls())
+		t.Fatalf("screen %v, state %s, calls %v", hs.m.active, hs.m.cur().state, hs.fake.Calls())
 	}
 	// The picker's filter takes digits and tab is not a screen key there.
 	hs.press("1", "/", "type:12", "tab")
 	if hs.m.active != scrPicker || hs.m.pk().focused().filter.Value() != "12" {
-		t.Errorf("screen %d, filter %q: typed keys left the filter", hs.m.active, hs.m.pk().focused().filter.Value())
+		t.Errorf("screen %v, filter %q: typed keys left the filter", hs.m.active, hs.m.pk().focused().filter.Value())
 	}
 	// So does the editor's value field.
 	hs.press("esc", "2", "/", "type:3")
 	if hs.m.active != scrEditor || hs.m.ed().filter.Value() != "3" {
-		t.Errorf("screen %d, editor filter %q", hs.m.active, hs.m.ed().filter.Value())
+		t.Errorf("screen %v, editor filter %q", hs.m.active, hs.m.ed().filter.Value())
 	}
 }
 
@@ -58,7 +58,7 @@ func TestTabBarNavigation(t *testing.T) {
 // registry arrives after the first size.
 func TestPickerSizesListsFromTheWindow(t *testing.T) {
 	ids := []string{"Acrobot-v1", "CartPole-v1", "FrozenLake-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1", "Remote-v0"}
-	hs := newHarnessWith(t, 120, 40, func(o *Options) {
+	hs := newHarnessWith(t, 120, 40, func(o *Options, _ *fakeHost) {
 		o.Registry = func() ([]EnvChoice, []AgentChoice) {
 			var es []EnvChoice
 			for _, id := range ids {
@@ -80,16 +80,14 @@ func TestPickerSizesListsFromTheWindow(t *testing.T) {
 // them with state, step, speed and ETA; past the cores each new run gets
 // trainer.threads=1.
 func TestSeveralRuns(t *testing.T) {
-	var launched []config.Config
-	hs := newHarnessWith(t, 120, 40, func(o *Options) { o.Cores = 1 })
-	launch := hs.m.opts.Launch
-	hs.m.opts.Launch = func(c config.Config) (*Link, error) { launched = append(launched, c); return launch(c) }
+	hs := newHarnessWith(t, 120, 40, func(o *Options, _ *fakeHost) { o.Cores = 1 })
 	training(hs, 20)
 	first := hs.m.runs.focus
 	hs.press("n", "down", "s") // a second run, on MountainCar-v0
 	if len(hs.m.runs.runs) != 2 || hs.m.runs.focus == first || hs.m.active != scrDashboard {
 		t.Fatalf("%d runs, focus %d", len(hs.m.runs.runs), hs.m.runs.focus)
 	}
+	launched := hs.host.started
 	if launched[0].Trainer.Threads == 1 || launched[1].Trainer.Threads != 1 {
 		t.Errorf("threads %d then %d, want the second at 1", launched[0].Trainer.Threads, launched[1].Trainer.Threads)
 	}
@@ -119,11 +117,9 @@ func TestSeveralRuns(t *testing.T) {
 // Runs found training at start-up are attached to, and the first screen
 // says so.
 func TestBackgroundRunsAtStartup(t *testing.T) {
-	hs, fl := liveHarness(t, 120, 40, func(o *Options) {
-		o.Background = func(string) []string { return []string{newerRun} }
-	})
+	hs, fl := liveHarness(t, 120, 40, func(_ *Options, f *fakeHost) { f.background = []string{newerRun} })
 	if len(fl.attached) != 1 || len(hs.m.runs.runs) != 1 || hs.m.active != scrPicker {
-		t.Fatalf("attached %v, %d runs, screen %d", fl.attached, len(hs.m.runs.runs), hs.m.active)
+		t.Fatalf("attached %v, %d runs, screen %v", fl.attached, len(hs.m.runs.runs), hs.m.active)
 	}
 	if v := hs.view(); !strings.Contains(v, "1 run training in the background · 3 shows it") {
 		t.Errorf("the picker does not mention the background run:\n%s", v)
@@ -162,7 +158,7 @@ func TestChartControls(t *testing.T) {
 	if v := hs.view(); !strings.Contains(v, "· log · last 50%") {
 		t.Errorf("log y and zoom not shown in the title:\n%s", v)
 	}
-	golden(t, "dashboard-entropy-log-zoom-120x40", hs.view())
+	golden(t, "dashboard-entropy-log-zoom-120x40", hs.screenView())
 	hs.press("Z", "type:20k-40k", "enter")
 	if v := hs.view(); !strings.Contains(v, "· log · 20k-40k") || !strings.Contains(v, "25k") || strings.Contains(v, " 50k") {
 		t.Errorf("a typed range is not the X axis:\n%s", v)
@@ -176,7 +172,7 @@ func TestChartControls(t *testing.T) {
 		t.Errorf("z did not undo the range:\n%s", v)
 	}
 	hs.press("l", "g")
-	golden(t, "dashboard-grid-120x40", hs.view())
+	golden(t, "dashboard-grid-120x40", hs.screenView())
 }
 
 var negZero = regexp.MustCompile(`(^|[^0-9.])-0(\.0+)?([^0-9.]|$)`)
@@ -199,7 +195,7 @@ func TestTicks(t *testing.T) {
 		}
 	}
 	th := defaultTheme(nil)
-	pts := []point{{0, -0.0011}, {500, 0.0009}, {1000, -0.0004}}
+	pts := []point{{0, -0.0011, 1}, {500, 0.0009, 1}, {1000, -0.0004, 1}}
 	for _, h := range []int{4, 8, 20} {
 		got := renderChart(&th, chartSpec{w: 40, h: h, xmax: 1000, curves: []curve{{pts: pts}}})
 		if negZero.MatchString(got) {

@@ -64,10 +64,7 @@ func writeSweep(t *testing.T, runs string) string {
 func TestSweepsScreen(t *testing.T) {
 	t.Chdir(t.TempDir())
 	writeSweep(t, "runs")
-	var started []string
-	hs := newHarnessWith(t, 120, 40, func(o *Options) {
-		o.StartSweep = func(spec, runsDir string) error { started = append(started, spec+" in "+runsDir); return nil }
-	})
+	hs := newHarness(t, 120, 40)
 	hs.press("5")
 	v := hs.view()
 	for _, want := range []string{"[5 sweeps]", "Sweeps in runs · 1", "lr-sweep", "grid", "3", "249.3 ep_return_mean ↑"} {
@@ -91,29 +88,29 @@ func TestSweepsScreen(t *testing.T) {
 		t.Errorf("no reason for the failed trial:\n%s", v)
 	}
 	hs.press("g", "e") // the best trial's configuration into the editor
-	if hs.m.active != scrEditor || hs.m.cfg.PPO.LearningRate != 0.003 {
-		t.Fatalf("screen %d, learning rate %v after e on the best trial", hs.m.active, hs.m.cfg.PPO.LearningRate)
+	if hs.m.active != scrEditor || hs.m.draft().cfg.PPO.LearningRate != 0.003 {
+		t.Fatalf("screen %s, learning rate %v after e on the best trial", hs.m.active, hs.m.draft().cfg.PPO.LearningRate)
 	}
 	if v := hs.view(); !strings.Contains(v, "from trial-001 of lr-sweep") {
 		t.Errorf("the editor does not say where its config came from:\n%s", v)
 	}
 	hs.press("5", "c") // the trials' curves overlaid
 	if hs.m.active != scrRuns || hs.m.rb().mode != runsCompare || len(hs.m.rb().loaded) != 3 {
-		t.Fatalf("screen %d, mode %d, %d runs loaded after c", hs.m.active, hs.m.rb().mode, len(hs.m.rb().loaded))
+		t.Fatalf("screen %s, mode %d, %d runs loaded after c", hs.m.active, hs.m.rb().mode, len(hs.m.rb().loaded))
 	}
 	if v := hs.view(); !strings.Contains(v, "Comparing 3 runs") || !strings.Contains(v, "ppo.learning_rate") {
 		t.Errorf("no overlay of the trials:\n%s", v)
 	}
 	hs.press("esc", "5", "esc", "n", "type:nope.toml", "enter")
-	if v := hs.view(); !strings.Contains(v, "not started") || !strings.Contains(v, "nope.toml") || len(started) != 0 {
-		t.Errorf("a missing spec is not refused before starting (started %v):\n%s", started, v)
+	if v := hs.view(); !strings.Contains(v, "not started") || !strings.Contains(v, "nope.toml") || len(hs.host.sweepCalls) != 0 {
+		t.Errorf("a missing spec is not refused before starting (started %v):\n%s", hs.host.sweepCalls, v)
 	}
 	if err := os.WriteFile("spec.toml", []byte("seeds = [1]\n[params.ppo]\nent_coef = [0.0, 0.01]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	hs.press("ctrl+u", "type:spec.toml", "enter")
-	if v := hs.view(); len(started) != 1 || started[0] != "spec.toml in runs" || !strings.Contains(v, "started the sweep of spec.toml") {
-		t.Errorf("started %v:\n%s", started, v)
+	if v := hs.view(); len(hs.host.sweepCalls) != 1 || hs.host.sweepCalls[0] != "start spec.toml in runs" || !strings.Contains(v, "started the sweep of spec.toml") {
+		t.Errorf("started %v:\n%s", hs.host.sweepCalls, v)
 	}
 }
 
@@ -124,9 +121,9 @@ func TestSweepsGolden(t *testing.T) {
 			writeSweep(t, "runs")
 			hs := newHarness(t, size[0], size[1])
 			hs.press("5")
-			golden(t, fmt.Sprintf("sweeps-%dx%d", size[0], size[1]), hs.view())
+			golden(t, fmt.Sprintf("sweeps-%dx%d", size[0], size[1]), hs.screenView())
 			hs.press("enter")
-			golden(t, fmt.Sprintf("sweeps-trials-%dx%d", size[0], size[1]), hs.view())
+			golden(t, fmt.Sprintf("sweeps-trials-%dx%d", size[0], size[1]), hs.screenView())
 		})
 	}
 }

@@ -28,11 +28,13 @@ type theme struct {
 	Warn     lipgloss.Style
 	Bad      lipgloss.Style
 
-	Axis, Label       lipgloss.Style // chart axes and tick labels
-	Curve, Smooth     lipgloss.Style // raw and smoothed mean return
-	Band, Marker      lipgloss.Style // min/max lines and live-edit markers
-	Palette           []lipgloss.Style
-	BarFull, BarEmpty string // progress bar colours
+	Axis, Label       lipgloss.Style   // chart axes and tick labels
+	Curve, Smooth     lipgloss.Style   // raw and smoothed mean return
+	Band, Marker      lipgloss.Style   // min/max lines and live-edit markers
+	Cursor            lipgloss.Style   // the chart's value cursor
+	Faint             lipgloss.Style   // curves in the background while one is highlighted
+	Palette           []lipgloss.Style // overlaid runs: sixteen colours apart, then again
+	BarFull, BarEmpty string           // progress bar colours
 }
 
 // defaultTheme builds the styles for r; nil means lipgloss's default
@@ -63,9 +65,15 @@ func defaultTheme(r *lipgloss.Renderer) theme {
 		Smooth:   fg("#D6336C", "#FF7EB6"),
 		Band:     fg("#B0C4DE", "#3A4F6B"),
 		Marker:   fg("#B05A00", "#FFB454"),
+		Cursor:   fg("#444444", "#E0E0E0"),
+		Faint:    fg("#D0D0D0", "#3A3A3A"),
 		Palette: []lipgloss.Style{
 			fg("#1F6FEB", "#58A6FF"), fg("#D6336C", "#FF7EB6"), fg("#1E8A3C", "#5FD68A"),
 			fg("#B05A00", "#FFB454"), fg("#7048E8", "#B197FC"), fg("#0B7285", "#66D9E8"),
+			fg("#C92A2A", "#FF8787"), fg("#5C940D", "#A9E34B"), fg("#862E9C", "#E599F7"),
+			fg("#E67700", "#FFD43B"), fg("#364FC7", "#91A7FF"), fg("#087F5B", "#63E6BE"),
+			fg("#A61E4D", "#F783AC"), fg("#495057", "#CED4DA"), fg("#D9480F", "#FFA94D"),
+			fg("#1864AB", "#74C0FC"),
 		},
 		BarFull:  "#7D56F4",
 		BarEmpty: "#3C3C3C",

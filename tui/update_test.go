@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"testing"
@@ -16,7 +17,7 @@ func TestPickerKeys(t *testing.T) {
 	tests := []struct {
 		name        string
 		keys        []string
-		screen      int
+		screen      screenID
 		env, agent  string
 		launched    int
 		filterShown int // -1: do not check
@@ -50,15 +51,15 @@ func TestPickerKeys(t *testing.T) {
 			hs.press(tt.keys...)
 			m := hs.m
 			if m.active != tt.screen {
-				t.Errorf("screen = %d, want %d", m.active, tt.screen)
+				t.Errorf("screen = %v, want %v", m.active, tt.screen)
 			}
-			if m.cfg.Env.ID != tt.env || m.cfg.Agent.Name != tt.agent {
+			if m.draft().cfg.Env.ID != tt.env || m.draft().cfg.Agent.Name != tt.agent {
 				if tt.screen != scrPicker {
-					t.Errorf("chose %s/%s, want %s/%s", m.cfg.Env.ID, m.cfg.Agent.Name, tt.env, tt.agent)
+					t.Errorf("chose %s/%s, want %s/%s", m.draft().cfg.Env.ID, m.draft().cfg.Agent.Name, tt.env, tt.agent)
 				}
 			}
-			if tt.screen == scrEditor && (m.ed().cfg.Env.ID != tt.env || m.ed().cfg.Agent.Name != tt.agent) {
-				t.Errorf("editor holds %s/%s", m.ed().cfg.Env.ID, m.ed().cfg.Agent.Name)
+			if tt.screen == scrEditor && (m.ed().config().Env.ID != tt.env || m.ed().config().Agent.Name != tt.agent) {
+				t.Errorf("editor holds %s/%s", m.ed().config().Env.ID, m.ed().config().Agent.Name)
 			}
 			if hs.launchs != tt.launched {
 				t.Errorf("launched %d runs, want %d", hs.launchs, tt.launched)
@@ -87,7 +88,7 @@ func TestEditorKeys(t *testing.T) {
 		err      string // the inline error of the selected key
 		problem  string // the Validate problem shown
 		editing  bool
-		screen   int
+		screen   screenID
 		launched int
 	}{
 		{name: "edit a float", keys: editKey("ent_coef", "0.05"),
@@ -115,8 +116,8 @@ func TestEditorKeys(t *testing.T) {
 			problem: "3 does not divide the batch of 512", screen: scrEditor},
 		{name: "start with the edits", keys: append(editKey("total_timesteps", "20000"), "s"),
 			check: func(c config.Config) bool { return c.PPO.TotalTimesteps == 20000 }, screen: scrDashboard, launched: 1},
-		{name: "the trainer refuses an unknown environment", keys: append(editKey("env.id", "Nope-v0"), "s"),
-			err: `unknown environment "Nope-v0"`, screen: scrEditor},
+		{name: "an unknown environment is refused on entry", keys: editKey("env.id", "CartPol-v1"),
+			err: `unknown environment "CartPol-v1"; did you mean CartPole-v1?`, editing: true, screen: scrEditor},
 		{name: "esc goes back to the picker and keeps the edits", keys: append(editKey("ent_coef", "0.05"), "esc", "esc"),
 			check: func(c config.Config) bool { return c.PPO.EntCoef == 0.05 }, screen: scrPicker},
 		{name: "typed q and R do not leave the field", keys: editKey("trainer.name", "qR?"),
@@ -127,15 +128,15 @@ func TestEditorKeys(t *testing.T) {
 			hs := newHarness(t, 100, 30)
 			hs.press(tt.keys...)
 			m := hs.m
-			cfg := m.ed().cfg
+			cfg := *m.ed().config()
 			if tt.screen == scrPicker {
-				cfg = m.cfg
+				cfg = m.draft().cfg
 			}
 			if tt.launched > 0 {
 				cfg = hs.fake.Config()
 			}
 			if m.active != tt.screen {
-				t.Fatalf("screen = %d, want %d (note %q)", m.active, tt.screen, m.ed().note)
+				t.Fatalf("screen = %v, want %v (note %q)", m.active, tt.screen, m.ed().note)
 			}
 			if tt.check != nil && !tt.check(cfg) && !(tt.editing && tt.err != "") {
 				t.Errorf("config not as expected:\n%s", cfg.TOML())
@@ -194,7 +195,7 @@ func TestLiveEditor(t *testing.T) {
 			hs.press(tt.keys...)
 			m := hs.m
 			if m.active != scrEditor || m.ed().live == nil {
-				t.Fatalf("not in the live editor (screen %d)", m.active)
+				t.Fatalf("not in the live editor (screen %v)", m.active)
 			}
 			if got := hs.fake.Calls(); !slices.Equal(got, tt.calls) {
 				t.Errorf("trainer calls = %q, want %q", got, tt.calls)
@@ -203,7 +204,7 @@ func TestLiveEditor(t *testing.T) {
 			if got := m.ed().errs[k.Name]; !strings.Contains(got, tt.err) || (tt.err == "") != (got == "") {
 				t.Errorf("inline error = %q, want %q", got, tt.err)
 			}
-			if tt.check != nil && !tt.check(m.ed().cfg) {
+			if tt.check != nil && !tt.check(*m.ed().config()) {
 				t.Errorf("the editor does not show the run's new config")
 			}
 			if hs.launchs != 1 {
@@ -211,7 +212,7 @@ func TestLiveEditor(t *testing.T) {
 			}
 			hs.press("esc", "esc", "esc") // the field, the filter, the editor
 			if m.active != scrDashboard {
-				t.Errorf("esc went to screen %d, want the dashboard", m.active)
+				t.Errorf("esc went to screen %v, want the dashboard", m.active)
 			}
 		})
 	}
@@ -230,7 +231,7 @@ func TestDashboardKeys(t *testing.T) {
 		calls  []string
 		state  runState
 		quit   bool
-		screen int
+		screen screenID
 		check  func(*testing.T, *Model)
 	}{
 		{name: "pause waits for the trainer", keys: []string{"p"}, calls: []string{"pause"}, state: stPausing},
@@ -253,15 +254,18 @@ func TestDashboardKeys(t *testing.T) {
 			}
 		}},
 		{name: "ctrl+c while stopping quits at once", keys: []string{"q", "y", "ctrl+c"}, calls: []string{"stop"}, state: stStopping, quit: true},
-		{name: "smoothing and band toggle", keys: []string{"m", "b"}, state: stRunning, check: func(t *testing.T, m *Model) {
-			if m.db().opts.smooth || m.db().opts.band {
-				t.Error("toggles did not switch off")
+		{name: "smoothing steps and band toggles", keys: []string{"m", "m", "M", "b"}, state: stRunning, check: func(t *testing.T, m *Model) {
+			if w := m.db().opts.weight(); w != 0.8 || m.db().opts.band {
+				t.Errorf("smoothing %v, band %v: want 0.8 and off", w, m.db().opts.band)
+			}
+			if v := m.View(); !strings.Contains(v, "smoothing 0.8") {
+				t.Errorf("the title does not give the smoothing:\n%s", v)
 			}
 		}},
-		{name: "runs browser and back", keys: []string{"R", "esc"}, state: stRunning},
+		{name: "runs browser and back", keys: []string{"4", "esc"}, state: stRunning},
 		{name: "n opens the picker while training", keys: []string{"n"}, state: stRunning, check: func(t *testing.T, m *Model) {
 			if m.active != scrPicker {
-				t.Errorf("screen = %d, want the picker", m.active)
+				t.Errorf("screen = %v, want the picker", m.active)
 			}
 		}},
 		{name: "x asks, then stops without quitting", keys: []string{"x", "y"}, calls: []string{"stop"}, state: stStopping},
@@ -307,8 +311,8 @@ func TestDashboardKeys(t *testing.T) {
 			if hs.quit != tt.quit {
 				t.Errorf("quit = %v, want %v", hs.quit, tt.quit)
 			}
-			if want := max(tt.screen, scrDashboard); m.active != want && tt.name != "n opens the picker while training" {
-				t.Errorf("screen = %d, want %d", m.active, want)
+			if want := cmp.Or(tt.screen, scrDashboard); m.active != want && tt.name != "n opens the picker while training" {
+				t.Errorf("screen = %v, want %v", m.active, want)
 			}
 			if tt.check != nil {
 				tt.check(t, m)
@@ -354,11 +358,11 @@ func TestFinishedRun(t *testing.T) {
 	}
 	hs.press("n")
 	if hs.m.active != scrPicker {
-		t.Fatalf("n went to screen %d, want the picker", hs.m.active)
+		t.Fatalf("n went to screen %v, want the picker", hs.m.active)
 	}
 	hs.press("s") // a second run
 	if hs.launchs != 2 || hs.m.active != scrDashboard || hs.m.cur().have {
-		t.Errorf("second run: launched %d, screen %d, stale metrics %v", hs.launchs, hs.m.active, hs.m.cur().have)
+		t.Errorf("second run: launched %d, screen %v, stale metrics %v", hs.launchs, hs.m.active, hs.m.cur().have)
 	}
 	hs.press("q")
 	if hs.m.confirm != confirmQuit {
@@ -397,19 +401,19 @@ func TestRunsBrowserKeys(t *testing.T) {
 		marked  int
 		loaded  int
 		diffs   []string
-		screen  int
+		screen  screenID
 		visible []string
 	}{
-		{name: "list", keys: []string{"R"}, screen: scrRuns, visible: []string{"2024-01-03 10:15", "2024-01-02 03:04"}},
-		{name: "open one", keys: []string{"R", "enter"}, mode: runsOne, loaded: 1, screen: scrRuns,
+		{name: "list", keys: []string{"4"}, screen: scrRuns, visible: []string{"2024-01-03 10:15", "2024-01-02 03:04"}},
+		{name: "open one", keys: []string{"4", "enter"}, mode: runsOne, loaded: 1, screen: scrRuns,
 			visible: []string{"20240103-101500-CartPole-v1-mlp", "1 live edit"}},
-		{name: "mark two and compare", keys: []string{"R", "space", "space", "c"}, mode: runsCompare, marked: 2, loaded: 2,
+		{name: "mark two and compare", keys: []string{"4", "space", "space", "c"}, mode: runsCompare, marked: 2, loaded: 2,
 			diffs: []string{"ppo.total_timesteps", "ppo.ent_coef"}, screen: scrRuns, visible: []string{"Comparing 2 runs", "ppo.ent_coef"}},
-		{name: "unmark", keys: []string{"R", "space", "up", "space"}, marked: 0, screen: scrRuns},
-		{name: "compare with one mark opens it", keys: []string{"R", "space", "c"}, mode: runsOne, marked: 1, loaded: 1, screen: scrRuns},
-		{name: "esc back to the list, then out", keys: []string{"R", "enter", "esc", "esc"}, screen: scrPicker},
-		{name: "refresh keeps marks", keys: []string{"R", "space", "r"}, marked: 1, screen: scrRuns},
-		{name: "keys past the ends", keys: []string{"R", "down", "down", "down", "pgdown", "G", "g", "pgup", "up"}, screen: scrRuns},
+		{name: "unmark", keys: []string{"4", "space", "up", "space"}, marked: 0, screen: scrRuns},
+		{name: "compare with one mark opens it", keys: []string{"4", "space", "c"}, mode: runsOne, marked: 1, loaded: 1, screen: scrRuns},
+		{name: "esc back to the list, then out", keys: []string{"4", "enter", "esc", "esc"}, screen: scrPicker},
+		{name: "refresh keeps marks", keys: []string{"4", "space", "r"}, marked: 1, screen: scrRuns},
+		{name: "keys past the ends", keys: []string{"4", "down", "down", "down", "pgdown", "G", "g", "pgup", "up"}, screen: scrRuns},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -419,7 +423,7 @@ func TestRunsBrowserKeys(t *testing.T) {
 			hs.press(tt.keys...)
 			r := hs.m.rb()
 			if hs.m.active != tt.screen {
-				t.Fatalf("screen = %d, want %d", hs.m.active, tt.screen)
+				t.Fatalf("screen = %v, want %v", hs.m.active, tt.screen)
 			}
 			if tt.screen != scrRuns {
 				return
@@ -449,7 +453,7 @@ func TestRunsBrowserKeys(t *testing.T) {
 func TestRunsBrowserEmptyAndBroken(t *testing.T) {
 	t.Chdir(t.TempDir())
 	hs := newHarness(t, 80, 24)
-	hs.press("R", "enter", "space", "c", "down")
+	hs.press("4", "enter", "space", "c", "down")
 	if v := hs.view(); !strings.Contains(v, "no runs yet") {
 		t.Errorf("empty runs dir:\n%s", v)
 	}
@@ -458,7 +462,7 @@ func TestRunsBrowserEmptyAndBroken(t *testing.T) {
 	if err := writeFileString("runs/broken/metrics.jsonl", "{\"iter\":1,\n{\"iter\":2}\n"); err != nil {
 		t.Fatal(err)
 	}
-	hs.press("r", "enter")
+	hs.press("ctrl+r", "enter")
 	hs.view()
 	hs.press("esc", "down")
 	if v := hs.view(); !strings.Contains(v, "! ") {
@@ -481,7 +485,7 @@ func TestEveryKeyEverywhere(t *testing.T) {
 		"editor":    {"enter", "enter"},
 		"editing":   {"enter", "enter", "enter"},
 		"dashboard": {"s"},
-		"runs":      {"R"},
+		"runs":      {"4"},
 	}
 	for _, size := range [][2]int{{80, 24}, {120, 40}, {60, 20}, {40, 12}, {30, 8}, {200, 60}} {
 		for name, setup := range setups {
@@ -514,7 +518,7 @@ func TestResize(t *testing.T) {
 		hs.send(tea.WindowSizeMsg{Width: s[0], Height: s[1]})
 		hs.w, hs.h = s[0], s[1]
 		v := hs.view()
-		if s[0] < minW && !strings.Contains(v, "needs a terminal") && s[0] > 20 {
+		if s[0] < minW && !strings.Contains(v, "needs at least 40×12") && s[0] > 20 {
 			t.Errorf("%dx%d: no too-small notice", s[0], s[1])
 		}
 	}
@@ -535,7 +539,7 @@ func TestAttach(t *testing.T) {
 	hs.send(tea.WindowSizeMsg{Width: 120, Height: 40})
 	hs.run(m.Init())
 	if m.active != scrDashboard {
-		t.Fatalf("screen = %d, want the dashboard", m.active)
+		t.Fatalf("screen = %v, want the dashboard", m.active)
 	}
 	if n := m.cur().hist.records; n != 60 {
 		t.Errorf("history holds %d records, want 50 read back and 10 live", n)

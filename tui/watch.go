@@ -31,6 +31,33 @@ const defaultWatchSpeed = 4
 // up, so the end can be seen before the next episode starts.
 const lastFrameHold = 10
 
+const scrWatch screenID = "watch"
+
+// watchKeys are the watch view's bindings.
+type watchKeys struct {
+	PlayPause, StepFrame, Faster, Slower, NextEpisode, Replay, Back key.Binding
+}
+
+func newWatchKeys() watchKeys {
+	return watchKeys{
+		PlayPause:   bind("space", "pause/play", " ", "space"),
+		StepFrame:   bind(".", "one step", ".", "right"),
+		Faster:      bind("+", "faster", "+", "="),
+		Slower:      bind("-", "slower", "-", "_"),
+		NextEpisode: bind("n", "next episode", "n"),
+		Replay:      bind("r", "play again", "r"),
+		Back:        bind("esc", "back", "esc"),
+	}
+}
+
+func (k watchKeys) ShortHelp() []key.Binding {
+	return []key.Binding{k.PlayPause, k.StepFrame, k.Faster, k.Slower, k.NextEpisode, k.Replay, k.Back}
+}
+
+func (k watchKeys) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{k.PlayPause, k.StepFrame, k.NextEpisode, k.Replay}, {k.Faster, k.Slower, k.Back}}
+}
+
 // watcher plays a run's latest checkpoint and shows the environment's text
 // rendering as it goes: `agenttrainer eval --render` inside the app, with
 // pause, single steps, speed and skipping to the next episode. The episodes
@@ -39,7 +66,8 @@ const lastFrameHold = 10
 type watcher struct {
 	sh     *shared
 	th     *theme
-	keys   *keyMap
+	keys   watchKeys
+	back   helpKeys // without a checkpoint, esc is all there is
 	w, h   int
 	runDir string
 	cancel context.CancelFunc
@@ -56,11 +84,9 @@ type watcher struct {
 
 type watchTickMsg struct{ gen int }
 
-// closeWatchMsg leaves the watch view, back to the runs browser.
-type closeWatchMsg struct{}
-
-func newWatcher(sh *shared) *watcher {
-	return &watcher{sh: sh, th: sh.th, keys: sh.keys, pace: newPacer()}
+func newWatcher(sh *shared) Screen {
+	k := newWatchKeys()
+	return &watcher{sh: sh, th: sh.th, keys: k, back: helpKeys{short: []key.Binding{k.Back}}, pace: newPacer()}
 }
 
 func (w *watcher) Init() tea.Cmd   { return nil }
@@ -107,6 +133,9 @@ func (w *watcher) play(dir string, paused bool) tea.Cmd {
 	return w.tick()
 }
 
+// Blur stops the episodes when another screen shows.
+func (w *watcher) Blur() { w.close() }
+
 func (w *watcher) tick() tea.Cmd {
 	gen := w.gen
 	return tea.Tick(50*time.Millisecond, func(time.Time) tea.Msg { return watchTickMsg{gen: gen} })
@@ -150,7 +179,7 @@ func (w *watcher) key(msg tea.KeyMsg) tea.Cmd {
 	switch {
 	case key.Matches(msg, k.Back):
 		w.close()
-		return func() tea.Msg { return closeWatchMsg{} }
+		return send(backMsg{fallback: scrRuns})
 	case key.Matches(msg, k.Replay), key.Matches(msg, k.PlayPause) && w.finished():
 		if w.runDir != "" {
 			return w.open(w.runDir)
@@ -186,7 +215,9 @@ func (w *watcher) View() string {
 	var top, bottom []string
 	switch {
 	case err != nil:
-		top = append(top, w.th.Bad.Render(err.Error()))
+		title := "watch " + filepath.Base(w.runDir)
+		msg := w.th.Bad.Render(wrapWords(err.Error(), inner, max(w.h-4, 1))) + "\n\n" + w.th.Dim.Render("esc goes back")
+		return box(w.th, title, msg, w.w, w.h)
 	case loading:
 		top = append(top, "loading the latest checkpoint…")
 	default:
@@ -206,11 +237,11 @@ func (w *watcher) View() string {
 		bottom = append(bottom, "", wrapItems(append([]string{"returns"}, items...), "   ", inner, 2))
 	}
 	if res != nil && err == nil {
-		line := fmt.Sprintf("%d episodes: return %s ± %s", len(res.Returns), num(res.Mean()), num(res.Std()))
+		line := fmt.Sprintf("%s: return %s", plural(len(res.Returns), "episode", "episodes"), numPM(res.Mean(), res.Std()))
 		if res.HasSuccess {
 			line += fmt.Sprintf(", success rate %.2f", float64(res.Successes)/float64(len(res.Returns)))
 		}
-		bottom = append(bottom, line+" · on "+res.Tasks+" · r: play again")
+		bottom = append(bottom, line+", "+tasksPhrase(res.Tasks))
 	}
 	caption := strings.TrimSuffix(f.Caption, "\n")
 	used := len(top) + len(bottom) + strings.Count(caption, "\n") + 1
@@ -233,10 +264,22 @@ func (w *watcher) View() string {
 }
 
 func (w *watcher) Help() help.KeyMap {
-	k := w.keys
-	back := key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back"))
-	short := []key.Binding{k.PlayPause, k.StepFrame, k.Faster, k.NextEpisode, k.Replay, back, k.Help}
-	return helpKeys{short: short, full: [][]key.Binding{{k.PlayPause, k.StepFrame, k.NextEpisode, k.Replay}, {k.Faster, k.Slower, back, k.Help}}}
+	w.mu.Lock()
+	failed := w.err != nil
+	w.mu.Unlock()
+	if failed {
+		return w.back
+	}
+	return w.keys
+}
+
+// tasksPhrase says what the episodes were played on: the environment as
+// its config builds it (env.args), or the run's task rows.
+func tasksPhrase(tasks string) string {
+	if tasks == "" || tasks == "env.args" {
+		return "on the environment as configured"
+	}
+	return "on " + tasks
 }
 
 // pacer holds the episodes' goroutine between frames: at the chosen speed,
@@ -310,7 +353,7 @@ func (p *pacer) describe(th *theme, done bool, ep int) string {
 	defer p.mu.Unlock()
 	switch {
 	case done:
-		return "■ done"
+		return "■ done (r: play again)"
 	case ep < p.skipTo:
 		return "⏭ to the next episode"
 	case p.paused:
@@ -337,9 +380,11 @@ func centre(block string, w int) string {
 }
 
 // scaleDrawing fits a text drawing into w×h cells: blown up by a whole
-// factor (at most 3, the same across and down, so shapes keep their
-// proportions) where there is room, and thinned by dropping rows or
-// columns evenly along an axis where it does not fit.
+// factor where there is room (the same across and down, up to 6, so shapes
+// keep their proportions), its rows then repeated up to twice more (a cell
+// is twice as tall as wide, so a flat drawing such as CartPole's uses the
+// rows it is given), and thinned by dropping rows or columns evenly along
+// an axis where it does not fit.
 func scaleDrawing(d string, w, h int) string {
 	lines := strings.Split(strings.TrimSuffix(d, "\n"), "\n")
 	rows := make([][]rune, len(lines))
@@ -352,8 +397,8 @@ func scaleDrawing(d string, w, h int) string {
 		return ""
 	}
 	tw, th := min(dw, w), min(dh, h)
-	if k := min(w/dw, h/dh, 3); k > 1 {
-		tw, th = dw*k, dh*k
+	if k := min(w/dw, h/dh, 6); k > 1 {
+		tw, th = dw*k, dh*min(h/dh, 2*k, 6)
 	}
 	out := make([]string, th)
 	line := make([]rune, tw)

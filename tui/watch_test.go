@@ -21,7 +21,8 @@ func TestScaleDrawing(t *testing.T) {
 		want          string
 	}{
 		{"room for twice", "ab\ncd\n", 5, 4, "aabb\naabb\nccdd\nccdd"},
-		{"at most three times", "x\n", 100, 100, "xxx\nxxx\nxxx"},
+		{"at most six times", "x\n", 100, 100, strings.Repeat("xxxxxx\n", 5) + "xxxxxx"},
+		{"a flat drawing takes more rows", "ab\n", 4, 4, "aabb\naabb\naabb\naabb"},
 		{"the same factor both ways", "ab\n", 6, 2, "aabb\naabb"},
 		{"fits as it is", "abc\n", 5, 2, "abc"},
 		{"too wide: every other column", "abcdef\n", 3, 5, "ace"},
@@ -75,8 +76,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func TestWatchPauseStepSkipAndReturns(t *testing.T) {
 	dir := trainedRun(t)
 	th := defaultTheme(lipgloss.DefaultRenderer())
-	keys := defaultKeys()
-	w := newWatcher(&shared{th: &th, keys: &keys})
+	w := newWatcher(&shared{th: &th}).(*watcher)
 	w.SetSize(80, 24)
 	w.play(dir, true)
 	frame := func() trainer.Frame { w.mu.Lock(); defer w.mu.Unlock(); return w.frame }

@@ -3,9 +3,9 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -13,7 +13,6 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
 	"github.com/agenttrainer/agenttrainer/internal/spawn"
-	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/tui"
 )
@@ -64,15 +63,16 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return &cmdutil.ConfigError{Err: err}
 	}
-	resolve := func(envID, agent string) (config.Config, error) {
-		return config.Resolve(o.ConfigFile, append(overrides[:len(overrides):len(overrides)], "env.id="+envID, "agent.name="+agent))
-	}
-	opts := tui.Options{Config: cfg, Launch: spawn.Launcher(), Detachable: true, Resolve: resolve, AttachTo: spawn.AttachTo, Background: spawn.LiveDirs, StartSweep: spawn.StartSweep}
+	host := spawn.Host{ConfigFile: o.ConfigFile, Overrides: overrides}
+	opts := tui.Options{Config: cfg, Host: host}
 	if o.InProcess {
-		opts.Launch, opts.Detachable = tui.Local(ctx, trainer.Options{}), false
+		opts.Host = tui.Local{Ctx: ctx, Resolver: host.Resolve}
 	}
 	return RunModel(ctx, opts, stdout, stderr)
 }
+
+// ErrHangup is the cause of a context ended by SIGHUP: the terminal closed.
+var ErrHangup = errors.New("the terminal closed (SIGHUP)")
 
 // IsTerminal reports whether the app can draw: stdin and stdout are a TTY.
 func IsTerminal() bool { return term.IsTerminal(os.Stdin.Fd()) && term.IsTerminal(os.Stdout.Fd()) }
@@ -82,29 +82,23 @@ func RunModel(ctx context.Context, opts tui.Options, stdout, stderr io.Writer) e
 	model := tui.New(opts)
 	p := tea.NewProgram(model, tea.WithAltScreen())
 	go func() {
-		// A signal stops the training cleanly (a checkpoint is kept) before
-		// the app quits; the trainer sees the same ctx end.
+		// A signal stops the trainings this app started cleanly (a
+		// checkpoint is kept) before the app quits; a hang-up, whose
+		// terminal is gone, leaves them training.
 		<-ctx.Done()
+		if errors.Is(context.Cause(ctx), ErrHangup) {
+			p.Send(tui.Hangup())
+			return
+		}
 		p.Send(tui.Interrupt())
 	}()
 	if _, err := p.Run(); err != nil {
 		return err
 	}
 	res := model.Result()
-	if res.State == "" {
-		return nil
-	}
+	fmt.Fprint(stdout, res.Summary("agenttrainer attach "+res.RunDir))
 	if res.Detached {
-		fmt.Fprintf(stdout, "detached; the training goes on in %s\nwatch it again: agenttrainer attach %s\n", res.RunDir, res.RunDir)
 		return nil
 	}
-	line := fmt.Sprintf("run %s after %d steps", res.State, res.Steps)
-	if !math.IsNaN(res.Return) && res.Steps > 0 {
-		line += fmt.Sprintf(", ep_return_mean %.4g", res.Return)
-	}
-	if res.RunDir != "" {
-		line += "; kept in " + res.RunDir
-	}
-	fmt.Fprintln(stdout, line)
 	return res.Err
 }

@@ -6,12 +6,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/agenttrainer/agenttrainer/cli/app"
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
 	"github.com/agenttrainer/agenttrainer/cli/progress"
 	"github.com/agenttrainer/agenttrainer/internal/spawn"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 	"github.com/agenttrainer/agenttrainer/tui"
 )
 
@@ -51,6 +54,9 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		}
 		dir = live[0].Dir
 	}
+	if err := checkAttachable(dir); err != nil {
+		return err
+	}
 	link, err := spawn.Attach(dir, false)
 	if err != nil {
 		return &cmdutil.ConfigError{Err: err}
@@ -61,13 +67,42 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		return nil
 	}
 	cfg := link.Trainer.Config()
-	return app.RunModel(ctx, tui.Options{Config: cfg, Attach: link, AttachTo: spawn.AttachTo, Launch: spawn.Launcher(), Detachable: true}, stdout, stderr)
+	return app.RunModel(ctx, tui.Options{Config: cfg, Attach: link, Host: spawn.Host{}}, stdout, stderr)
 }
 
-// watchHeadless prints progress lines until the run ends; an interrupt
-// leaves the training running.
+// checkAttachable says, for a directory with no live training, why there
+// is nothing to attach to: it does not exist, it holds no run, or its
+// training ended, and then whether it can be resumed.
+func checkAttachable(dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return cmdutil.Configf("%s does not exist; `agenttrainer ps` lists the trainings running now", dir)
+	case !st.IsDir():
+		return cmdutil.Configf("%s is a file, not a run directory", dir)
+	case tui.LiveControl(dir):
+		return nil
+	case !runstore.IsRunDir(dir):
+		return cmdutil.Configf("%s holds no run; `agenttrainer ps` lists the trainings running now", dir)
+	}
+	cks, _ := runstore.Checkpoints(filepath.Join(dir, runstore.CheckpointsDir))
+	info := runstore.ReadRunInfo(dir)
+	done := fmt.Sprintf("at step %s of %s", progress.Thousands(float64(info.Steps)), progress.Thousands(float64(info.TotalSteps)))
+	if len(cks) == 0 {
+		return cmdutil.Configf("the training in %s is not running (it ended %s) and wrote no checkpoint, so it cannot be resumed; its metrics are kept (agenttrainer plot %s)", dir, done, dir)
+	}
+	return cmdutil.Configf("the training in %s is not running (it ended %s); continue it from its latest checkpoint (%s) with: agenttrainer train --resume %s", dir, done, cks[0], dir)
+}
+
+// watchHeadless prints where the run stands, then progress lines until the
+// run ends; an interrupt leaves the training running.
 func watchHeadless(ctx context.Context, link *tui.Link, dir string, stdout io.Writer) {
 	info := link.Trainer.Info()
+	state := "running"
+	if link.Trainer.Paused() {
+		state = "paused (resume it from the app: agenttrainer attach " + dir + " in a terminal, then p)"
+	}
+	fmt.Fprintf(stdout, "attached to %s: %s · %s, %s\n", dir, info.EnvID, info.Agent, state)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

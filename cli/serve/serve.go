@@ -97,13 +97,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	}
 	sc := sshserve.Config{
 		AuthKeys: o.AuthKeys, HostKey: o.HostKey, Idle: o.Idle, MaxTimeout: o.MaxTimeout, Config: cfg,
-		Resolve: func(envID, agent string) (config.Config, error) {
-			return config.Resolve(o.ConfigFile, append(overrides[:len(overrides):len(overrides)], "env.id="+envID, "agent.name="+agent))
-		},
-		Launch:     spawn.Launcher(),
-		AttachTo:   spawn.AttachTo,
-		Background: spawn.LiveDirs,
-		StartSweep: spawn.StartSweep,
+		Host: spawn.Host{ConfigFile: o.ConfigFile, Overrides: overrides},
 	}
 	s, err := sshserve.New(sc, log.New(stderr, "", log.LstdFlags))
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -101,42 +102,144 @@ func tail(path string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// Launcher starts the app's runs as detachable processes: the run waits
-// paused until the app has subscribed, so no event is missed.
-func Launcher() tui.Launcher {
-	return func(cfg config.Config) (*tui.Link, error) {
-		t, err := trainer.New(cfg, trainer.Options{}) // configuration mistakes surface here
-		if err != nil {
-			return nil, err
-		}
-		t.Close()
-		dir, err := runstore.Create(cfg, "", time.Now())
-		if err != nil {
-			return nil, err
-		}
-		if _, err := Start(dir, &cfg, false, nil, true); err != nil {
-			return nil, err
-		}
-		return Attach(dir, true)
+// Host is the app's host when its runs live in processes of their own
+// (tui.Host): the local app, `agenttrainer attach` and every SSH session use
+// it. Runs it starts wait paused until the app has subscribed, so no event
+// is missed, and outlive the app.
+type Host struct {
+	// ConfigFile and Overrides are the user's config file and key=value
+	// overrides, under which each environment's preset is resolved.
+	ConfigFile string
+	Overrides  []string
+}
+
+var _ tui.Host = Host{}
+
+// Start starts a run of cfg in a process of its own and attaches to it.
+func (Host) Start(cfg config.Config) (*tui.Link, error) {
+	t, err := trainer.New(cfg, trainer.Options{}) // configuration mistakes surface here
+	if err != nil {
+		return nil, err
 	}
+	t.Close()
+	dir, err := runstore.Create(cfg, "", time.Now())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Start(dir, &cfg, false, nil, true); err != nil {
+		return nil, err
+	}
+	return Attach(dir, true)
+}
+
+// Attach watches the training in dir.
+func (Host) Attach(dir string) (*tui.Link, error) { return Attach(dir, false) }
+
+// Resume continues the stopped run in dir from its latest checkpoint, in
+// a process of its own, and attaches to it.
+func (Host) Resume(dir string) (*tui.Link, error) {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("%s does not exist", dir)
+	}
+	if _, err := Start(dir, nil, true, nil, true); err != nil {
+		return nil, err
+	}
+	return Attach(dir, true)
+}
+
+// Live dials dir's control socket.
+func (Host) Live(dir string) bool { return tui.LiveControl(dir) }
+
+// LiveRuns lists the trainings under runsDir.
+func (Host) LiveRuns(runsDir string) []string { return LiveDirs(runsDir) }
+
+// Resolve is envID's preset under the user's config file and overrides,
+// with agent ("": the preset's or the file's).
+func (h Host) Resolve(envID, agent string) (config.Config, error) {
+	over := append(h.Overrides[:len(h.Overrides):len(h.Overrides)], "env.id="+envID)
+	if agent != "" {
+		over = append(over, "agent.name="+agent)
+	}
+	return config.Resolve(h.ConfigFile, over)
+}
+
+// Detachable: the runs outlive the app.
+func (Host) Detachable() bool { return true }
+
+// StartSweep starts a sweep of spec in a process of its own.
+func (Host) StartSweep(spec, runsDir string) error { return StartSweep(spec, runsDir) }
+
+// StopSweep interrupts the sweep in dir (as Ctrl-C would): its trials stop
+// with a checkpoint, and ResumeSweep continues it.
+func (Host) StopSweep(dir string) error {
+	pid, ok := sweepPID(dir)
+	if !ok {
+		return fmt.Errorf("the sweep in %s is not running", dir)
+	}
+	return syscall.Kill(pid, syscall.SIGTERM)
+}
+
+// ResumeSweep runs `agenttrainer sweep --resume DIR` in a process of its
+// own, its output in the runs directory's sweep-<time>.log.
+func (Host) ResumeSweep(dir string) error {
+	if _, ok := sweepPID(dir); ok {
+		return fmt.Errorf("the sweep in %s is running already", dir)
+	}
+	return startSweep(filepath.Dir(dir), "sweep", "--resume", dir)
+}
+
+// SweepRunning reports whether the sweep in dir has a live process.
+func (Host) SweepRunning(dir string) bool {
+	_, ok := sweepPID(dir)
+	return ok
+}
+
+// SweepPIDFile, in a sweep's directory, names the process running it while
+// it runs.
+const SweepPIDFile = "sweep.pid"
+
+// MarkSweep records this process as the one running the sweep in dir
+// (making dir if need be); the returned function takes the mark away.
+func MarkSweep(dir string) (func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return func() {}, err
+	}
+	path := filepath.Join(dir, SweepPIDFile)
+	if err := atomicfile.Write(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		return func() {}, err
+	}
+	return func() { os.Remove(path) }, nil
+}
+
+// sweepPID is the process running the sweep in dir, if it is alive and is
+// a sweep (a stale file of a killed one names a pid that may be reused).
+func sweepPID(dir string) (int, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, SweepPIDFile))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return 0, false
+	}
+	if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && !strings.Contains(string(cmdline), "sweep") {
+		return 0, false
+	}
+	return pid, true
 }
 
 // Attach connects the app to the training in dir; resume resumes a
 // training that waits paused for its viewer.
 func Attach(dir string, resume bool) (*tui.Link, error) {
-	c, err := control.Dial(dir)
+	link, err := tui.DialLink(dir)
 	if err != nil {
 		return nil, err
 	}
-	events, unsubscribe := c.Subscribe(4096)
 	if resume {
-		c.Resume()
+		link.Trainer.Resume()
 	}
-	return &tui.Link{Trainer: c, Events: events, Close: func() { unsubscribe(); c.Close() }}, nil
+	return link, nil
 }
-
-// AttachTo connects the app's runs browser to a live run (its attach key).
-func AttachTo(dir string) (*tui.Link, error) { return Attach(dir, false) }
 
 // Live is a run whose training answers on its control socket.
 type Live struct {
@@ -206,11 +309,15 @@ func LiveRuns(runsDir string) []Live {
 // output in RUNS_DIR/sweep-<time>.log. A sweep that ends within a second
 // (a spec the app's check let through) is reported with its log's end.
 func StartSweep(spec, runsDir string) error {
+	return startSweep(runsDir, "sweep", spec, "trainer.runs_dir="+runsDir)
+}
+
+func startSweep(runsDir string, args ...string) error {
 	if err := os.MkdirAll(runsDir, 0o755); err != nil {
 		return err
 	}
 	logPath := filepath.Join(runsDir, "sweep-"+time.Now().Format("20060102-150405")+".log")
-	_, exited, err := startDetached(logPath, "sweep", spec, "trainer.runs_dir="+runsDir)
+	_, exited, err := startDetached(logPath, args...)
 	if err != nil {
 		return err
 	}

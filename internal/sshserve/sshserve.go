@@ -11,7 +11,6 @@ import (
 	"io"
 	"io/fs"
 	"log"
-	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -55,15 +54,12 @@ type Config struct {
 	MaxTimeout time.Duration // close a connection this long after it opened (0: never)
 	LoginGrace time.Duration // 0: DefaultLoginGrace
 
-	Config   config.Config // what every session's app starts from
-	Resolve  func(envID, agent string) (config.Config, error)
-	Launch   tui.Launcher
-	AttachTo func(runDir string) (*tui.Link, error)
-	// Background lists the trainings running under a runs directory; every
-	// session attaches to them at start, so runs started in an earlier
-	// session (or a local terminal) are there when one logs in again.
-	Background func(runsDir string) []string
-	StartSweep tui.SweepStarter // the sweeps screen's n; nil: sessions cannot start sweeps
+	Config config.Config // what every session's app starts from
+	// Host starts, attaches to and lists the runs, as for the local app;
+	// every session attaches to the trainings it lists at start, so runs
+	// started in an earlier session (or a local terminal) are there when
+	// one logs in again.
+	Host tui.Host
 }
 
 func (c Config) loginGrace() time.Duration {
@@ -464,17 +460,7 @@ func (s *Server) program(sess ssh.Session) *tea.Program {
 	// see the session's input until the answer or queryWait, so a terminal
 	// that never answers costs a moment instead of the first key press.
 	r := bm.MakeRenderer(querySession{Session: sess, r: a.in.until(time.Now().Add(queryWait))})
-	cfg := s.cfg.Config.Clone()
-	a.model = tui.New(tui.Options{
-		Config:     cfg,
-		Launch:     func(c config.Config) (*tui.Link, error) { return a.track(s.cfg.Launch(c)) },
-		AttachTo:   func(dir string) (*tui.Link, error) { return a.track(s.cfg.AttachTo(dir)) },
-		Detachable: true, // every run lives in a process of its own and outlives the session
-		Resolve:    s.cfg.Resolve,
-		Background: s.cfg.Background,
-		StartSweep: s.cfg.StartSweep,
-		Renderer:   r,
-	})
+	a.model = tui.New(tui.Options{Config: s.cfg.Config.Clone(), Host: sessionHost{Host: s.cfg.Host, a: a}, Renderer: r})
 	opts := append(bm.MakeOptions(sess), tea.WithAltScreen(), tea.WithoutSignalHandler())
 	if sess.EmulatedPty() {
 		opts = append(opts, tea.WithInput(a.in))
@@ -519,7 +505,11 @@ func (s *Server) afterApp(next ssh.Handler) ssh.Handler {
 		}
 		var msg string
 		if a.model != nil {
-			msg = outcome(a.model.Result())
+			res := a.model.Result()
+			msg = res.Summary("log in again and attach from the runs browser (4, then a)")
+			if res.Err != nil && !res.Detached {
+				msg += fmt.Sprintf("agenttrainer: %v\n", res.Err) // as the command line's exit says it
+			}
 		}
 		if why != "" {
 			msg += "agenttrainer: " + why + "\n"
@@ -529,29 +519,16 @@ func (s *Server) afterApp(next ssh.Handler) ssh.Handler {
 	}
 }
 
-// outcome says how an app ended, as `agenttrainer` does in a terminal.
-func outcome(res tui.Result) string {
-	switch {
-	case res.State == "":
-		return ""
-	case res.Detached:
-		return fmt.Sprintf("detached; the training goes on in %s\nwatch it again from the runs browser (R, then a)\n", res.RunDir)
-	case res.State != "done" && res.State != "stopped" && res.State != "failed":
-		return fmt.Sprintf("left the training going on in %s at step %d; watch it again from the runs browser (R, then a)\n", res.RunDir, res.Steps)
-	}
-	line := fmt.Sprintf("run %s after %d steps", res.State, res.Steps)
-	if !math.IsNaN(res.Return) && res.Steps > 0 {
-		line += fmt.Sprintf(", ep_return_mean %.4g", res.Return)
-	}
-	if res.RunDir != "" {
-		line += "; kept in " + res.RunDir
-	}
-	line += "\n"
-	if res.Err != nil {
-		line += fmt.Sprintf("agenttrainer: %v\n", res.Err)
-	}
-	return line
+// sessionHost is the server's host with every link a session makes kept,
+// to close them when the session ends (the runs go on).
+type sessionHost struct {
+	tui.Host
+	a *appSession
 }
+
+func (h sessionHost) Start(cfg config.Config) (*tui.Link, error) { return h.a.track(h.Host.Start(cfg)) }
+func (h sessionHost) Attach(dir string) (*tui.Link, error)       { return h.a.track(h.Host.Attach(dir)) }
+func (h sessionHost) Resume(dir string) (*tui.Link, error)       { return h.a.track(h.Host.Resume(dir)) }
 
 // track keeps the session's links to close them when the session ends.
 func (a *appSession) track(l *tui.Link, err error) (*tui.Link, error) {

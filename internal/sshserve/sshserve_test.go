@@ -142,12 +142,7 @@ func startServer(t *testing.T, opts ...func(*sshserve.Config)) *server {
 	}
 	sc := sshserve.Config{
 		AuthKeys: s.authKeys, HostKey: s.hostKey, Idle: 30 * time.Minute, Config: cfg,
-		Resolve: func(envID, agent string) (config.Config, error) {
-			return config.Resolve("", []string{"trainer.runs_dir=" + s.runsDir, "env.id=" + envID, "agent.name=" + agent})
-		},
-		Launch:     spawn.Launcher(),
-		AttachTo:   spawn.AttachTo,
-		Background: spawn.LiveDirs,
+		Host: spawn.Host{Overrides: []string{"trainer.runs_dir=" + s.runsDir}},
 	}
 	for _, o := range opts {
 		o(&sc)
@@ -448,7 +443,7 @@ func TestServeTwoViewersOneRun(t *testing.T) {
 	viewers := []*viewer{s.view(ctx, t), s.view(ctx, t)}
 	for _, v := range viewers {
 		v.waitText(t, 20*time.Second, "Pick an environment")
-		v.keys(t, "R")
+		v.keys(t, "4")
 		v.waitText(t, 20*time.Second, "1 training now")
 		v.keys(t, "a")
 	}

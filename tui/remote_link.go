@@ -1,5 +1,0 @@
-package tui
-
-import "github.com/agenttrainer/agenttrainer/trainer/control"
-
-var _ Trainer = (*control.Client)(nil)
