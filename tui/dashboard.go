@@ -40,6 +40,19 @@ func newDashboardKeys() dashboardKeys {
 	}
 }
 
+func (k dashboardKeys) ShortHelp() []key.Binding {
+	return []key.Binding{k.Pause, k.Save, k.LiveEdit, k.StopRun, k.NewRun, k.NextRun, k.PrevRun,
+		k.Metric, k.Grid, k.XAxis, k.LogY, k.Zoom, k.Smooth, k.CursorRight, k.Log}
+}
+
+func (k dashboardKeys) FullHelp() [][]key.Binding {
+	return [][]key.Binding{
+		{k.Pause, k.Save, k.LiveEdit, k.StopRun, k.NewRun, k.NextRun, k.PrevRun},
+		k.chartKeys.group(),
+		{k.LogUp, k.LogDown, k.Log},
+	}
+}
+
 // dashboard watches the focused run of the shared run set: a chart of any
 // metric (or a grid of them), the figures, progress and a log; it lists the
 // live runs and switches between them, and sends the focused run its
@@ -655,24 +668,22 @@ func (d *dashboard) Help() help.KeyMap {
 	if r == nil {
 		return helpKeys{short: []key.Binding{k.NewRun}}
 	}
-	pause := k.Pause
+	// The pause key says what it will do; a run that ended takes no
+	// controls; one run has none to switch to.
 	if r.state == stPaused || r.state == stPausing {
-		pause = renamed(pause, "resume")
+		k.Pause = renamed(k.Pause, "resume")
 	} else {
-		pause = renamed(pause, "pause")
+		k.Pause = renamed(k.Pause, "pause")
 	}
-	short := []key.Binding{}
-	if r.active() {
-		short = append(short, pause, k.Save, k.LiveEdit, k.StopRun)
+	for _, b := range []*key.Binding{&k.Pause, &k.Save, &k.LiveEdit, &k.StopRun} {
+		b.SetEnabled(r.active())
 	}
-	short = append(short, k.NewRun)
-	if len(d.sh.runs.runs) > 1 {
-		short = append(short, k.NextRun, k.PrevRun)
+	for _, b := range []*key.Binding{&k.NextRun, &k.PrevRun} {
+		b.SetEnabled(len(d.sh.runs.runs) > 1)
 	}
-	short = append(short, k.Metric, k.Grid, k.XAxis, k.LogY, k.Zoom, k.Smooth, k.CursorRight, k.Log)
-	return helpKeys{short: short, full: [][]key.Binding{
-		{pause, k.Save, k.LiveEdit, k.StopRun, k.NewRun, k.NextRun, k.PrevRun},
-		k.chartKeys.group(),
-		{k.LogUp, k.LogDown, k.Log},
-	}}
+	return k
+}
+
+func (d *dashboard) KeyMaps() []help.KeyMap {
+	return []help.KeyMap{d.keys, d.log.keys, d.log.searchKeys, metricPickKeys, rangeKeys}
 }

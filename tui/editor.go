@@ -724,3 +724,7 @@ func (e *editor) Help() help.KeyMap {
 	}
 	return e.keys
 }
+
+func (e *editor) KeyMaps() []help.KeyMap {
+	return []help.KeyMap{e.keys, e.liveKeys, e.editKeys, e.filterKeys}
+}

@@ -299,3 +299,5 @@ func (p *picker) Help() help.KeyMap {
 	}
 	return p.keys
 }
+
+func (p *picker) KeyMaps() []help.KeyMap { return []help.KeyMap{p.keys, p.filterKeys} }

@@ -1195,3 +1195,7 @@ func (r *runsBrowser) Help() help.KeyMap {
 	}
 	return r.keys
 }
+
+func (r *runsBrowser) KeyMaps() []help.KeyMap {
+	return []help.KeyMap{r.keys, r.chartKeys, r.compareKeys, r.detailKeys, r.textKeys, r.filterKeys, r.deleteKeys, metricPickKeys, rangeKeys}
+}

@@ -24,6 +24,10 @@ type Screen interface {
 	// Help is the key map of what the screen shows now: the short line
 	// and, for ?, every binding.
 	Help() help.KeyMap
+	// KeyMaps are the key maps of all its views (a test holds that none
+	// binds a key twice, or one of the app's own, and that each one's
+	// help shows all its bindings).
+	KeyMaps() []help.KeyMap
 	// Capturing reports whether typed keys belong to a text field (a
 	// filter, a value being edited): the app's own keys (1–9, tab, q, ?)
 	// are typed into it instead.

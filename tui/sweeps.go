@@ -735,3 +735,7 @@ func (s *sweepsScreen) Help() help.KeyMap {
 	}
 	return s.keys
 }
+
+func (s *sweepsScreen) KeyMaps() []help.KeyMap {
+	return []help.KeyMap{s.keys, s.trialKeys, s.promptKeys, s.askKeys}
+}

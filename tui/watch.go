@@ -414,3 +414,5 @@ func scaleDrawing(d string, w, h int) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+func (w *watcher) KeyMaps() []help.KeyMap { return []help.KeyMap{w.keys, w.back} }

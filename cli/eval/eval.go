@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/charmbracelet/x/term"
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
 	"github.com/agenttrainer/agenttrainer/envs"
@@ -31,8 +34,8 @@ func Parse(args []string) (Options, error) {
 	var o Options
 	fs := cmdutil.NewFlags("eval", "RUN_DIR [--episodes N] [--deterministic] [--render] [--fps N] [--seed S] [--tasks val|train]",
 		"play episodes with a run's latest checkpoint and print the mean return")
-	fs.IntVar(&o.Episodes, "episodes", 10, "number of `episodes` to play")
-	fs.StringVar(&o.Tasks, "tasks", "", "play one task an episode from the run's `val` or `train` task files (default: val when it has them, else train)")
+	fs.IntVar(&o.Episodes, "episodes", 10, "play `N` episodes")
+	fs.StringVar(&o.Tasks, "tasks", "", "play one task an episode from the run's task files: `SET` is val or train (default: val when it has them, else train)")
 	fs.BoolVar(&o.Deterministic, "deterministic", false, "take the most likely action instead of sampling")
 	fs.BoolVar(&o.Render, "render", false, "draw the episodes in the terminal as they play")
 	fs.IntVar(&o.FPS, "fps", 30, "frames per second with --render")
@@ -55,10 +58,16 @@ func Parse(args []string) (Options, error) {
 func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	opts := trainer.EvalOptions{Episodes: o.Episodes, Deterministic: o.Deterministic, Seed: o.Seed, Tasks: o.Tasks}
 	if o.Render {
+		// On a terminal each frame replaces the last, in colour; into a
+		// pipe or a file the frames follow one another as plain text.
+		clear, paint := "\x1b[H\x1b[2J", ansiColour
+		if !isTerminal(stdout) {
+			clear, paint = "\n", func(s string, _ int) string { return s }
+		}
 		opts.Frame = func(f trainer.Frame) error {
-			fmt.Fprintf(stdout, "\x1b[H\x1b[2J%s  episode %d/%d  step %d  return %s\n%s\n", filepath.Base(o.RunDir),
+			fmt.Fprintf(stdout, "%s%s  episode %d/%d  step %d  return %s\n%s\n", clear, filepath.Base(o.RunDir),
 				f.Episode+1, o.Episodes, f.Step, strconv.FormatFloat(f.Return, 'g', 6, 64),
-				envs.Paint(f.Drawing, f.Colours, false, ansiColour)+envs.Paint(f.Caption, f.Colours, true, ansiColour))
+				envs.Paint(f.Drawing, f.Colours, false, paint)+envs.Paint(f.Caption, f.Colours, true, paint))
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
@@ -77,8 +86,16 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	for _, s := range res.Skipped {
 		fmt.Fprintf(stderr, "%s: warning: %s\n", cmdutil.Prog, s)
 	}
-	fmt.Fprintf(stdout, "%s %s, %s, on %s: %d episodes, return %.2f ± %.2f (min %.1f, max %.1f), length %.1f",
-		res.EnvID, res.Agent, filepath.Base(res.Checkpoint), res.Tasks, len(res.Returns), res.Mean(), res.Std(),
+	on := "on " + res.Tasks
+	if res.Tasks == "env.args" {
+		on = "on the environment as configured (env.args)"
+	}
+	episodes := fmt.Sprintf("%d episodes", len(res.Returns))
+	if len(res.Returns) == 1 {
+		episodes = "1 episode"
+	}
+	fmt.Fprintf(stdout, "%s %s, %s, %s: %s, return %.2f ± %.2f (min %.1f, max %.1f), length %.1f",
+		res.EnvID, res.Agent, filepath.Base(res.Checkpoint), on, episodes, res.Mean(), res.Std(),
 		minOf(res.Returns), maxOf(res.Returns), meanOf(res.Lengths))
 	if res.HasSuccess {
 		fmt.Fprintf(stdout, ", success rate %.3f", float64(res.Successes)/float64(len(res.Returns)))
@@ -109,6 +126,12 @@ func meanOf(xs []float64) float64 {
 		s += x
 	}
 	return s / float64(len(xs))
+}
+
+// isTerminal reports whether w is a terminal (frames may be redrawn in place).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
 }
 
 // ansiColour paints s in an xterm-256 colour (--render draws with escapes).

@@ -29,7 +29,7 @@ type Options struct {
 func Parse(args []string) (Options, error) {
 	var o Options
 	fs := cmdutil.NewFlags("export", "RUN_DIR [--csv] [--out FILE]", "export a run's metrics as CSV for spreadsheets")
-	fs.BoolVar(&o.CSV, "csv", true, "write metrics.jsonl as CSV, one row per iteration (the only format, so the default)")
+	fs.BoolVar(&o.CSV, "csv", true, "write metrics.jsonl as CSV, one row per iteration (the only format there is)")
 	fs.StringVar(&o.Out, "out", "", "write to `file` instead of standard output")
 	rest, err := fs.ParseArgs(args)
 	if err != nil {

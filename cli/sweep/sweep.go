@@ -10,6 +10,7 @@ import (
 	"runtime"
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
+	"github.com/agenttrainer/agenttrainer/internal/spawn"
 	"github.com/agenttrainer/agenttrainer/internal/sweep"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
@@ -22,6 +23,7 @@ type Options struct {
 	Parallel   int
 	Backend    string
 	DryRun     bool
+	RunsDir    string // trainer.runs_dir, as every other command takes it
 	Slurm      sweep.SlurmSpec
 	Overrides  []string
 }
@@ -41,6 +43,7 @@ func Parse(args []string) (Options, error) {
 	fs.IntVar(&o.Parallel, "parallel", 0, "trials at once (default: the spec's parallel, else one per core)")
 	fs.StringVar(&o.Backend, "backend", "", "where trials run: local (processes of this machine; the default) or slurm (a job array through sbatch); --resume keeps the sweep's own")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "check the spec and list the trials; start nothing")
+	fs.StringVar(&o.RunsDir, "runs-dir", "", "put the sweep under `dir` (trainer.runs_dir)")
 	fs.StringVar(&o.Slurm.Partition, "partition", "", "slurm: the partition")
 	fs.StringVar(&o.Slurm.Time, "time", "", "slurm: each trial's time limit, e.g. 00:30:00")
 	fs.IntVar(&o.Slurm.CPUs, "cpus", 0, "slurm: CPUs per trial (its trainer.threads)")
@@ -57,8 +60,8 @@ func Parse(args []string) (Options, error) {
 		return o, cmdutil.Usagef("--parallel must be at least 1, got %d", o.Parallel)
 	}
 	if o.Resume != "" {
-		if o.ConfigFile != "" || len(rest) > 0 {
-			return o, cmdutil.Usagef("--resume continues a sweep with its own spec and configs; drop --config, the spec and overrides")
+		if o.ConfigFile != "" || len(rest) > 0 || o.RunsDir != "" {
+			return o, cmdutil.Usagef("--resume continues a sweep with its own spec and configs; drop --config, --runs-dir, the spec and overrides")
 		}
 		return o, nil
 	}
@@ -66,6 +69,9 @@ func Parse(args []string) (Options, error) {
 		return o, &cmdutil.UsageError{Err: errors.New("sweep needs a spec file (SPEC.toml)"), Usage: fs.Usage()}
 	}
 	o.Spec, o.Overrides = rest[0], rest[1:]
+	if o.RunsDir != "" {
+		o.Overrides = append(o.Overrides, "trainer.runs_dir="+o.RunsDir)
+	}
 	return o, nil
 }
 
@@ -108,6 +114,12 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		sw.List(stdout)
 		return nil
 	}
+	// The app finds the sweep's process by this mark (to stop it).
+	unmark, err := spawn.MarkSweep(sw.Dir)
+	if err != nil {
+		return err
+	}
+	defer unmark()
 	err = sw.Run(ctx)
 	if ctx.Err() != nil {
 		return cmdutil.ErrInterrupted

@@ -94,6 +94,11 @@ func TestParse(t *testing.T) {
 	if err != nil || o.Spec != "s.toml" || len(o.Overrides) != 1 || o.Parallel != 3 || o.Backend != "slurm" || len(o.Slurm.Extra) != 1 {
 		t.Errorf("%+v %v", o, err)
 	}
+	// Defect 31: --runs-dir, as every other command takes it.
+	o, err = Parse([]string{"--runs-dir", "elsewhere", "s.toml"})
+	if err != nil || len(o.Overrides) != 1 || o.Overrides[0] != "trainer.runs_dir=elsewhere" {
+		t.Errorf("--runs-dir: %+v %v", o, err)
+	}
 }
 
 // TestExampleSpec: the README's example spec is a good one.

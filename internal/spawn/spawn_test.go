@@ -1,10 +1,14 @@
 package spawn
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
@@ -60,5 +64,66 @@ func TestLiveBeforeTheConfigIsWritten(t *testing.T) {
 	live := LiveRuns(runs)
 	if len(live) != 1 || live[0].Dir != dir {
 		t.Fatalf("live runs %+v, want %s", live, dir)
+	}
+}
+
+// The sweeps screen finds a sweep's process by the mark it leaves, stops it
+// with SIGTERM, and is not fooled by a mark left by a process that died
+// (its pid may belong to another program now).
+func TestSweepMark(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("needs bash")
+	}
+	dir := filepath.Join(t.TempDir(), "lr-sweep")
+	var h Host
+	if h.SweepRunning(dir) {
+		t.Fatal("a sweep without a mark runs")
+	}
+	unmark, err := MarkSweep(dir) // this test binary: no sweep
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.SweepRunning(dir) {
+		t.Error("a mark naming a process that is not a sweep counts")
+	}
+	unmark()
+	// A process named like a sweep, marked.
+	cmd := exec.Command("bash", "-c", "exec -a agenttrainer-sweep sleep 60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer cmd.Process.Kill()
+	deadline := time.Now().Add(30 * time.Second)
+	for { // until bash has become the named process
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", cmd.Process.Pid))
+		if strings.Contains(string(b), "sweep") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := os.WriteFile(filepath.Join(dir, SweepPIDFile), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !h.SweepRunning(dir) {
+		t.Fatal("the marked sweep is not seen running")
+	}
+	if err := h.ResumeSweep(dir); err == nil {
+		t.Error("resuming a running sweep was not refused")
+	}
+	if err := h.StopSweep(dir); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the sweep did not get SIGTERM")
+	}
+	if h.SweepRunning(dir) {
+		t.Error("a stopped sweep runs")
+	}
+	if err := h.StopSweep(dir); err == nil || !strings.Contains(err.Error(), "is not running") {
+		t.Errorf("stopping a stopped sweep: %v", err)
 	}
 }
