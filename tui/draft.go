@@ -63,7 +63,7 @@ func (d *draft) baseValue(key string) string {
 	if err != nil {
 		return "?"
 	}
-	return config.FormatValue(v)
+	return formatValue(v)
 }
 
 func (d *draft) value(key string) string {
@@ -71,7 +71,7 @@ func (d *draft) value(key string) string {
 	if err != nil {
 		return "?"
 	}
-	return config.FormatValue(v)
+	return formatValue(v)
 }
 
 // checkEnv refuses an environment the registry does not list, naming the

@@ -234,7 +234,7 @@ func (e *editor) value(k config.Key) string {
 	if err != nil {
 		return "?"
 	}
-	return config.FormatValue(v)
+	return formatValue(v)
 }
 
 // changed reports whether the user changed key k: in the draft, a key
@@ -253,7 +253,7 @@ func (e *editor) baseValue(k config.Key) string {
 	if e.live == nil {
 		return e.sh.draft.baseValue(k.Name)
 	}
-	return config.FormatValue(presetDefault(e.liveCfg.Env.ID, k))
+	return formatValue(presetDefault(e.liveCfg.Env.ID, k))
 }
 
 // presetBases caches config.ForEnv by env id: the live editor asks for
@@ -675,8 +675,8 @@ func (e *editor) detail() string {
 	}
 	lines := []string{th.Heading.Render(k.Name) + "  " + cut(k.Doc, max(e.w-len(k.Name)-2, 0))}
 	facts := fmt.Sprintf("type %s · default %s", k.Type, e.baseValue(k))
-	if b := e.baseValue(k); b != config.FormatValue(k.Default) {
-		facts = fmt.Sprintf("type %s · %s here (%s's preset or your config; built-in %s)", k.Type, b, e.config().Env.ID, config.FormatValue(k.Default))
+	if b := e.baseValue(k); b != formatValue(k.Default) {
+		facts = fmt.Sprintf("type %s · %s here (%s's preset or your config; built-in %s)", k.Type, b, e.config().Env.ID, formatValue(k.Default))
 	}
 	if c := config.DescribeCheck(k.Check); c != "" {
 		facts += " · " + c

@@ -265,6 +265,9 @@ func isSweepDir(dir string) bool {
 
 // setResult makes r the run the app's result reports.
 func (m *Model) setResult(r *run) {
+	if m.result.Detached {
+		return // said once the app chose to leave; later events change nothing
+	}
 	m.result = Result{RunDir: r.info.RunDir, State: string(r.state), Steps: r.last.Step, Return: float64(r.last.EpReturnMean), Err: r.err}
 }
 
@@ -314,7 +317,7 @@ func (m *Model) events(msg eventsMsg) tea.Cmd {
 		return m.poll(r, wait)
 	}
 	r.closed()
-	if r.id == m.runs.focus {
+	if r.id == m.runs.focus && !m.result.Detached {
 		m.result.State = string(r.state)
 	}
 	if m.quitting && m.runs.owned() == 0 {

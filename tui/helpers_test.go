@@ -313,16 +313,18 @@ func (f *fakeHost) probeCount() int {
 // would never end): pump runs one turn of it. Screens' ticks are held
 // until a test sends them.
 type harness struct {
-	t         *testing.T
-	m         *Model
-	host      *fakeHost
-	fake      *fakeTrainer
-	launchs   int
-	poll      tea.Cmd
-	tick      *addressed // the runs browser's next look, held until a test sends it
-	sweepTick *addressed // the sweeps screen's, likewise
-	quit      bool
-	w, h      int
+	t          *testing.T
+	m          *Model
+	host       *fakeHost
+	fake       *fakeTrainer
+	launchs    int
+	poll       tea.Cmd         // the latest poll held (nil when none)
+	polls      map[int]tea.Cmd // every run's next poll
+	tick       *addressed      // the runs browser's next look, held until a test sends it
+	sweepTick  *addressed      // the sweeps screen's, likewise
+	noticeDone *noticeDoneMsg
+	quit       bool
+	w, h       int
 }
 
 func newHarness(t *testing.T, w, h int) *harness {
@@ -362,7 +364,11 @@ func (hs *harness) send(msgs ...tea.Msg) {
 	for _, msg := range msgs {
 		_, cmd := hs.m.Update(msg)
 		if em, ok := msg.(eventsMsg); ok && !em.closed {
-			hs.poll = cmd // the next turn of the poll loop
+			if hs.polls == nil {
+				hs.polls = map[int]tea.Cmd{}
+			}
+			hs.polls[em.run] = cmd // the next turn of the run's poll loop
+			hs.poll = cmd
 			continue
 		}
 		hs.run(cmd)
@@ -382,6 +388,8 @@ func (hs *harness) run(cmd tea.Cmd) {
 		}
 	case tea.QuitMsg:
 		hs.quit = true
+	case noticeDoneMsg:
+		hs.noticeDone = &msg // the notice's time is up only when a test says so
 	case addressed:
 		switch msg.msg.(type) {
 		case runsTickMsg:
@@ -416,9 +424,11 @@ func (hs *harness) pump() {
 	if hs.poll == nil {
 		hs.t.Fatal("the dashboard is not polling for events")
 	}
-	p := hs.poll
-	hs.poll = nil
-	hs.run(p)
+	polls := hs.polls
+	hs.poll, hs.polls = nil, nil
+	for _, p := range polls { // every run's turn, as the app's loops run side by side
+		hs.run(p)
+	}
 }
 
 // keyMsg turns a key name ("enter", "ctrl+c", "a") into a key message.

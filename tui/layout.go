@@ -9,6 +9,8 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
 // fit makes s exactly h lines of exactly w cells: long lines are cut, short
@@ -264,4 +266,21 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return thousands(int64(n)) + " " + many
+}
+
+// formatValue prints a config value as it is typed: config.FormatValue's,
+// with a table in braces ({sutton_barto_reward = true}, not a bare
+// key = value line that reads like another key and cannot be typed back).
+func formatValue(v any) string {
+	s := config.FormatValue(v)
+	if m, ok := v.(map[string]any); ok && len(m) > 0 && !strings.HasPrefix(s, "{") {
+		var parts []string
+		for _, l := range strings.Split(s, "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				parts = append(parts, l)
+			}
+		}
+		s = "{" + strings.Join(parts, ", ") + "}"
+	}
+	return s
 }

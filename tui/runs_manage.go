@@ -374,7 +374,7 @@ func loadDetailCmd(dir string) tea.Cmd {
 			if e1 != nil || e2 != nil {
 				continue
 			}
-			if s, ds := config.FormatValue(v), config.FormatValue(dv); s != ds {
+			if s, ds := formatValue(v), formatValue(dv); s != ds {
 				d.changed = append(d.changed, diffRow{key: k.Name, values: []string{s, ds}})
 			}
 		}

@@ -712,7 +712,7 @@ func paramValue(v any) string {
 	if f, ok := v.(float64); ok {
 		return strconv.FormatFloat(f, 'g', 4, 64)
 	}
-	return config.FormatValue(v)
+	return formatValue(v)
 }
 
 // shortKey is a config key without its table when that is enough
