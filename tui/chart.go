@@ -323,22 +323,38 @@ func niceStep(span float64, n int) float64 {
 	return 10 * p
 }
 
-// niceTicks widens [lo, hi] to multiples of a round step, with at most n
-// intervals.
+// niceTicks widens [lo, hi] to multiples of a round step (1, 2, 2.5 or 5
+// times a power of ten), with at most n intervals: of the steps that fit,
+// the one that wastes least of the axis, so that a curve's top or bottom
+// (CartPole's plateau at 500) is a labelled tick when it can be.
 func niceTicks(lo, hi float64, n int) ticks {
 	n = max(n, 2) // a range across zero needs two intervals
-	step := niceStep(hi-lo, n)
-	for range 64 {
-		t := ticks{math.Floor(lo/step+1e-9) * step, math.Ceil(hi/step-1e-9) * step, step}
-		if t.hi <= t.lo {
-			t.hi = t.lo + step
-		}
-		if (t.hi-t.lo)/step <= float64(n)+1e-9 {
-			return t
-		}
-		step = niceStep(step*float64(n)*1.01, n)
+	span := hi - lo
+	if span <= 0 || math.IsNaN(span) || math.IsInf(span, 0) {
+		return ticks{lo, lo + 1, 1}
 	}
-	return ticks{lo, hi, hi - lo}
+	best := ticks{}
+	found := false
+	p := math.Pow(10, math.Floor(math.Log10(span/float64(n))))
+	for _, pp := range []float64{p, 10 * p, 100 * p} {
+		for _, m := range []float64{1, 2, 2.5, 5} {
+			step := m * pp
+			t := ticks{math.Floor(lo/step+1e-9) * step, math.Ceil(hi/step-1e-9) * step, step}
+			if t.hi <= t.lo {
+				t.hi = t.lo + step
+			}
+			if (t.hi-t.lo)/step > float64(n)+1e-9 {
+				continue
+			}
+			if !found || t.hi-t.lo < best.hi-best.lo-1e-9*span {
+				best, found = t, true
+			}
+		}
+	}
+	if !found {
+		return ticks{lo, hi, hi - lo}
+	}
+	return best
 }
 
 // values lists the ticks; zero is exactly zero (never -0).

@@ -402,10 +402,11 @@ func gridMetrics(has func(channel) bool) []string {
 	return out
 }
 
-// cellTitle is a small chart's title: the metric and its latest value,
-// the name shortened rather than the value when both do not fit w cells
-// (a border is left either side).
-func cellTitle(name string, v float64, w int) string {
+// cellTitle is the title of a small chart in a box boxW wide: the metric
+// and its latest value, the name shortened rather than the value, with a
+// dash of border left on each side.
+func cellTitle(name string, v float64, boxW int) string {
+	w := boxW - 6 // corners, a dash each side, the title's blanks
 	if math.IsNaN(v) {
 		return cut(name, w)
 	}

@@ -323,7 +323,7 @@ func (d *dashboard) spec(r *run, metric string, w, h int, main bool) (chartSpec,
 		}
 		title += d.opts.zoomTitle()
 	} else {
-		title = cellTitle(metric, r.hist.last(def.ch), w-1)
+		title = cellTitle(metric, r.hist.last(def.ch), w+2)
 	}
 	empty := "waiting for the first metrics…"
 	if r.have {

@@ -785,21 +785,24 @@ func fmtReturn(f trainer.Float) string {
 	return num(float64(f))
 }
 
-// shortLabel is a run's name for narrow lists: its start and what follows
-// the time stamp in its directory's name, or its given name.
-func shortLabel(run runstore.RunInfo) string {
+// shortLabel is a run's name for a list w cells wide that has no room for
+// a start column: the start (kept whole: it tells apart runs of the same
+// environment and agent) and what follows the time stamp in its
+// directory's name, cut in the middle; or its given name.
+func shortLabel(run runstore.RunInfo, w int) string {
 	if run.Meta.Name != "" {
-		return run.Meta.Name
+		return cutMiddle(run.Meta.Name, w)
 	}
 	name := run.Name
 	sweepName, base := "", name
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		sweepName, base = name[:i+1], name[i+1:]
 	}
-	if len(base) > 16 && base[8] == '-' && base[15] == '-' {
-		return run.Started.Format("01-02 15:04") + " " + sweepName + base[16:]
+	if len(base) > 16 && base[8] == '-' && base[15] == '-' && w > 20 {
+		start := run.Started.Format("01-02 15:04") + " "
+		return start + cutMiddle(sweepName+base[16:], w-len(start))
 	}
-	return name
+	return cutMiddle(name, w)
 }
 
 func (r *runsBrowser) viewList() string {
@@ -890,7 +893,7 @@ func (r *runsBrowser) viewList() string {
 				col(stepsCol, stepsW) + col(best, numW) + col(last, numW) +
 				col(edits, 7) + cutMiddle(run.Label(), nameW)
 		} else {
-			line = string(mark) + col(cutMiddle(shortLabel(run), nameW-1), nameW) + col(stepsCol, stepsW) +
+			line = string(mark) + col(shortLabel(run, nameW-1), nameW) + col(stepsCol, stepsW) +
 				col(best, numW) + cut(last, numW)
 		}
 		if run.Err != nil {
@@ -1108,7 +1111,7 @@ func (r *runsBrowser) diffTable(diff []diffRow, rows int) []string {
 		}
 		out = append(out, th.Heading.Render(cut(head, r.w)))
 		for i, row := range diff {
-			if i+1 >= rows {
+			if i+2 >= rows && len(diff)-i > 1 { // the heading takes a line
 				out = append(out, th.Dim.Render(fmt.Sprintf("… and %d more", len(diff)-i)))
 				break
 			}
@@ -1128,7 +1131,7 @@ func (r *runsBrowser) diffTable(diff []diffRow, rows int) []string {
 	}
 	out = append(out, th.Heading.Render(cut(head, r.w)))
 	for i := range r.loaded {
-		if i+1 >= rows {
+		if i+2 >= rows && len(r.loaded)-i > 1 {
 			out = append(out, th.Dim.Render(fmt.Sprintf("… and %d more runs", len(r.loaded)-i)))
 			break
 		}

@@ -128,7 +128,7 @@ func (r *runsBrowser) spec(metric string, w, h int, main bool) (chartSpec, strin
 	case main:
 		title += " over env steps"
 	case one:
-		title = cellTitle(metric, r.loaded[0].hist.last(def.ch), w-1)
+		title = cellTitle(metric, r.loaded[0].hist.last(def.ch), w+2)
 	}
 	if main {
 		title += o.smoothTitle()

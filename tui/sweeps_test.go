@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -139,5 +142,205 @@ func TestRunsDirOf(t *testing.T) {
 		if got := runsDirOf(tc.run); got != tc.want {
 			t.Errorf("runsDirOf(%q) = %q, want %q", tc.run, got, tc.want)
 		}
+	}
+}
+
+// writeSweepTrials writes a sweep whose trials have the given states and
+// learning rates (one seed each), returning its directory.
+func writeSweepTrials(t *testing.T, runs, name string, states []string, reasons []string) string {
+	t.Helper()
+	dir := filepath.Join(runs, name)
+	lrs := make([]string, len(states))
+	for i := range states {
+		lrs[i] = strconv.FormatFloat(0.0001*float64(i+1)*1.37, 'g', -1, 64)
+	}
+	spec, err := sweep.ParseSpecTOML("name = \""+name+"\"\nseeds = [1]\n[params.ppo]\nlearning_rate = ["+strings.Join(lrs, ", ")+"]\n", "spec.toml")
+	if err == nil {
+		err = spec.Check(config.Default(), "spec.toml", 2)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, sweep.SpecFile), []byte(spec.TOML()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for i, st := range states {
+		id := fmt.Sprintf("trial-%03d", i)
+		lr, _ := strconv.ParseFloat(lrs[i], 64)
+		writeRun(t, dir, id, func(c *config.Config) { c.PPO.LearningRate = lr }, 10+i, 0.2+0.05*float64(i), nil)
+		rec := sweep.Record{Trial: id, Dir: filepath.Join(dir, id), Seed: 1, Params: map[string]any{"ppo.learning_rate": lr}, State: st, Steps: int64(10+i) * 512}
+		if reasons != nil {
+			rec.Reason = reasons[i]
+		}
+		b, _ := json.Marshal(rec)
+		lines = append(lines, string(b))
+	}
+	if err := os.WriteFile(filepath.Join(dir, sweep.ResultsFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Defect 6: the trial list re-sorts as results come in, and the cursor
+// stays on its trial (enter, x and e act on the trial the user chose); x
+// asks first.
+func TestSweepCursorFollowsItsTrial(t *testing.T) {
+	t.Chdir(t.TempDir())
+	dir := writeSweepTrials(t, "runs", "lr", []string{sweep.Running, sweep.Running, sweep.Running}, nil)
+	hs := newHarnessWith(t, 120, 40, func(_ *Options, f *fakeHost) {
+		for i := range 3 {
+			f.live[filepath.Join("runs", "lr", fmt.Sprintf("trial-%03d", i))] = true
+		}
+	})
+	hs.press("5", "enter")
+	sw := hs.m.sw()
+	cur := func() string { return hs.m.sw().current().trials[sw.trials.cursor].rec.Trial }
+	first := cur()
+	hs.press("down")
+	chosen := cur()
+	if chosen == first {
+		t.Fatal("down did not move")
+	}
+	// trial-000 overtakes every other: it is now first, and the list moves.
+	writeRun(t, dir, "trial-000", nil, 40, 3, nil)
+	hs.send(*hs.sweepTick)
+	if got := cur(); got != chosen {
+		t.Fatalf("after the re-sort the cursor is on %s, was on %s", got, chosen)
+	}
+	hs.press("x")
+	if v := hs.view(); !strings.Contains(v, "Stop "+chosen+" of lr?") {
+		t.Fatalf("x does not ask:\n%s", v)
+	}
+	hs.press("n")
+	if v := hs.view(); strings.Contains(v, "Stop ") {
+		t.Errorf("n does not cancel:\n%s", v)
+	}
+}
+
+// Defect 24: esc from a trial's curves goes back to the trial list.
+func TestEscFromTrialCurvesGoesBack(t *testing.T) {
+	t.Chdir(t.TempDir())
+	writeSweep(t, "runs")
+	hs := newHarness(t, 120, 40)
+	hs.press("5", "enter", "down", "enter")
+	if hs.m.active != scrRuns || hs.m.rb().mode != runsOne {
+		t.Fatalf("enter on a finished trial: screen %s, mode %d", hs.m.active, hs.m.rb().mode)
+	}
+	hs.press("esc")
+	if hs.m.active != scrSweeps || hs.m.sw().open == "" {
+		t.Fatalf("esc went to %s (trials open: %v)", hs.m.active, hs.m.sw().open != "")
+	}
+	hs.press("c", "esc") // the overlay, likewise
+	if hs.m.active != scrSweeps || hs.m.sw().open == "" {
+		t.Fatalf("esc from the overlay went to %s", hs.m.active)
+	}
+	hs.press("4") // the runs browser reached by its tab shows its list
+	if hs.m.rb().mode != runsList {
+		t.Errorf("the runs tab opened on mode %d", hs.m.rb().mode)
+	}
+}
+
+// Item 5: a whole sweep stops, resumes and goes from the sweeps tab, each
+// asked first where it cannot be undone; defect 30: a trial stopped by
+// hand is not counted as cut by early stopping; defect 31: an empty spec
+// prompt says what it wants.
+func TestSweepWholeActions(t *testing.T) {
+	t.Chdir(t.TempDir())
+	dir := writeSweepTrials(t, "runs", "lr", []string{sweep.Done, sweep.Stopped, sweep.Stopped, sweep.Running},
+		[]string{"", "median rule: below the median at 25%", handStopped, ""})
+	hs := newHarnessWith(t, 120, 40, func(_ *Options, f *fakeHost) { f.sweeps[filepath.Join("runs", "lr")] = true })
+	hs.press("5")
+	v := hs.view()
+	if !strings.Contains(v, "CUT STOP") || !regexp.MustCompile(`lr\s+grid\s+4\s+1\s+1\s+1\s+1\s+0`).MatchString(v) {
+		t.Errorf("counts (done 1, run 1, cut 1, stop 1, fail 0):\n%s", v)
+	}
+	hs.press("r")
+	if v := hs.view(); !strings.Contains(v, "is running already") {
+		t.Errorf("resume of a running sweep:\n%s", v)
+	}
+	hs.press("x")
+	if v := hs.view(); !strings.Contains(v, "Stop the sweep lr?") || len(hs.host.sweepCalls) != 0 {
+		t.Fatalf("x does not ask first:\n%s", v)
+	}
+	hs.press("y")
+	if !slices.Equal(hs.host.sweepCalls, []string{"stop " + dir}) {
+		t.Fatalf("sweep calls %v", hs.host.sweepCalls)
+	}
+	hs.press("ctrl+r")
+	hs.press("r")
+	if !slices.Equal(hs.host.sweepCalls, []string{"stop " + dir, "resume " + dir}) {
+		t.Fatalf("sweep calls %v", hs.host.sweepCalls)
+	}
+	hs.host.sweeps[dir] = false
+	hs.press("ctrl+r", "d")
+	if v := hs.view(); !strings.Contains(v, "Delete the sweep lr and its 4 trials") {
+		t.Fatalf("d does not ask first:\n%s", v)
+	}
+	hs.press("n")
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatal("n deleted it")
+	}
+	hs.press("d", "y")
+	if _, err := os.Stat(dir); err == nil {
+		t.Fatalf("not deleted: %s", hs.m.sw().note)
+	}
+	hs.press("n", "enter")
+	if v := hs.view(); !strings.Contains(v, "type the path of a sweep spec") {
+		t.Errorf("an empty spec says nothing:\n%s", v)
+	}
+}
+
+// Item 5: a sweep's trials are in the runs browser, named by their sweep.
+func TestTrialsInTheRunsBrowser(t *testing.T) {
+	t.Chdir(t.TempDir())
+	writeTwoRuns(t)
+	writeSweep(t, "runs")
+	hs := newHarness(t, 120, 40)
+	hs.press("4")
+	if n := len(hs.m.rb().runs); n != 5 {
+		t.Fatalf("%d runs listed, want 2 and 3 trials", n)
+	}
+	if v := hs.view(); !strings.Contains(v, "lr-sweep/trial-001") {
+		t.Errorf("the trials are not named by their sweep:\n%s", v)
+	}
+}
+
+// Defect 18: sixteen trials overlaid keep their learning rates readable,
+// sixteen colours, and sixteen end labels that do not collide.
+func TestSixteenTrialsOverlaid(t *testing.T) {
+	t.Chdir(t.TempDir())
+	states := make([]string, 16)
+	for i := range states {
+		states[i] = sweep.Done
+	}
+	writeSweepTrials(t, "runs", "lr16", states, nil)
+	hs := newHarness(t, 120, 40)
+	hs.press("5", "enter", "c")
+	v := hs.view()
+	if strings.Contains(v, "0.00…") || !strings.Contains(v, "0.001233") || !strings.Contains(v, "0.002192") || !strings.Contains(v, "more runs") {
+		t.Errorf("learning rates cut:\n%s", v)
+	}
+	labels := regexp.MustCompile(`[⠀-⣿](\d+)`).FindAllStringSubmatch(v, -1)
+	seen := map[string]bool{}
+	for _, l := range labels {
+		seen[l[1]] = true
+	}
+	for i := 1; i <= 16; i++ {
+		if !seen[strconv.Itoa(i)] {
+			t.Errorf("end label %d missing or merged into another (labels %v):\n%s", i, labels, v)
+			break
+		}
+	}
+	th := defaultTheme(nil)
+	colours := map[string]bool{}
+	for _, st := range th.Palette {
+		colours[fmt.Sprint(st.GetForeground())] = true
+	}
+	if len(colours) < 16 {
+		t.Errorf("%d colours for 16 curves", len(colours))
 	}
 }
