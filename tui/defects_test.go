@@ -241,7 +241,10 @@ func TestNarrowLists(t *testing.T) {
 	if v := hs.view(); !strings.Contains(v, "249.3") || strings.Contains(v, "24…") {
 		t.Errorf("a trial's best is cut at 80 columns:\n%s", v)
 	}
-	hs = newHarnessWith(t, 80, 24, func(_ *Options, f *fakeHost) { f.background = []string{"runs/lr-sweep/trial-000"}; f.live["runs/lr-sweep/trial-000"] = true })
+	hs = newHarnessWith(t, 80, 24, func(_ *Options, f *fakeHost) {
+		f.background = []string{"runs/lr-sweep/trial-000"}
+		f.live["runs/lr-sweep/trial-000"] = true
+	})
 	training(hs, 10)
 	for _, line := range strings.Split(hs.view(), "\n") {
 		if strings.HasPrefix(line, "▸ #") || strings.HasPrefix(line, "  #") {
@@ -263,7 +266,9 @@ func TestWatchWithoutCheckpoint(t *testing.T) {
 	writeTwoRuns(t)
 	hs := newHarness(t, 120, 40)
 	hs.press("4", "w")
-	eventually(t, "the refusal", func() bool { return strings.Contains(hs.view(), "checkpoint") && !strings.Contains(hs.view(), "loading") })
+	eventually(t, "the refusal", func() bool {
+		return strings.Contains(hs.view(), "checkpoint") && !strings.Contains(hs.view(), "loading")
+	})
 	v := hs.view()
 	if !strings.Contains(v, "esc goes back") || strings.Contains(v, "space pause") {
 		t.Errorf("the watch of a run without a checkpoint:\n%s", v)
