@@ -16,18 +16,21 @@ const legendInset = vg.Length(8)
 // placeLegend puts the legend in the corner of the data area that the
 // curves cross least (rising returns leave the bottom right free, falling
 // losses the top right), on a white box so faint curves do not cross its
-// text.
+// text. Box and legend are drawn together, as the last plotter, in the
+// data area's own canvas: gonum draws p.Legend in the canvas the axes
+// leave, which a log axis's padding moves away from the data (the legend
+// then floated above the plot, its box empty).
 func placeLegend(p *gplot.Plot, entries []legendEntry, pts []plotter.XY, area vg.Point) {
 	if len(entries) == 0 {
 		return
 	}
-	l := &p.Legend
+	l := p.Legend // a copy: p.Legend stays empty and gonum draws nothing
 	l.Padding = 2
 	l.ThumbnailWidth = vg.Points(24)
 	for _, e := range entries {
 		l.Add(e.name, e.thumb)
 	}
-	w, h := legendSize(l, entries)
+	w, h := legendSize(&l, entries)
 	best, bestN := 0, math.MaxInt
 	for i, corner := range corners {
 		n := 0
@@ -49,7 +52,7 @@ func placeLegend(p *gplot.Plot, entries []legendEntry, pts []plotter.XY, area vg
 	if !c.top {
 		l.YOffs = legendInset
 	}
-	p.Add(legendBox{corner: c, w: w, h: h})
+	p.Add(legendBox{corner: c, w: w, h: h, legend: l})
 }
 
 type corner struct{ top, left bool }
@@ -61,8 +64,8 @@ var corners = []corner{{top: true}, {top: false}, {top: true, left: true}, {top:
 // corner of a data area of the given size. The real size is known only
 // when drawing; the picture less room for the axes is close enough.
 func inCorner(p *gplot.Plot, q plotter.XY, c corner, w, h vg.Length, area vg.Point) bool {
-	fx := (q.X - p.X.Min) / (p.X.Max - p.X.Min)
-	fy := (q.Y - p.Y.Min) / (p.Y.Max - p.Y.Min)
+	fx := p.X.Scale.Normalize(p.X.Min, p.X.Max, q.X) // where the axis puts it, a log axis too
+	fy := p.Y.Scale.Normalize(p.Y.Min, p.Y.Max, q.Y)
 	wx := float64((w + 2*legendInset) / area.X)
 	hy := float64((h + 2*legendInset) / area.Y)
 	if c.left {
@@ -92,11 +95,11 @@ func legendSize(l *gplot.Legend, entries []legendEntry) (w, h vg.Length) {
 	return w, h
 }
 
-// legendBox is the white box under the legend, drawn as the last plotter
-// (the legend itself is drawn after every plotter).
+// legendBox is the legend on its white box, drawn as the last plotter.
 type legendBox struct {
 	corner corner
 	w, h   vg.Length
+	legend gplot.Legend
 }
 
 func (b legendBox) Plot(c draw.Canvas, _ *gplot.Plot) {
@@ -121,4 +124,5 @@ func (b legendBox) Plot(c draw.Canvas, _ *gplot.Plot) {
 	c.SetLineWidth(vg.Points(0.5))
 	c.SetColor(color.Gray{0xc0})
 	c.Stroke(r.Path())
+	b.legend.Draw(c)
 }

@@ -152,6 +152,10 @@ func build(series []Series, o Options, area vg.Point) (*gplot.Plot, error) {
 	if o.LogY {
 		p.Y.Scale = gplot.LogScale{}
 		p.Y.Tick.Marker = logTicker{}
+		// gonum centres the axis label at the data's midpoint, which a log
+		// axis puts near its top: the label's height then padded the plot
+		// down by half its length.
+		p.Y.Label.Position = draw.PosTop
 	}
 	var all []plotter.XY // every drawn point, to place the legend
 	var legend []legendEntry

@@ -4,6 +4,7 @@ import (
 	gplot "gonum.org/v1/plot"
 
 	"bytes"
+	"fmt"
 	"encoding/xml"
 	"image"
 	"image/color"
@@ -191,5 +192,69 @@ func TestRenderRefuses(t *testing.T) {
 		if _, err := Render(tc.series, tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an error with %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// svgTexts lists an SVG's text elements: content → height from the
+// bottom (gonum's SVGs flip y), the first of each.
+func svgTexts(t *testing.T, data []byte) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	var y float64
+	inText := false
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("not XML: %v", err)
+		}
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			if inText = tok.Name.Local == "text"; inText {
+				for _, a := range tok.Attr {
+					if a.Name.Local == "y" {
+						fmt.Sscanf(a.Value, "%g", &y)
+					}
+				}
+			}
+		case xml.CharData:
+			if s := strings.TrimSpace(string(tok)); inText && s != "" {
+				if _, seen := out[s]; !seen {
+					out[s] = -y
+				}
+			}
+		case xml.EndElement:
+			inText = false
+		}
+	}
+}
+
+// Defect 12: on a log axis over many decades the legend is inside the
+// plot, on its box, and the plot reaches the top of the picture (the
+// axis label no longer pads it down).
+func TestLogLegendInsideThePlot(t *testing.T) {
+	var s Series
+	s.Name = "the-run"
+	for i := 1; i <= 200; i++ {
+		s.X = append(s.X, float64(i*512))
+		s.Y = append(s.Y, math.Pow(10, 4-7*float64(i)/200))
+	}
+	data, err := Render([]Series{s}, Options{Format: "svg", LogY: true, Title: "t", YLabel: "value_loss (smoothed 0.6)", Width: 960, Height: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := svgTexts(t, data)
+	top, legend, title := texts["10k"], texts["the-run"], texts["t"]
+	if top == 0 || legend == 0 || title == 0 {
+		t.Fatalf("texts %v", texts)
+	}
+	if legend > top+12 {
+		t.Errorf("the legend (at %g) is above the top tick (at %g): outside the plot", legend, top)
+	}
+	if title-top > 40 {
+		t.Errorf("%g points between the title and the top tick: the plot is padded down", title-top)
 	}
 }
