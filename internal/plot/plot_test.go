@@ -4,8 +4,8 @@ import (
 	gplot "gonum.org/v1/plot"
 
 	"bytes"
-	"fmt"
 	"encoding/xml"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
