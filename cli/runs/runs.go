@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
+	"github.com/agenttrainer/agenttrainer/internal/sweep"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
@@ -111,6 +114,7 @@ func list(o Options, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	runs = append(runs, sweepTrials(o.RunsDir)...)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tTAGS\tNOTE\tENV\tAGENT\tSTEPS\tBEST\tDIR")
 	n := 0
@@ -135,6 +139,25 @@ func list(o Options, stdout io.Writer) error {
 		fmt.Fprintln(stdout, what)
 	}
 	return nil
+}
+
+// sweepTrials lists the trials of the sweeps under runsDir, named by their
+// sweep (lr-sweep/trial-003), as the app's runs browser lists them.
+func sweepTrials(runsDir string) []runstore.RunInfo {
+	entries, _ := os.ReadDir(runsDir)
+	var out []runstore.RunInfo
+	for _, e := range entries {
+		dir := filepath.Join(runsDir, e.Name())
+		if _, err := os.Stat(filepath.Join(dir, sweep.SpecFile)); !e.IsDir() || err != nil {
+			continue
+		}
+		trials, _ := runstore.ListRuns(dir)
+		for _, tr := range trials {
+			tr.Name = e.Name() + "/" + tr.Name
+			out = append(out, tr)
+		}
+	}
+	return out
 }
 
 func dash(s string) string {

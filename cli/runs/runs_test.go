@@ -54,12 +54,22 @@ func TestRunsCommand(t *testing.T) {
 	if err != nil || !strings.Contains(out, `name "wide net", tags [baseline], note "the good one"`) {
 		t.Fatalf("%v: %s", err, out)
 	}
+	// A sweep's trial is listed too, named by its sweep.
+	trial := filepath.Join(root, "lr-sweep", "trial-000")
+	os.MkdirAll(trial, 0o755)
+	os.WriteFile(filepath.Join(root, "lr-sweep", "sweep.toml"), []byte("name = \"lr-sweep\"\n"), 0o644)
+	if err := runstore.WriteConfig(trial, config.Default()); err != nil {
+		t.Fatal(err)
+	}
 	out, err = run(t, "--runs-dir", root)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(out, "lr-sweep/trial-000") {
+		t.Errorf("the sweep's trial is not listed:\n%s", out)
+	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[0], "NAME") || !strings.Contains(lines[2], "wide net") ||
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "NAME") || !strings.Contains(lines[2], "wide net") ||
 		!strings.Contains(lines[2], "baseline") || !strings.Contains(lines[2], "the good one") || !strings.Contains(lines[2], "21.5") ||
 		!strings.Contains(lines[1], "Acrobot-v1") {
 		t.Errorf("list:\n%s", out)
