@@ -263,6 +263,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 			return m, tea.Batch(cmds...)
 		}
+		if msg.Type == tea.KeyEsc && msg.Alt {
+			// Two escapes read at once (pressed quickly, or sent together
+			// over a slow link) arrive as alt+esc: they are two escapes.
+			plain := tea.KeyMsg{Type: tea.KeyEsc}
+			return m, tea.Batch(m.key(plain), m.key(plain))
+		}
 		return m, m.key(msg)
 	case addressed:
 		return m, m.deliver(msg.to, msg.msg)

@@ -664,8 +664,9 @@ func (r *runsBrowser) updateList(msg tea.KeyMsg) tea.Cmd {
 	n := len(r.runs)
 	switch {
 	case key.Matches(msg, k.Filter):
-		r.filtering = true
-		r.filter.CursorEnd()
+		r.filtering = true // a new filter each time, as in the picker and the editor
+		r.filter.SetValue("")
+		r.apply()
 		return r.filter.Focus()
 	case key.Matches(msg, k.Sort):
 		r.sortBy = (r.sortBy + 1) % len(sortCols)
@@ -732,8 +733,8 @@ func (r *runsBrowser) updateList(msg tea.KeyMsg) tea.Cmd {
 		return loadRunsCmd([]runstore.RunInfo{r.runs[r.cursor]})
 	case key.Matches(msg, k.Compare):
 		var infos []runstore.RunInfo
-		for _, d := range r.marked {
-			for _, run := range r.runs {
+		for _, d := range r.marked { // marked under any filter
+			for _, run := range r.all {
 				if run.Dir == d {
 					infos = append(infos, run)
 				}

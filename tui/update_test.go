@@ -410,6 +410,8 @@ func TestRunsBrowserKeys(t *testing.T) {
 		{name: "mark two and compare", keys: []string{"4", "space", "space", "c"}, mode: runsCompare, marked: 2, loaded: 2,
 			diffs: []string{"ppo.total_timesteps", "ppo.ent_coef"}, screen: scrRuns, visible: []string{"Comparing 2 runs", "ppo.ent_coef"}},
 		{name: "unmark", keys: []string{"4", "space", "up", "space"}, marked: 0, screen: scrRuns},
+		{name: "runs marked under different filters compare", keys: []string{"4", "/", "type:0103", "enter", "space", "esc", "/", "type:0102", "enter", "space", "c"},
+			mode: runsCompare, marked: 2, loaded: 2, screen: scrRuns},
 		{name: "compare with one mark opens it", keys: []string{"4", "space", "c"}, mode: runsOne, marked: 1, loaded: 1, screen: scrRuns},
 		{name: "esc back to the list, then out", keys: []string{"4", "enter", "esc", "esc"}, screen: scrPicker},
 		{name: "refresh keeps marks", keys: []string{"4", "space", "r"}, marked: 1, screen: scrRuns},
@@ -508,6 +510,16 @@ func TestEveryKeyEverywhere(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Two escapes read at once arrive as alt+esc; they act as two.
+func TestTwoEscapesAtOnce(t *testing.T) {
+	hs := newHarness(t, 120, 40)
+	hs.press("enter", "enter", "/", "type:gamma")
+	hs.send(tea.KeyMsg{Type: tea.KeyEsc, Alt: true}) // the filter, then the editor
+	if hs.m.active != scrPicker {
+		t.Errorf("screen %s after alt+esc, want the picker", hs.m.active)
 	}
 }
 
