@@ -495,18 +495,25 @@ func (cc *chartCanvas) render(th *theme, s chartSpec) string {
 		}
 		ymin, ymax = ymin-pad, ymax+pad
 	}
-	n := max(min(gh/2, gh-1), 1)
+	// A value's cell row as ntcharts counts its Y labels, up from its
+	// origin: where its braille grid puts the value's dots, four to a cell,
+	// so that a label sits on the row its value is drawn on. With an X
+	// axis the origin is the axis's row, one below the graph's gh rows;
+	// without one it is the graph's bottom row, and the dots take gh-1
+	// rows above it (as measured: ntcharts leaves the top row empty).
+	base, rows := 1, gh
+	if !xAxis {
+		base, rows = 0, max(gh-1, 1)
+	}
+	n := max(min(rows/2, rows-1), 1)
 	yt := niceTicks(ymin, ymax, n)
 	if s.logY && yt.step < 1 && ymax-ymin >= 1 {
 		yt = ticks{math.Floor(ymin), math.Ceil(ymax), math.Max(1, math.Ceil((math.Ceil(ymax)-math.Floor(ymin))/float64(n)))}
 	}
 	ylo, yhi := yt.lo, yt.hi
-	// A value's cell row, counted up from the X axis (1 is the graph's
-	// bottom row): where ntcharts' braille grid puts its dots, four to a
-	// cell, so that a label sits on the row its value is drawn on.
 	rowOf := func(y float64) int {
 		f := (y - ylo) / (yhi - ylo)
-		return 1 + min(max(int(f*float64(4*gh-1))/4, 0), gh-1)
+		return base + min(max(int(f*float64(4*rows-1))/4, 0), rows-1)
 	}
 	yLabels := map[int]string{}
 	vals := yt.values()

@@ -53,7 +53,7 @@ func TestYLabelsOnTheirRows(t *testing.T) {
 		pts = append(pts, point{float64(i * 512), y, 1})
 	}
 	th := defaultTheme(nil)
-	for _, h := range []int{5, 6, 7, 9, 14, 30} {
+	for _, h := range []int{3, 4, 5, 6, 7, 9, 14, 30} {
 		got := renderChart(&th, chartSpec{w: 40, h: h, curves: []curve{{pts: pts}}})
 		lines := strings.Split(got, "\n")
 		row := -1
