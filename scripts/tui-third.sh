@@ -35,6 +35,14 @@ go build -o "$at" .
 shot() { screen "${2:-}" >"$shots/$1.txt"; }
 # refuse TEXT [WINDOW]: the screen does not show TEXT.
 refuse() { ! screen "${2:-}" | grep -qF -- "$1" || fail "did not expect \"$1\" on the screen"; }
+# wait_gone TEXT [SECONDS]: until the screen no longer shows TEXT.
+wait_gone() {
+  local deadline=$((SECONDS + ${2:-15}))
+  while screen | grep -qF -- "$1"; do
+    ((SECONDS <= deadline)) || fail "the screen still shows \"$1\""
+    sleep 0.1
+  done
+}
 # wkeys WINDOW KEY...: keys into one window.
 wkeys() { local w=$1; shift; for k in "$@"; do tmux send-keys -t "$session:$w" "$k"; sleep 0.15; done; }
 # edit KEY VALUE: set a key in the config editor (on screen) to VALUE.
@@ -183,8 +191,7 @@ TOML
     sleep 0.5
   done
   keys C-r
-  wait_for "Sweeps in runs" 10
-  refuse "◆ lr"
+  wait_gone "◆ lr" 20
   shot "$size-sweep-stopped"
 
   # D8: a run under a second on a wall-clock axis.

@@ -1068,15 +1068,15 @@ func (r *runsBrowser) legend() []string {
 		if i == r.sel {
 			mark = "▸"
 		}
-		state := ""
+		state := "" // first, where a narrow screen does not cut it
 		switch {
 		case run.hidden:
-			state = " (hidden)"
+			state = "(hidden) "
 		case r.hilite && i == r.sel:
-			state = " (highlighted)"
+			state = "(highlighted) "
 		}
-		items[i] = mark + st.Render(fmt.Sprintf("%d ━━", i+1)) + " " + fmt.Sprintf("%s  %s steps  best %s  last %s%s",
-			run.info.Label(), steps(float64(run.info.Steps)), fmtReturn(run.info.Best), fmtReturn(run.info.Last), state)
+		items[i] = mark + st.Render(fmt.Sprintf("%d ━━", i+1)) + " " + state + fmt.Sprintf("%s  %s steps  best %s  last %s",
+			run.info.Label(), steps(float64(run.info.Steps)), fmtReturn(run.info.Best), fmtReturn(run.info.Last))
 	}
 	if len(items) <= 6 {
 		for i := range items {
