@@ -2,6 +2,7 @@ package tui
 
 import (
 	"math"
+	"strconv"
 	"regexp"
 	"strings"
 	"testing"
@@ -20,19 +21,32 @@ func TestScreensBehindOneInterface(t *testing.T) {
 	}
 }
 
-// 1–5 jump, tab and shift+tab cycle, also while a run trains; keys typed
-// into a filter stay in it.
+// 1…N jump to the tab bar's screens (the registry's, in its order), tab
+// and shift+tab cycle, also while a run trains; keys typed into a filter
+// stay in it.
 func TestTabBarNavigation(t *testing.T) {
 	hs := newHarness(t, 80, 24)
-	steps := []struct {
-		key  string
-		want screenID
-	}{{"2", scrEditor}, {"3", scrDashboard}, {"4", scrRuns}, {"5", scrSweeps}, {"1", scrPicker}, {"tab", scrEditor},
-		{"shift+tab", scrPicker}, {"shift+tab", scrSweeps}, {"shift+tab", scrRuns}, {"tab", scrSweeps}, {"tab", scrPicker}}
-	for _, s := range steps {
-		hs.press(s.key)
-		if hs.m.active != s.want {
-			t.Fatalf("after %s: screen %s, want %s", s.key, hs.m.active, s.want)
+	tabs := hs.m.tabs
+	if len(tabs) < 5 || tabs[0] != scrPicker || tabs[1] != scrEditor || tabs[2] != scrDashboard {
+		t.Fatalf("tabs %v", tabs)
+	}
+	for i, id := range tabs {
+		hs.press(strconv.Itoa(i + 1))
+		if hs.m.active != id {
+			t.Fatalf("after %d: screen %s, want %s", i+1, hs.m.active, id)
+		}
+	}
+	hs.press("1")
+	for i := range 2 * len(tabs) { // around twice, both ways
+		hs.press("tab")
+		if want := tabs[(i+1)%len(tabs)]; hs.m.active != want {
+			t.Fatalf("tab %d: screen %s, want %s", i+1, hs.m.active, want)
+		}
+	}
+	for i := range len(tabs) {
+		hs.press("shift+tab")
+		if want := tabs[(len(tabs)-1-i)%len(tabs)]; hs.m.active != want {
+			t.Fatalf("shift+tab %d: screen %s, want %s", i+1, hs.m.active, want)
 		}
 	}
 	training(hs, 20)
