@@ -2,8 +2,8 @@ package tui
 
 import (
 	"math"
-	"strconv"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
