@@ -216,7 +216,7 @@ func TestPickerNamesAndTabBar(t *testing.T) {
 		hs.w = w
 		hs.send(teaSize(w, 24))
 		hs.press("1")
-		if head := strings.Split(hs.view(), "\n")[0]; !strings.Contains(head, "[1 pick]") || !strings.Contains(head, "training: running") {
+		if head := strings.Split(hs.view(), "\n")[0]; !strings.Contains(head, "[1 pick]") || !strings.Contains(head, "2 config") || !strings.Contains(head, "training") {
 			t.Errorf("the tab bar at %d with a status: %q", w, head)
 		}
 	}

@@ -75,7 +75,7 @@ func newGlobalKeys(tabs int) globalKeys {
 		digits = append(digits, strconv.Itoa(i))
 	}
 	return globalKeys{
-		Screens:   bind("1-"+strconv.Itoa(len(digits)), "screens", digits...),
+		Screens:   bind("1…", "the tab bar's screens", digits...),
 		NextTab:   bind("tab", "next screen", "tab"),
 		PrevTab:   bind("shift+tab", "previous screen", "shift+tab"),
 		Help:      bind("?", "help", "?"),
