@@ -63,9 +63,9 @@ keys Enter
 wait_for "ppo.ent_coef = 0.02 applies from the next iteration"
 sleep 1
 grep -q '"key":"ppo.ent_coef","value":"0.02"' "$run/edits.jsonl" || fail "edits.jsonl lacks the edit"
-# 5. Stop it.
-keys Escape Escape q
-wait_for "d: detach, it keeps training"
+# 5. Stop it: x asks; (q would leave it training: this app attached to it.)
+keys Escape Escape x
+wait_for "Stop the training?"
 keys y
 wait_for "run stopped"
 sleep 1

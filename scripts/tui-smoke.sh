@@ -100,7 +100,7 @@ keys C-u
 type_text 100000
 keys Enter
 wait_for "ppo.total_timesteps = 100000"
-expect "1 changed"
+expect "1 key changed"
 
 # 3. A short first run, to the end.
 keys s

@@ -835,6 +835,9 @@ func (r *runsBrowser) viewList() string {
 	// ones show the start and the rest of the name, and the numbers.
 	wide := r.w >= 110
 	numW := 10
+	if wide {
+		numW = 9 // a return's digits and a blank; the name takes the rest
+	}
 	heading := func(s string, w int) string {
 		if strings.EqualFold(s, sortCols[r.sortBy].name) {
 			s += map[bool]string{true: "↑", false: "↓"}[r.sortAsc]

@@ -208,7 +208,7 @@ func TestRunsListShowsProgress(t *testing.T) {
 		t.Fatalf("rows %d, unread %d", len(r.runs), len(r.unread))
 	}
 	v := hs.view()
-	if !strings.Contains(v, fmt.Sprintf("reading 0/%d…", summaryChunk+8)) || !strings.Contains(v, "…         …") {
+	if !strings.Contains(v, fmt.Sprintf("reading 0/%d…", summaryChunk+8)) || !strings.Contains(v, "…        …") {
 		t.Errorf("no progress:\n%s", v)
 	}
 	next := address(scrRuns, r.Update(more().(runsSummarizedMsg)))
