@@ -65,7 +65,7 @@ for size in 120x40 80x24; do
 
   # 2. Watch the finished run: pause, single steps, next episode, returns.
   keys 4
-  wait_for "$finished" 20
+  wait_for "CartPole-v1-mlp" 20 # (at 80 columns the list names a run by its start and the rest)
   keys /; type_text "state:done"; keys Enter
   wait_for "1 of 2"
   keys w
