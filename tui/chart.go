@@ -220,7 +220,10 @@ func smooth(pts []point, w float64) []point {
 	out := make([]point, len(pts))
 	var acc, norm float64
 	for i, p := range pts {
-		wb := math.Pow(w, float64(max(p.n, 1)))
+		wb := w
+		if p.n > 1 {
+			wb = math.Pow(w, float64(p.n))
+		}
 		acc = wb*acc + (1-wb)*p.y
 		norm = wb*norm + (1 - wb)
 		out[i] = point{p.x, acc / norm, p.n}

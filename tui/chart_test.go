@@ -158,9 +158,18 @@ func TestXExtent(t *testing.T) {
 // BenchmarkDashboardFrame is one redraw of a busy dashboard: a tick's worth
 // of events taken in, the chart redrawn, the screen composed.
 func BenchmarkDashboardFrame(b *testing.B) {
-	for _, size := range [][2]int{{120, 40}, {200, 60}} {
-		b.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(b *testing.B) {
+	for _, tc := range []struct {
+		w, h int
+		grid bool
+	}{{120, 40, false}, {200, 60, false}, {120, 40, true}} {
+		name := fmt.Sprintf("%dx%d", tc.w, tc.h)
+		if tc.grid {
+			name += "-grid"
+		}
+		size := [2]int{tc.w, tc.h}
+		b.Run(name, func(b *testing.B) {
 			th, opts := defaultTheme(nil), defaultChartOpts()
+			opts.grid = tc.grid
 			ft := newFakeTrainer(config.Default())
 			var runs runSet
 			sh := &shared{th: &th, runs: &runs, chart: &opts, now: func() time.Time { return epoch }}

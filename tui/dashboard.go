@@ -295,9 +295,12 @@ func (d *dashboard) spec(r *run, metric string, w, h int, main bool) (chartSpec,
 			curve{pts: r.hist.seriesOn(chReturnMax, statMax, wall), style: th.Band})
 	}
 	raw := r.hist.seriesOn(def.ch, statMean, wall)
-	if weight > 0 {
+	switch {
+	case weight > 0 && main:
 		curves = append(curves, curve{pts: raw, style: th.Dim}, curve{pts: smooth(raw, weight), style: th.Smooth})
-	} else {
+	case weight > 0: // a grid's cell: the smoothed curve alone, as cheap to draw as the raw one
+		curves = append(curves, curve{pts: smooth(raw, weight), style: th.Smooth})
+	default:
 		curves = append(curves, curve{pts: raw, style: th.Curve})
 	}
 	var marks []float64

@@ -98,7 +98,9 @@ func (r *runsBrowser) spec(metric string, w, h int, main bool) (chartSpec, strin
 		pts := run.hist.seriesOn(def.ch, statMean, o.wall)
 		if weight > 0 {
 			if one {
-				curves = append(curves, curve{pts: pts, style: th.Dim})
+				if main { // a grid's cell shows the smoothed curve alone
+					curves = append(curves, curve{pts: pts, style: th.Dim})
+				}
 				style = th.Smooth
 			}
 			pts = smooth(pts, weight)
