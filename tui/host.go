@@ -212,7 +212,7 @@ func LiveControl(runDir string) bool {
 // sweeps, that live says train now.
 func liveDirs(runsDir string, live func(string) bool) []string {
 	var out []string
-	for _, d := range runDirsUnder(runsDir) {
+	for _, d := range EndpointDirs(runsDir) {
 		if live(d) {
 			out = append(out, d)
 		}
@@ -220,10 +220,10 @@ func liveDirs(runsDir string, live func(string) bool) []string {
 	return out
 }
 
-// runDirsUnder lists the directories under runsDir that have a control
-// endpoint (a training, or one that left it behind), a sweep's trials
-// one level down included.
-func runDirsUnder(runsDir string) []string {
+// EndpointDirs lists the directories under runsDir that have a control
+// endpoint (a training, or one that left it behind), a sweep's trials one
+// level down included: the ones worth dialling.
+func EndpointDirs(runsDir string) []string {
 	var dirs []string
 	entries, _ := os.ReadDir(runsDir)
 	for _, e := range entries {

@@ -15,13 +15,25 @@ import (
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
-// writeSweep writes a sweep directory as `agenttrainer sweep` leaves it:
-// sweep.toml, sweep.jsonl, and three trials' run directories whose returns
-// end at different heights (trial-001 best, trial-002 failed early).
-func writeSweep(t *testing.T, runs string) string {
+// trialSpec is a trial writeSweepOf writes: its learning rate, how high
+// its return climbs, how long it ran, its state and why.
+type trialSpec struct {
+	lr, scale     float64
+	iters         int
+	state, reason string
+}
+
+// writeSweepOf writes a sweep directory as `agenttrainer sweep` leaves it:
+// sweep.toml (a grid over the trials' learning rates, one seed),
+// sweep.jsonl, and each trial's run directory. It returns the directory.
+func writeSweepOf(t *testing.T, runs, name string, trials []trialSpec) string {
 	t.Helper()
-	dir := filepath.Join(runs, "lr-sweep")
-	spec, err := sweep.ParseSpecTOML("name = \"lr-sweep\"\nseeds = [1]\n[params.ppo]\nlearning_rate = [0.001, 0.003, 0.01]\n", "spec.toml")
+	dir := filepath.Join(runs, name)
+	lrs := make([]string, len(trials))
+	for i, tr := range trials {
+		lrs[i] = strconv.FormatFloat(tr.lr, 'g', -1, 64)
+	}
+	spec, err := sweep.ParseSpecTOML("name = \""+name+"\"\nseeds = [1]\n[params.ppo]\nlearning_rate = ["+strings.Join(lrs, ", ")+"]\n", "spec.toml")
 	if err == nil {
 		err = spec.Check(config.Default(), "spec.toml", 2) // resolved, as the sweep writes it
 	}
@@ -35,20 +47,11 @@ func writeSweep(t *testing.T, runs string) string {
 		t.Fatal(err)
 	}
 	var lines []string
-	for i, tc := range []struct {
-		lr    float64
-		scale float64
-		iters int
-		state string
-	}{{0.001, 0.5, 30, sweep.Done}, {0.003, 1, 30, sweep.Done}, {0.01, 0.2, 4, sweep.Failed}} {
-		id := []string{"trial-000", "trial-001", "trial-002"}[i]
-		lr := tc.lr
-		writeRun(t, dir, id, func(c *config.Config) { c.PPO.LearningRate = lr }, tc.iters, tc.scale, nil)
+	for i, tr := range trials {
+		id, lr := fmt.Sprintf("trial-%03d", i), tr.lr
+		writeRun(t, dir, id, func(c *config.Config) { c.PPO.LearningRate = lr }, tr.iters, tr.scale, nil)
 		rec := sweep.Record{Trial: id, Dir: filepath.Join(dir, id), Seed: 1, Params: map[string]any{"ppo.learning_rate": lr},
-			State: tc.state, Steps: int64(tc.iters) * 512}
-		if tc.state == sweep.Failed {
-			rec.Reason = "exit status 1: a NaN loss"
-		}
+			State: tr.state, Reason: tr.reason, Steps: int64(tr.iters) * 512}
 		b, err := json.Marshal(rec)
 		if err != nil {
 			t.Fatal(err)
@@ -59,6 +62,29 @@ func writeSweep(t *testing.T, runs string) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// writeSweep writes runs/lr-sweep: three trials whose returns end at
+// different heights (trial-001 best, trial-002 failed early).
+func writeSweep(t *testing.T, runs string) string {
+	t.Helper()
+	return writeSweepOf(t, runs, "lr-sweep", []trialSpec{{0.001, 0.5, 30, sweep.Done, ""}, {0.003, 1, 30, sweep.Done, ""},
+		{0.01, 0.2, 4, sweep.Failed, "exit status 1: a NaN loss"}})
+}
+
+// writeSweepTrials writes a sweep whose trials have the given states (and
+// reasons, when not nil), the learning rates 1.37e-4 apart.
+func writeSweepTrials(t *testing.T, runs, name string, states []string, reasons []string) string {
+	t.Helper()
+	trials := make([]trialSpec, len(states))
+	for i, st := range states {
+		trials[i] = trialSpec{lr: 0.0001 * float64(i+1) * 1.37, scale: 0.2 + 0.05*float64(i), iters: 10 + i, state: st}
+		trials[i].lr, _ = strconv.ParseFloat(strconv.FormatFloat(trials[i].lr, 'g', -1, 64), 64)
+		if reasons != nil {
+			trials[i].reason = reasons[i]
+		}
+	}
+	return writeSweepOf(t, runs, name, trials)
 }
 
 // The sweeps screen lists sweeps, shows one's trials best first, overlays
@@ -143,46 +169,6 @@ func TestRunsDirOf(t *testing.T) {
 			t.Errorf("runsDirOf(%q) = %q, want %q", tc.run, got, tc.want)
 		}
 	}
-}
-
-// writeSweepTrials writes a sweep whose trials have the given states and
-// learning rates (one seed each), returning its directory.
-func writeSweepTrials(t *testing.T, runs, name string, states []string, reasons []string) string {
-	t.Helper()
-	dir := filepath.Join(runs, name)
-	lrs := make([]string, len(states))
-	for i := range states {
-		lrs[i] = strconv.FormatFloat(0.0001*float64(i+1)*1.37, 'g', -1, 64)
-	}
-	spec, err := sweep.ParseSpecTOML("name = \""+name+"\"\nseeds = [1]\n[params.ppo]\nlearning_rate = ["+strings.Join(lrs, ", ")+"]\n", "spec.toml")
-	if err == nil {
-		err = spec.Check(config.Default(), "spec.toml", 2)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, sweep.SpecFile), []byte(spec.TOML()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	for i, st := range states {
-		id := fmt.Sprintf("trial-%03d", i)
-		lr, _ := strconv.ParseFloat(lrs[i], 64)
-		writeRun(t, dir, id, func(c *config.Config) { c.PPO.LearningRate = lr }, 10+i, 0.2+0.05*float64(i), nil)
-		rec := sweep.Record{Trial: id, Dir: filepath.Join(dir, id), Seed: 1, Params: map[string]any{"ppo.learning_rate": lr}, State: st, Steps: int64(10+i) * 512}
-		if reasons != nil {
-			rec.Reason = reasons[i]
-		}
-		b, _ := json.Marshal(rec)
-		lines = append(lines, string(b))
-	}
-	if err := os.WriteFile(filepath.Join(dir, sweep.ResultsFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
 
 // Defect 6: the trial list re-sorts as results come in, and the cursor

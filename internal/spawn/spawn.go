@@ -23,10 +23,6 @@ import (
 // LogFile receives a detached training's output.
 const LogFile = "train.log"
 
-// sweepSpecFile marks a sweep directory (internal/sweep.SpecFile), whose
-// trials LiveRuns lists too.
-const sweepSpecFile = "sweep.toml"
-
 // detachConfigFile carries a resolved config from the parent to a detached
 // training; the parent removes it once the training answers.
 const detachConfigFile = ".detach-config.toml"
@@ -251,7 +247,7 @@ type Live struct {
 }
 
 // LiveDirs are the directories of LiveRuns: what the app attaches to at
-// start-up (tui.Options.Background), locally and in every SSH session.
+// start-up (Host.LiveRuns), locally and in every SSH session.
 func LiveDirs(runsDir string) []string {
 	var dirs []string
 	for _, l := range LiveRuns(runsDir) {
@@ -265,23 +261,7 @@ func LiveRuns(runsDir string) []Live {
 	// Only directories with a control endpoint are read further: also one
 	// whose training has not written its config yet (it serves its socket
 	// first), and a sweep's trials, one level down (runs/<sweep>/trial-000).
-	var dirs []string
-	entries, _ := os.ReadDir(runsDir)
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		dir := filepath.Join(runsDir, e.Name())
-		dirs = append(dirs, dir)
-		if _, err := os.Stat(filepath.Join(dir, sweepSpecFile)); err == nil {
-			trials, _ := os.ReadDir(dir)
-			for _, tr := range trials {
-				if tr.IsDir() {
-					dirs = append(dirs, filepath.Join(dir, tr.Name()))
-				}
-			}
-		}
-	}
+	dirs := tui.EndpointDirs(runsDir)
 	var out []Live
 	for _, dir := range dirs {
 		ep, err := control.ReadEndpoint(dir)
