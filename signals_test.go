@@ -189,3 +189,32 @@ func TestHeadlessAttachToAPausedRun(t *testing.T) {
 		t.Errorf("no state line:\n%s", text)
 	}
 }
+
+// Defect 31: the help texts name their placeholders as such, and sweep
+// takes --runs-dir as every other command does.
+func TestHelpTexts(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		want, not []string
+	}{
+		{[]string{"eval", "--help"}, []string{"-episodes N", "-tasks SET"}, []string{"-episodes episodes", "  -tasks val\n"}},
+		{[]string{"export", "--help"}, []string{"the only format there is"}, []string{"so the default"}},
+		{[]string{"sweep", "--help"}, []string{"-runs-dir dir"}, nil},
+	} {
+		code, out, stderr := runCLI(tc.args...)
+		text := out + stderr
+		if code != 0 {
+			t.Errorf("%v: exit %d", tc.args, code)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%v lacks %q:\n%s", tc.args, w, text)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(text, n) {
+				t.Errorf("%v says %q:\n%s", tc.args, n, text)
+			}
+		}
+	}
+}
