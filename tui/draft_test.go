@@ -193,9 +193,14 @@ func TestWatchOpensAndCloses(t *testing.T) {
 	if m.active != scrWatch {
 		t.Fatalf("screen %v after watchRunMsg", m.active)
 	}
+	w := m.screens[scrWatch].(*watcher)
+	gen := w.gen
 	_, cmd = m.Update(tea.KeyMsg{Type: tea.KeyEsc})
 	m.Update(cmd())
 	if m.active != scrRuns {
 		t.Fatalf("esc left the screen at %v", m.active)
+	}
+	if w.Update(watchTickMsg{gen: gen}) != nil {
+		t.Error("the watch still ticks (and redraws the app) after it was left")
 	}
 }

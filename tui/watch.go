@@ -133,8 +133,11 @@ func (w *watcher) play(dir string, paused bool) tea.Cmd {
 	return w.tick()
 }
 
-// Blur stops the episodes when another screen shows.
-func (w *watcher) Blur() { w.close() }
+// Blur stops the episodes, and their redraws, when another screen shows.
+func (w *watcher) Blur() {
+	w.close()
+	w.gen++ // the ticks of the watch that was on show stop
+}
 
 func (w *watcher) tick() tea.Cmd {
 	gen := w.gen
