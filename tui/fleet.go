@@ -94,11 +94,12 @@ func (b backgroundMsg) apply(m *Model) tea.Cmd { return m.attachBackground(b.run
 // findBackground attaches to the runs training under the runs directory
 // at start-up (started earlier, in the background, or by another app).
 func (m *Model) findBackground() tea.Cmd {
-	host, dir, skip := m.opts.Host, m.sh.runsDir, ""
-	if m.opts.Attach != nil {
-		skip = m.opts.Attach.Trainer.Info().RunDir
-	}
+	host, dir, attach := m.opts.Host, m.sh.runsDir, m.opts.Attach
 	return func() tea.Msg {
+		skip := ""
+		if attach != nil {
+			skip = attach.Trainer.Info().RunDir // I/O: here, not in Init
+		}
 		var msg backgroundMsg
 		for _, d := range host.LiveRuns(dir) {
 			if skip != "" && cleanPath(d) == cleanPath(skip) {
