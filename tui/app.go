@@ -586,7 +586,13 @@ func (m *Model) header() string {
 		return strings.Join(parts, "")
 	}
 	const minStatus = 12
-	for _, left := range []string{th.Title.Render("agenttrainer") + " " + tabs(false), tabs(false), tabs(true)} {
+	full := tabs(false)
+	for _, left := range []func() string{
+		func() string { return th.Title.Render("agenttrainer") + " " + full },
+		func() string { return full },
+		func() string { return tabs(true) },
+	} {
+		left := left()
 		gap := m.w - lipgloss.Width(left) - 1
 		if right == "" && gap >= -1 {
 			return fitLine(left, m.w)

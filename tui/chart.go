@@ -77,6 +77,7 @@ type history struct {
 	span    int64
 	buckets []bucket
 	records int
+	counts  [numChannels]int // values of each channel seen (has asks)
 }
 
 func newHistory() *history { return &history{span: 1} }
@@ -101,6 +102,9 @@ func (h *history) add(m trainer.Metrics) {
 	}
 	for c, v := range valuesOf(&m) {
 		b.ch[c].add(v)
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			h.counts[c]++
+		}
 	}
 }
 
@@ -159,14 +163,7 @@ const (
 func (h *history) series(c channel, s stat) []point { return h.seriesOn(c, s, false) }
 
 // has reports whether a channel holds any value.
-func (h *history) has(c channel) bool {
-	for _, b := range h.buckets {
-		if b.ch[c].n > 0 {
-			return true
-		}
-	}
-	return false
-}
+func (h *history) has(c channel) bool { return h.counts[c] > 0 }
 
 // lastTime is the wall seconds of the latest record.
 func (h *history) lastTime() float64 {

@@ -121,27 +121,53 @@ func helpItem(th *theme, b key.Binding) string {
 // lists them all).
 func footerLine(th *theme, km help.KeyMap, tail []key.Binding, w, lines int) string {
 	const sep = " · "
-	var items []string
+	sepW := len([]rune(sep))
+	type item struct {
+		text string
+		w    int
+	}
+	mk := func(b key.Binding) item {
+		t := helpItem(th, b)
+		return item{t, lipgloss.Width(t)}
+	}
+	var items []item
 	for _, b := range km.ShortHelp() {
 		if b.Enabled() && b.Help().Key != "" {
-			items = append(items, helpItem(th, b))
+			items = append(items, mk(b))
 		}
 	}
-	var end []string
+	var end []item
+	endW := -sepW
 	for _, b := range tail {
-		end = append(end, helpItem(th, b))
+		end = append(end, mk(b))
+		endW += end[len(end)-1].w + sepW
 	}
-	width := func(parts []string) int { return lipgloss.Width(strings.Join(parts, sep)) }
-	out := [][]string{nil}
+	more := item{"…", 1}
+	// widthOf is the width of a line of items, and what it would take
+	// with another of width extra after it.
+	widthOf := func(line []item) int {
+		n := -sepW
+		for _, it := range line {
+			n += it.w + sepW
+		}
+		return max(n, 0)
+	}
+	plus := func(line []item, extra int) int {
+		if len(line) == 0 {
+			return extra
+		}
+		return widthOf(line) + sepW + extra
+	}
+	out := [][]item{nil}
 	short := false
 	for _, it := range items {
 		for {
 			line := &out[len(out)-1]
-			reserve := end
-			if len(out) < lines {
-				reserve = nil
+			need := it.w
+			if len(out) == lines && len(end) > 0 {
+				need += sepW + endW // the last line keeps the app's keys
 			}
-			if width(append(append(append([]string(nil), *line...), it), reserve...)) <= w {
+			if plus(*line, need) <= w {
 				*line = append(*line, it)
 				break
 			}
@@ -157,12 +183,12 @@ func footerLine(th *theme, km help.KeyMap, tail []key.Binding, w, lines int) str
 	}
 	last := &out[len(out)-1]
 	if short {
-		for len(*last) > 0 && width(append(append(append([]string(nil), *last...), "…"), end...)) > w {
+		for len(*last) > 0 && plus(*last, more.w+sepW+endW) > w {
 			*last = (*last)[:len(*last)-1]
 		}
-		*last = append(*last, "…")
+		*last = append(*last, more)
 	}
-	if width(append(append([]string(nil), *last...), end...)) <= w {
+	if plus(*last, endW) <= w {
 		*last = append(*last, end...)
 	} else {
 		out = append(out, end)
@@ -170,7 +196,11 @@ func footerLine(th *theme, km help.KeyMap, tail []key.Binding, w, lines int) str
 	lines = min(lines, len(out))
 	text := make([]string, 0, lines)
 	for _, l := range out[len(out)-lines:] {
-		text = append(text, cut(strings.Join(l, sep), w))
+		parts := make([]string, len(l))
+		for i, it := range l {
+			parts[i] = it.text
+		}
+		text = append(text, cut(strings.Join(parts, sep), w))
 	}
 	return strings.Join(text, "\n")
 }
