@@ -85,7 +85,6 @@ func (e eventsMsg) apply(m *Model) tea.Cmd     { return m.events(e) }
 func (i interruptMsg) apply(m *Model) tea.Cmd  { return m.interrupt() }
 func (a askStopMsg) apply(m *Model) tea.Cmd    { return m.confirmStopOf(a.run) }
 func (f forgetRunMsg) apply(m *Model) tea.Cmd  { m.runs.forget(f.dir); return nil }
-func (runEndedMsg) apply(*Model) tea.Cmd       { return nil }
 func (b backfillMsg) apply(m *Model) tea.Cmd   { return m.backfill(b) }
 func (n noticeDoneMsg) apply(m *Model) tea.Cmd { return m.clearNotice(n.gen) }
 func (p pausedMsg) apply(m *Model) tea.Cmd     { return m.pausedAnswer(p) }
