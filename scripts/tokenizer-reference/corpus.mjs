@@ -70,6 +70,40 @@ const CODE = [
 const NUMS = () => ["0", "7", "42", "123", "1234", "12345", "3.14159", "1,000,000", "2024-01-31", "0x1F",
   "١٢٣٤٥", "१२३", "１２３", "²³", "Ⅻ", "½", "੪੫", "๑๒๓", "9999999999999"];
 
+// Real words in many scripts from the ICU data Node carries: names of
+// languages, regions, scripts and currencies, months and weekdays, written in
+// each of these locales.
+const LOCALES = ["en", "de", "fr", "es", "pt", "it", "nl", "pl", "cs", "sv", "fi", "hu", "ro", "tr", "vi", "id",
+  "sw", "zh", "zh-Hant", "ja", "ko", "ar", "fa", "ur", "he", "hi", "bn", "pa", "gu", "ta", "te", "kn", "ml", "mr",
+  "ne", "si", "th", "lo", "km", "my", "ka", "hy", "am", "el", "ru", "uk", "bg", "sr", "kk", "mn", "yo", "zu"];
+const CODES = {
+  language: "en fr de es zh ja ko ar hi ru pt it tr vi th fa he sw nl pl uk el cs hu ro sv fi da no bn ta te ml mr ur id ms tl yo zu am ka hy km lo my si ne pa gu kn".split(" "),
+  region: "US GB FR DE CN JP KR IN BR RU EG NG ZA MX AR CA AU IT ES TR IR IQ SA TH VN ID PH PK BD ET KE GR IL UA PL SE NO FI".split(" "),
+  script: "Latn Cyrl Arab Hans Hant Jpan Kore Deva Beng Thai Grek Hebr Geor Armn Ethi Khmr Taml Telu".split(" "),
+  currency: "USD EUR JPY CNY GBP INR RUB BRL KRW TRY".split(" "),
+};
+export const INTL_WORDS = (() => {
+  const words = new Set();
+  for (const loc of LOCALES) {
+    for (const [type, codes] of Object.entries(CODES)) {
+      const dn = new Intl.DisplayNames([loc], { type });
+      for (const c of codes) {
+        const n = dn.of(c);
+        if (n && n !== c) words.add(n);
+      }
+    }
+    for (let m = 0; m < 12; m++) {
+      words.add(new Intl.DateTimeFormat(loc, { month: "long", timeZone: "UTC" }).format(Date.UTC(2024, m, 15)));
+    }
+    for (let d = 0; d < 7; d++) {
+      words.add(new Intl.DateTimeFormat(loc, { weekday: "long", timeZone: "UTC" }).format(Date.UTC(2024, 0, 1 + d)));
+    }
+    words.add(new Intl.NumberFormat(loc).format(1234567.891));
+    words.add(new Intl.DateTimeFormat(loc, { dateStyle: "full", timeZone: "UTC" }).format(Date.UTC(2024, 2, 9)));
+  }
+  return Array.from(words).filter((w) => !Array.from(w).some((c) => EXCLUDED.has(c.codePointAt(0))));
+})();
+
 function pick(r, arr) { return arr[Math.floor(r() * arr.length)]; }
 
 function randomCodePoint(r) {
@@ -106,9 +140,17 @@ function sentence(r, lang) {
   return ws.join(sep) + pick(r, [".", "!", "?", "。", "", "...", "؟", "।", ","]);
 }
 
+function intlSentence(r) {
+  const n = 1 + Math.floor(r() * 10);
+  const ws = [];
+  for (let i = 0; i < n; i++) ws.push(pick(r, INTL_WORDS));
+  return ws.join(pick(r, [" ", " ", ", ", "", "、", " - "]));
+}
+
 function piece(r) {
   const k = r();
-  if (k < 0.25) return sentence(r, pick(r, Object.keys(WORDS)));
+  if (k < 0.12) return sentence(r, pick(r, Object.keys(WORDS)));
+  if (k < 0.25) return intlSentence(r);
   if (k < 0.35) return pick(r, SPACES);
   if (k < 0.45) return pick(r, NUMS());
   if (k < 0.52) return pick(r, EMOJI);

@@ -140,11 +140,24 @@ for (const set of sets) {
   fs.writeFileSync(path.join(dir, "decode.json"), JSON.stringify(decodes) + "\n");
   console.error(`${set.name}: pruned to ${Object.keys(pruned.model.vocab).length} tokens, ${pruned.model.merges.length} merges`);
 }
-if (fs.existsSync(charPath)) {
-  // The char tokenizer is written by Go (NewChar, then Save); the reference
-  // reads that file like any other.
+// Each string's ids are stored as "count:hash" (FNV-1a, 32 bits, over the
+// ids as little-endian uint32s) to keep the file small; a mismatch prints the
+// Go ids, and `node encode.mjs NAME TEXT` prints the reference's.
+function digest(list) {
+  let h = 0x811c9dc5;
+  for (const id of list) {
+    for (let k = 0; k < 4; k++) {
+      h ^= (id >>> (8 * k)) & 0xff;
+      h = Math.imul(h, 0x01000193) >>> 0;
+    }
+  }
+  return `${list.length}:${h.toString(16).padStart(8, "0")}`;
 }
-const lines = [JSON.stringify({ strings: texts.length, tokenizers: sets.map((s) => s.name), reference: "@lenml/tokenizers 3.7.2" })];
-texts.forEach((s, i) => lines.push(JSON.stringify({ s, ids: ids[i] })));
+const lines = [JSON.stringify({ strings: texts.length, tokenizers: sets.map((s) => s.name), reference: "@lenml/tokenizers 3.7.2", ids: "count:fnv1a32" })];
+texts.forEach((s, i) => {
+  const h = {};
+  for (const [k, v] of Object.entries(ids[i])) h[k] = digest(v);
+  lines.push(JSON.stringify({ s, ids: h }));
+});
 fs.writeFileSync(path.join(testdata, "golden.jsonl.gz"), zlib.gzipSync(lines.join("\n") + "\n", { level: 9 }));
 console.error(`wrote ${texts.length} strings to ${path.join(testdata, "golden.jsonl.gz")}`);

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 )
 
@@ -16,8 +15,20 @@ import (
 // the ids the JavaScript reference gave for it, per tokenizer (written by
 // scripts/tokenizer-reference/generate.mjs).
 type goldenEntry struct {
-	S   string           `json:"s"`
-	IDs map[string][]int `json:"ids"`
+	S   string            `json:"s"`
+	IDs map[string]string `json:"ids"` // "count:FNV-1a 32 of the ids as little-endian uint32s"
+}
+
+// digest is the golden file's summary of an id list.
+func digest(ids []int) string {
+	h := uint32(0x811c9dc5)
+	for _, id := range ids {
+		for k := 0; k < 4; k++ {
+			h ^= uint32(id>>(8*k)) & 0xff
+			h *= 0x01000193
+		}
+	}
+	return fmt.Sprintf("%d:%08x", len(ids), h)
 }
 
 func readGolden(t testing.TB) []goldenEntry {
@@ -102,10 +113,10 @@ func compareGolden(t *testing.T, tok *Tokenizer, name string, golden []goldenEnt
 		}
 		n++
 		got := tok.Encode(e.S, false)
-		if !slices.Equal(got, want) {
+		if d := digest(got); d != want {
 			bad++
 			if bad <= 5 {
-				t.Errorf("%s: string %d %q:\n got %v\nwant %v", name, i, e.S, got, want)
+				t.Errorf("%s: string %d %q: got ids %v (%s), the reference's digest is %s (its ids: node scripts/tokenizer-reference/encode.mjs)", name, i, e.S, got, d, want)
 			}
 		}
 	}
@@ -184,5 +195,3 @@ func TestGoldenDecode(t *testing.T) {
 		})
 	}
 }
-
-var _ = fmt.Sprint
