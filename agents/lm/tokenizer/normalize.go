@@ -15,6 +15,9 @@ import (
 // instead: full decomposition, canonical ordering, canonical composition.
 func normalizer(f norm.Form) func(string) string {
 	return func(s string) string {
+		if f.IsNormalString(s) {
+			return s
+		}
 		out := f.String(s)
 		if strings.Count(out, "\u034f") == strings.Count(s, "\u034f") {
 			return out

@@ -48,6 +48,10 @@ type Tokenizer struct {
 	modelVocab map[string]int    // model.vocab while building
 }
 
+// maxVocab bounds the ids a file may use: the largest vocabularies in use
+// have about 262,000 tokens.
+const maxVocab = 1 << 21
+
 // maxFileSize bounds what Load reads: the largest tokenizer.json files in
 // use are under 40 MB.
 const maxFileSize = 512 << 20
@@ -233,8 +237,8 @@ func (t *Tokenizer) buildModel(f *fileJSON) error {
 		}
 		size = max(size, a.ID+1)
 	}
-	if size > 1<<24 {
-		return fmt.Errorf("vocabulary ids go up to %d: more than any model's (limit %d)", size-1, 1<<24)
+	if size > maxVocab {
+		return fmt.Errorf("vocabulary ids go up to %d: more than any model's (limit %d)", size-1, maxVocab)
 	}
 	t.tokens = make([]string, size)
 	t.ids = make(map[string]int, len(m.Vocab)+len(f.AddedTokens))
