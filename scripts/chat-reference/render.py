@@ -115,8 +115,9 @@ def main():
     out = {"reference": "jinja2 " + jinja2.__version__ + " with transformers' settings", "tools": TOOLS,
            "conversations": convs, "cases": cases}
     path = os.path.join(CHAT, "jinja2_golden.json.gz")
-    with gzip.open(path, "wt", encoding="utf-8") as f:
-        json.dump(out, f, ensure_ascii=False)
+    data = json.dumps(out, ensure_ascii=False).encode("utf-8")
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:  # mtime 0: reproducible bytes
+        f.write(data)
     print(f"{len(convs)} conversations, {len(cases)} renderings ({sum('error' in c for c in cases)} refused) -> {path}")
 
 
