@@ -46,7 +46,10 @@ type Vector struct {
 	batchSR    BatchSuccessReporter // nil unless the backend reports success
 	batchRew   []float64
 	batchTrunc []bool
-	err        error // what stopped the backend; sticky
+	async      AsyncBatchEnv // set when the backend steps asynchronously
+	asyncActs  []float32     // N×ActDim: SendAsync's actions in sub-environment order
+	asyncIDs   []int         // what RecvAsync returned last
+	err        error         // what stopped the backend; sticky
 	closed     bool
 }
 

@@ -20,8 +20,11 @@ import (
 
 // RemoteProtocolVersion is the protocol version this client speaks.
 // Version 2 added request ids: every request carries one and every reply
-// echoes it.
-const RemoteProtocolVersion = 2
+// echoes it. Version 3 added authentication with a shared secret (a
+// challenge and response before hello) and the hello's env_offset; a
+// conversation without authentication is version 2's, so the client also
+// accepts a version-2 hello reply when it does not authenticate.
+const RemoteProtocolVersion = 3
 
 const (
 	frameMagic     = "AGTP"
@@ -53,6 +56,11 @@ type frameHeader struct {
 
 	// step
 	Success []bool `json:"success,omitempty"`
+
+	// challenge and auth (version 3)
+	Nonce string `json:"nonce,omitempty"`
+	Proof string `json:"proof,omitempty"`
+	OK    bool   `json:"ok,omitempty"`
 
 	// error
 	Message   string `json:"message,omitempty"`

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,12 +68,7 @@ func startRemoteProcess(o RemoteOptions) (*procTransport, error) {
 	cmd.Dir = o.Dir
 	if len(o.Env) > 0 {
 		cmd.Env = os.Environ()
-		names := make([]string, 0, len(o.Env))
-		for k := range o.Env {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-		for _, k := range names {
+		for _, k := range sortedKeys(o.Env) {
 			cmd.Env = append(cmd.Env, k+"="+o.Env[k])
 		}
 	}

@@ -15,6 +15,12 @@ Its sub-environments count steps: observation [i, t], reward 1, episodes of
     noisy         prints to stdout (sys.stdout and fd 1) on every step; must still work
     startup-crash fails to import a module before serving
     slow-hello    takes an hour to build its environments
+
+With several workers (env.args.workers), --only-offset K limits the
+misbehaviour to the worker whose first sub-environment is K (the hello's
+env_offset), and --once-file PATH to the first process that gets there (it
+creates PATH): a restarted worker then behaves. Observations carry the
+sub-environment's index among all workers'.
 """
 
 import argparse
@@ -29,6 +35,8 @@ import protocol  # noqa: E402
 parser = argparse.ArgumentParser()
 parser.add_argument("--mode", default="ok")
 parser.add_argument("--at", type=int, default=3)
+parser.add_argument("--only-offset", type=int, default=None)
+parser.add_argument("--once-file", default=None)
 protocol.add_server_args(parser)
 args = parser.parse_args()
 
@@ -56,9 +64,13 @@ protocol.Channel.write = write
 class Counter(object):
     env_name = "misbehaving"
 
-    def __init__(self, num_envs, options):
-        if args.mode == "slow-hello":
+    def __init__(self, num_envs, options, env_offset=0):
+        self.mode = args.mode
+        if args.only_offset is not None and env_offset != args.only_offset:
+            self.mode = "ok"
+        if self.mode == "slow-hello":
             time.sleep(3600)
+        self.offset = env_offset
         self.num_envs = num_envs
         self.observation_space = protocol.box_space(2)
         self.action_space = protocol.discrete_space(2)
@@ -66,7 +78,7 @@ class Counter(object):
         self.steps = 0
 
     def obs(self):
-        return [v for i in range(self.num_envs) for v in (float(i), float(self.t[i]))]
+        return [v for i in range(self.num_envs) for v in (float(self.offset + i), float(self.t[i]))]
 
     def reset(self, seed):
         self.t = [0] * self.num_envs
@@ -74,7 +86,12 @@ class Counter(object):
 
     def step(self, actions):
         self.steps += 1
-        mode, hit = args.mode, self.steps == args.at
+        mode, hit = self.mode, self.steps == args.at
+        if hit and mode != "ok" and args.once_file is not None:
+            try:
+                os.close(os.open(args.once_file, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                hit = False
         if mode == "noisy":
             print("noise from print() at step %d" % self.steps)
             sys.stdout.flush()
@@ -97,7 +114,7 @@ class Counter(object):
             self.t[i] += 1
             if self.t[i] == 5:
                 term[i] = True
-                final[i] = [float(i), 5.0]
+                final[i] = [float(self.offset + i), 5.0]
                 self.t[i] = 0
         obs = self.obs()
         if hit and mode == "nan":
