@@ -51,7 +51,7 @@ type worker struct {
 	p         *WorkerPool
 	idx       int
 	off, n    int
-	addr      string // TCP address ("" for a subprocess)
+	addr      string     // TCP address ("" for a subprocess)
 	mu        sync.Mutex // guards conn against abort while a job swaps it
 	conn      *RemoteEnv
 	reset     bool  // the job is a reset (else a step)
