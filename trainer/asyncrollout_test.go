@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"context"
 	"errors"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/envs/remote"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 // scriptedAsync is an asynchronous batch of counters whose groups come
@@ -208,7 +211,20 @@ func TestAsyncStepsLearnCartPole(t *testing.T) {
 	server := remoteCartPole(t)
 	cfg := testConfig(t, "env.id=remote", server, "env.num_envs=8", "env.args.workers=4", "env.args.batch_size=4",
 		"ppo.total_timesteps=102400", "trainer.threads=1", "trainer.seed=1")
-	_, recs := train(t, cfg, t.TempDir())
+	dir := t.TempDir()
+	tr, err := New(cfg, Options{RunDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if _, err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := tr.venv.Batch()
+	if sent := b.(*remote.WorkerPool).AsyncSteps(); sent != 102400/2 {
+		t.Errorf("%d asynchronous group steps, want one per 2 sub-environment steps (%d)", sent, 102400/2)
+	}
+	recs := readRecords(t, filepath.Join(dir, runstore.MetricsFile))
 	final := recs[len(recs)-1]["ep_return_mean"].(float64)
 	first := recs[0]["ep_return_mean"].(float64)
 	t.Logf("ep_return_mean %.1f after the first iteration, %.1f after %v steps", first, final, recs[len(recs)-1]["step"])

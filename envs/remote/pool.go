@@ -39,6 +39,7 @@ type WorkerPool struct {
 	done     chan *worker // workers whose job finished
 	underWay int          // jobs sent and not yet received
 
+	sent     int          // SendGroup calls (asynchronous group steps)
 	seed     atomic.Int64 // the last Reset's seed, for restarted workers
 	restarts atomic.Int32
 	log      func(string)
@@ -289,9 +290,13 @@ func (p *WorkerPool) SendGroup(g int, actions, obs, finalObs []float32, rewards 
 	}
 	w := p.workers[g]
 	w.reset = false
+	p.sent++
 	p.start(w, actions, obs, finalObs, rewards, terminated, truncated)
 	return nil
 }
+
+// AsyncSteps is the number of asynchronous group steps sent so far.
+func (p *WorkerPool) AsyncSteps() int { return p.sent }
 
 // RecvGroup implements envs.AsyncBatchEnv: it waits for a worker's step
 // to finish and returns the worker, or −1 when none is under way.
