@@ -106,3 +106,11 @@ func TestRendezvousTimeout(t *testing.T) {
 	_, err := NewRemoteVector(4, envs.Params{"rendezvous": dir, "workers": int64(3), "launch_timeout_s": 0.3})
 	checkErr(t, err, "only 1 of 3 env servers have announced themselves", "missing ranks 0, 2", "env.args.launch_timeout_s")
 }
+
+// TestSrunLauncherOutsideSlurm: env.args.launcher = "srun" outside an
+// allocation says where it works.
+func TestSrunLauncherOutsideSlurm(t *testing.T) {
+	t.Setenv("SLURM_JOB_ID", "")
+	_, err := NewRemoteVector(4, envs.Params{"command": "python3 x.py", "launcher": "srun", "workers": int64(2)})
+	checkErr(t, err, "SLURM_JOB_ID is not set", "salloc", "scripts/slurm-env-workers.sh")
+}
