@@ -226,6 +226,9 @@ def serve_connection(channel, factory, fixed_num_envs=None, name="server", secre
                 _send_error(channel, "protocol error: %s" % e)
                 return
             if msg is None:
+                if auth is not None and not auth.done and auth.client_nonce is not None:
+                    _log("%s: refused a client%s: it hung up after the challenge: it holds a different secret, "
+                         "which does not match this server's proof" % (name, peer))
                 return
             header, payload = msg
             kind = header["type"]

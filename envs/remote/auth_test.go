@@ -166,6 +166,7 @@ func TestAuthentication(t *testing.T) {
 
 			_, err = NewRemoteVector(4, args(c.addr, wrong))
 			checkErr(t, err, "authentication failed: the server's proof does not match env.args.secret_file")
+			c.log.waitFor(t, "hung up after the challenge")
 			_, err = NewRemoteVector(4, args(c.addr, ""))
 			checkErr(t, err, "requires authentication", "env.args.secret_file")
 			c.log.waitFor(t, "requires authentication")

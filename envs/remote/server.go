@@ -296,7 +296,7 @@ func (s *server) authenticate(c net.Conn, rd *bufio.Reader, logf func(string, ..
 		return frame{}, err
 	}
 	if f, err = read(); err != nil {
-		logf("closed during authentication: %v", err)
+		logf("refused: the client hung up after the challenge (%v): it holds a different secret, which does not match this server's proof", err)
 		return frame{}, err
 	}
 	if f.Header.Type != "auth" || !a.Verify(f.Header.Proof) {
