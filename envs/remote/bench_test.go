@@ -81,7 +81,8 @@ func BenchmarkRemoteCartPoleTCP(b *testing.B) {
 // 2 workers. It reports env steps/s. With AGENTTRAINER_GYM_PYTHONPATH set to
 // a PYTHONPATH where gymnasium imports, the workers run remote/gym_server.py
 // serving the same environment through Gymnasium (sleepenv:Sleep-v0), the
-// exact environment scripts/env_scaling_peer.py gives the peers.
+// exact environment scripts/env_scaling_peer.py gives the peers
+// (AGENTTRAINER_GYM_PYTHON names a python3 with NumPy).
 //
 //	go test -run '^$' -bench Workers -benchtime 400x ./envs/remote
 func BenchmarkWorkers(b *testing.B) {
@@ -98,7 +99,11 @@ func BenchmarkWorkers(b *testing.B) {
 			p["command"] = []any{"python3", filepath.Join(scripts, "sleepenv.py"), "--" + ms + "-ms", "1"}
 			return p
 		}
-		p["command"] = []any{"python3", filepath.Join(scripts, "..", "remote", "gym_server.py"), "--env", "sleepenv:Sleep-v0"}
+		py := os.Getenv("AGENTTRAINER_GYM_PYTHON") // a python3 with NumPy
+		if py == "" {
+			py = "python3"
+		}
+		p["command"] = []any{py, filepath.Join(scripts, "..", "remote", "gym_server.py"), "--env", "sleepenv:Sleep-v0"}
 		p["env"] = map[string]any{"PYTHONPATH": gymPath + string(os.PathListSeparator) + scripts}
 		kw := map[string]any{"sleep_ms": 0.0, "spin_ms": 0.0}
 		kw[ms+"_ms"] = 1.0
