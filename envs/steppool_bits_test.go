@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/agenttrainer/agenttrainer/envs"
-	_ "github.com/agenttrainer/agenttrainer/envs/builtin"
+	_ "github.com/agenttrainer/agenttrainer/envs/classic"
+	_ "github.com/agenttrainer/agenttrainer/envs/frozenlake"
+	_ "github.com/agenttrainer/agenttrainer/envs/minatar" // TestSnapshotRestoreContinuesExactly then covers MinAtar too
 )
 
 // makeVector builds n sub-environments of id (with args) through the
