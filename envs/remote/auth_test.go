@@ -59,7 +59,7 @@ func writeSecret(t *testing.T, secret string) string {
 
 // startSecretPython starts a Python server on a free loopback port with
 // args, returning its address and its log.
-func startSecretPython(t *testing.T, script string, args ...string) (string, *logBuf) {
+func startSecretPython(t testing.TB, script string, args ...string) (string, *logBuf) {
 	t.Helper()
 	cmd := exec.Command("python3", append([]string{script, "--listen", "127.0.0.1:0"}, args...)...)
 	log := &logBuf{}

@@ -139,42 +139,54 @@ func authCases() []hcase {
 			rssKiB: 512 << 10,
 			skip:   noPython,
 			run: func(c *cx) {
-				good := writeSecretFile(c, "secret", "correct horse battery staple!", 0o600)
-				addr, srv := envServer(c, good)
-				if addr == "" {
-					return
-				}
-				defer srv.signal(9)
-				var conns []net.Conn
-				for i := range 40 {
-					conn, err := net.Dial("tcp", addr)
-					if err != nil {
-						c.fail("dial %d: %v", i, err)
-						break
-					}
-					conns = append(conns, conn)
-					switch i % 4 {
-					case 1:
-						conn.Write([]byte("GET / HTTP/1.1\r\n\r\n"))
-					case 2: // a challenge with a nonce that is not one
-						h := `{"type":"challenge","id":1,"protocol":3,"nonce":"zz"}`
-						conn.Write(append([]byte(fmt.Sprintf("AGTP%s%s", le32(len(h)), le32(0))), h...))
-					case 3: // a header of 1 MiB + 1
-						conn.Write([]byte("AGTP" + le32(1<<20+1) + le32(0)))
-					}
-				}
-				r := c.run(opt{}, "train", "--quiet", "--run-dir", c.path("run"), "env.id=remote", "env.args.address="+addr, "env.args.secret_file="+good,
-					"env.args.workers=2", "ppo.total_timesteps=2048", "trainer.threads=1")
-				for _, conn := range conns {
-					conn.Close()
-				}
-				c.note("exit %d: %s", r.code, lastLines(r.out, 1))
-				c.expectExit(r, 0, "done: 2048 steps")
-				c.check(!srv.exited(), "the env server stopped")
-				c.check(strings.Contains(srv.out.String(), "refused"), "the server logged no refusal: %s", lastLines(srv.out.String(), 3))
+				withEnvServer(c, func(addr, good string, srv *proc) { silentAndGarbage(c, addr, good, srv) })
 			},
 		},
 	}
+}
+
+// silentAndGarbage opens 40 connections that send nothing, HTTP, a bad
+// challenge or an oversized header, then trains through the same server.
+func silentAndGarbage(c *cx, addr, good string, srv *proc) {
+	var conns []net.Conn
+	for i := range 40 {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			c.fail("dial %d: %v", i, err)
+			break
+		}
+		conns = append(conns, conn)
+		switch i % 4 {
+		case 1:
+			conn.Write([]byte("GET / HTTP/1.1\r\n\r\n"))
+		case 2: // a challenge with a nonce that is not one
+			h := `{"type":"challenge","id":1,"protocol":3,"nonce":"zz"}`
+			conn.Write(append([]byte(fmt.Sprintf("AGTP%s%s", le32(len(h)), le32(0))), h...))
+		case 3: // a header of 1 MiB + 1
+			conn.Write([]byte("AGTP" + le32(1<<20+1) + le32(0)))
+		}
+	}
+	r := c.run(opt{}, "train", "--quiet", "--run-dir", c.path("run"), "env.id=remote", "env.args.address="+addr, "env.args.secret_file="+good,
+		"env.args.workers=2", "ppo.total_timesteps=2048", "trainer.threads=1")
+	for _, conn := range conns {
+		conn.Close()
+	}
+	c.note("exit %d: %s", r.code, lastLines(r.out, 1))
+	c.expectExit(r, 0, "done: 2048 steps")
+	c.check(!srv.exited(), "the env server stopped")
+	c.check(strings.Contains(srv.out.String(), "refused"), "the server logged no refusal: %s", lastLines(srv.out.String(), 3))
+}
+
+// withEnvServer runs body against an env server holding a good secret
+// (good names its file).
+func withEnvServer(c *cx, body func(addr, good string, srv *proc)) {
+	good := writeSecretFile(c, "secret", "correct horse battery staple!", 0o600)
+	addr, srv := envServer(c, good)
+	if addr == "" {
+		return
+	}
+	defer srv.signal(9)
+	body(addr, good, srv)
 }
 
 // authCase trains against an env server holding a good secret with the
@@ -188,24 +200,20 @@ func authCase(name, expect string, code int, client func(c *cx, good string) []s
 		rssKiB: 512 << 10,
 		skip:   noPython,
 		run: func(c *cx) {
-			good := writeSecretFile(c, "secret", "correct horse battery staple!", 0o600)
-			addr, srv := envServer(c, good)
-			if addr == "" {
-				return
-			}
-			defer srv.signal(9)
-			args := append([]string{"train", "--quiet", "--run-dir", c.path("run"), "env.id=remote", "env.args.address=" + addr, "ppo.total_timesteps=1024"}, client(c, good)...)
-			r := c.run(opt{}, args...)
-			c.note("exit %d: %s", r.code, firstErr(r.out))
-			c.expectExit(r, code, wants...)
-			if serverSays != "" {
-				c.check(c.waitFor(10*time.Second, func() bool { return strings.Contains(srv.out.String(), serverSays) }),
-					"the server's log lacks %q: %s", serverSays, lastLines(srv.out.String(), 3))
-			}
-			if code == 2 {
-				_, err := os.Stat(c.path("run"))
-				c.check(os.IsNotExist(err), "a run directory was created")
-			}
+			withEnvServer(c, func(addr, good string, srv *proc) {
+				args := append([]string{"train", "--quiet", "--run-dir", c.path("run"), "env.id=remote", "env.args.address=" + addr, "ppo.total_timesteps=1024"}, client(c, good)...)
+				r := c.run(opt{}, args...)
+				c.note("exit %d: %s", r.code, firstErr(r.out))
+				c.expectExit(r, code, wants...)
+				if serverSays != "" {
+					c.check(c.waitFor(10*time.Second, func() bool { return strings.Contains(srv.out.String(), serverSays) }),
+						"the server's log lacks %q: %s", serverSays, lastLines(srv.out.String(), 3))
+				}
+				if code == 2 {
+					_, err := os.Stat(c.path("run"))
+					c.check(os.IsNotExist(err), "a run directory was created")
+				}
+			})
 		},
 	}
 }
