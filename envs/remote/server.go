@@ -344,12 +344,6 @@ func (r *relay) run(ctx context.Context, rd *bufio.Reader, first frame) {
 	done := make(chan struct{})
 	go func() { // client → process
 		defer close(done)
-		defer func() { // the client is gone: end the process's input
-			r.mu.Lock()
-			r.closing = true
-			r.mu.Unlock()
-			r.p.in.Close()
-		}()
 		f := first
 		var buf []byte
 		for {
@@ -363,13 +357,24 @@ func (r *relay) run(ctx context.Context, rd *bufio.Reader, first frame) {
 			r.closing = r.closing || f.Header.Type == "close"
 			r.mu.Unlock()
 			if _, err := r.p.Write(f.Raw); err != nil {
-				return // the process is gone: the other side reports it
+				// The process is gone: the other side answers this
+				// request with the news.
+				r.mu.Lock()
+				if r.dead != "" && r.pending {
+					r.fail(r.pendingID)
+				}
+				r.mu.Unlock()
+				return
 			}
 			var err error
 			if f, buf, err = readFrame(rd, buf, r.maxFrame); err != nil {
 				if !errors.Is(err, errStreamClosed) && !isClosedErr(err) {
 					r.logf("stopped relaying: %v", err)
 				}
+				r.mu.Lock() // the client is gone: end the process's input
+				r.closing = true
+				r.mu.Unlock()
+				r.p.in.Close()
 				return
 			}
 		}

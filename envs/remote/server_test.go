@@ -81,6 +81,30 @@ func TestEnvServerWorkerCrash(t *testing.T) {
 	})
 }
 
+// TestEnvServerWorkerExitsIdle: a process that exits between requests is
+// reported at the client's next request, with its exit status and stderr.
+func TestEnvServerWorkerExitsIdle(t *testing.T) {
+	requirePython(t)
+	script := filepath.Join("..", "..", "remote", "testdata", "misbehaving_server.py")
+	addr, _ := startEnvServer(t, nil, "python3", script, "--mode", "exit-idle", "--at", "2")
+	within(t, hangBound, "an exit between requests behind env-server", func() {
+		v, err := NewRemoteVector(2, envs.Params{"address": addr, "timeout_s": generousTimeout, "handshake_timeout_s": generousTimeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		v.Reset(1)
+		for range 2 {
+			v.Step(make([]float32, 2))
+		}
+		if err := v.Err(); err != nil {
+			t.Fatalf("the step answered before the exit failed: %v", err)
+		}
+		v.Step(make([]float32, 2))
+		checkErr(t, v.Err(), "step request 3", "the environment process behind agenttrainer env-server stopped", "exit status 4", "exiting between requests on purpose")
+	})
+}
+
 // TestEnvServerAnnounceNeedsRank: outside Slurm, --announce needs --rank.
 func TestEnvServerAnnounceNeedsRank(t *testing.T) {
 	t.Setenv("SLURM_PROCID", "")

@@ -13,6 +13,7 @@ Its sub-environments count steps: observation [i, t], reward 1, episodes of
     twice         sends its reply to step --at twice (the client must notice
                   at the next step, whose reply then echoes an earlier id)
     noisy         prints to stdout (sys.stdout and fd 1) on every step; must still work
+    exit-idle     answers step --at, then exits with status 4 before the next request
     startup-crash fails to import a module before serving
     slow-hello    takes an hour to build its environments
 
@@ -43,7 +44,7 @@ args = parser.parse_args()
 if args.mode == "startup-crash":
     import no_such_module_for_the_test  # noqa: F401
 
-state = {"garbage": False, "twice": False}
+state = {"garbage": False, "twice": False, "exit": False}
 _write = protocol.Channel.write
 
 
@@ -56,6 +57,10 @@ def write(self, header, payload=b""):
     if state["twice"]:
         state["twice"] = False
         _write(self, header, payload)
+    if state["exit"]:
+        sys.stderr.write("exiting between requests on purpose\n")
+        sys.stderr.flush()
+        os._exit(4)
 
 
 protocol.Channel.write = write
@@ -106,6 +111,8 @@ class Counter(object):
             state["garbage"] = True
         if hit and mode == "twice":
             state["twice"] = True
+        if hit and mode == "exit-idle":
+            state["exit"] = True
         if hit and mode == "error":
             raise ValueError("the pole fell off the cart")
         n = self.num_envs
