@@ -44,7 +44,7 @@ var ErrRemoteIsBatch = errors.New("remote environments are built as one batch of
 func init() {
 	envs.Register(envs.Spec{
 		ID:          RemoteID,
-		Description: "an environment served by another process (Gymnasium via remote/gym_server.py, any language): env.args.command or env.args.address",
+		Description: "an environment served by other processes (Gymnasium via remote/gym_server.py, any language): env.args.command or env.args.address; env.args.workers for several",
 		New:         func(envs.Params) (envs.Env, error) { return nil, ErrRemoteIsBatch },
 		NewBatch:    NewRemoteVector,
 	})
