@@ -8,7 +8,7 @@ import (
 
 func allCases() []hcase {
 	var all []hcase
-	for _, f := range []func() []hcase{cliCases, configFileCases, memoryCases, dataCases, checkpointCases, controlCases, remoteCases, fsCases, signalCases, sshCases} {
+	for _, f := range []func() []hcase{cliCases, configFileCases, memoryCases, dataCases, checkpointCases, controlCases, remoteCases, fsCases, signalCases, sshCases, hardenCases} {
 		all = append(all, f()...)
 	}
 	return all

@@ -347,6 +347,7 @@ func (s *Spec) Check(base config.Config, source string, cores int) error {
 		errs = append(errs, s.Params[i].check(s.Method, base, source))
 	}
 	errs = append(errs, s.EarlyStop.check(s.Budget, source))
+	errs = append(errs, checkSlurm(s.Slurm, source, specSlurmField))
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

@@ -96,6 +96,9 @@ func Prepare(o Options) (*Sweep, error) {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
+	if err := CheckSlurmFlags(o.Slurm); err != nil {
+		return nil, err
+	}
 	if o.Resume != "" {
 		return prepareResume(o)
 	}
@@ -158,10 +161,26 @@ func Prepare(o Options) (*Sweep, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if err := sw.checkBackend(); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(filepath.Join(sw.Dir, SpecFile)); err == nil {
 		return nil, &config.Error{Source: o.Spec, Key: "name", Msg: fmt.Sprintf("%s already holds a sweep; continue it with `agenttrainer sweep --resume %s`, or name this one differently", sw.Dir, sw.Dir)}
 	}
 	return sw, nil
+}
+
+// checkBackend checks what the backend needs of the sweep's paths: a
+// Slurm job script names the sweep directory in its directives.
+func (sw *Sweep) checkBackend() error {
+	if sw.opts.Backend != "slurm" {
+		return nil
+	}
+	abs, err := filepath.Abs(sw.Dir)
+	if err != nil {
+		return err
+	}
+	return checkScriptPath(abs, "trainer.runs_dir")
 }
 
 func mergeSlurm(s *SlurmSpec, flags SlurmSpec) {
@@ -206,6 +225,9 @@ func prepareResume(o Options) (*Sweep, error) {
 	}
 	spec.Backend = o.Backend
 	sw := &Sweep{Spec: spec, Dir: dir, opts: o, resumed: true}
+	if err := sw.checkBackend(); err != nil {
+		return nil, err
+	}
 	old := map[string]*Record{}
 	if recs, err := ReadResults(dir); err == nil {
 		for _, r := range recs {
