@@ -13,7 +13,7 @@ import (
 // sweep-name/, …) so that `-hostile.only GROUP/` runs one.
 func hardenCases() []hcase {
 	var all []hcase
-	for _, f := range []func() []hcase{slurmInjectCases} {
+	for _, f := range []func() []hcase{slurmInjectCases, sweepNameCases} {
 		all = append(all, f()...)
 	}
 	return all
@@ -137,4 +137,147 @@ func slurmInjectCases() []hcase {
 		},
 	})
 	return cs
+}
+
+// sweepNameCases are the F1/F2 class: a sweep's name, taken from the spec
+// or the spec file's name, that would reach outside the runs directory,
+// and trial directories replaced by links on resume.
+func sweepNameCases() []hcase {
+	var cs []hcase
+	names := []string{"..", ".", "...", "../x", "../../x", "/tmp/x", "a/b", "./x", ".hidden", "a\\b", "\u0000", "x\u001b]0;t\u0007", strings.Repeat("n", 200), "é"}
+	for _, n := range names {
+		for _, dry := range []bool{true, false} {
+			n, dry := n, dry
+			mode := "run"
+			if dry {
+				mode = "dry-run"
+			}
+			cs = append(cs, hcase{
+				name:   fmt.Sprintf("sweep-name/name %s (%s)", printable(n), mode),
+				expect: "exit 2 naming name, nothing written anywhere",
+				fast:   n == ".." && dry,
+				run: func(c *cx) {
+					spec := c.write("s.toml", []byte("name = \""+n+"\"\n"+sweepSpec("")))
+					args := []string{"sweep", spec, "trainer.runs_dir=" + c.path("a", "runs")}
+					if dry {
+						args = append(args[:1], append([]string{"--dry-run"}, args[1:]...)...)
+					}
+					r := c.run(opt{}, args...)
+					c.expectExit(r, 2, "name")
+					c.checkOnly("s.toml")
+					c.note("exit %d: %s", r.code, firstErr(r.out))
+				},
+			})
+		}
+	}
+	for _, file := range []string{"...toml", "..toml", ".toml", "....toml", ". .toml", ".x.toml"} {
+		file := file
+		cs = append(cs, hcase{
+			name:   "sweep-name/spec file " + printable(file),
+			expect: "exit 2 saying the name comes from the file, nothing written anywhere",
+			run: func(c *cx) {
+				spec := c.write(file, []byte(sweepSpec("")))
+				for _, dry := range []bool{true, false} {
+					args := []string{"sweep", spec, "trainer.runs_dir=" + c.path("a", "runs")}
+					if dry {
+						args = []string{"sweep", "--dry-run", spec, "trainer.runs_dir=" + c.path("a", "runs")}
+					}
+					r := c.run(opt{}, args...)
+					c.expectExit(r, 2, "name")
+					c.note("exit %d: %s", r.code, firstErr(r.out))
+				}
+				c.checkOnly(file)
+			},
+		})
+	}
+	// A sweep that ran, then a trial directory replaced: resume must not
+	// follow the replacement anywhere.
+	swaps := []struct {
+		name string
+		swap func(c *cx, trial string) // replaces trial
+	}{
+		{"link to a directory of files", func(c *cx, trial string) { os.Symlink(c.path("victim"), trial) }},
+		{"link to the runs directory's parent", func(c *cx, trial string) { os.Symlink(c.path("a"), trial) }},
+		{"relative link to a sibling trial", func(c *cx, trial string) { os.Symlink("trial-000", trial) }},
+		{"dangling link", func(c *cx, trial string) { os.Symlink(c.path("nowhere"), trial) }},
+		{"a file", func(c *cx, trial string) { os.WriteFile(trial, []byte("x"), 0o644) }},
+		{"a FIFO", func(c *cx, trial string) { mkfifo(trial) }},
+	}
+	for _, sw := range swaps {
+		sw := sw
+		cs = append(cs, hcase{
+			name:   "sweep-symlink/trial replaced by " + sw.name,
+			expect: "resume exits 2 naming the trial, nothing outside the sweep touched",
+			bound:  120e9,
+			run: func(c *cx) {
+				dir := c.ranSweep("seeds = [1, 2]\n")
+				if dir == "" {
+					return
+				}
+				victim := c.path("victim")
+				os.MkdirAll(victim, 0o755)
+				os.WriteFile(filepath.Join(victim, "precious"), []byte("keep me"), 0o644)
+				trial := filepath.Join(dir, "trial-001")
+				if b, err := os.ReadFile(filepath.Join(trial, "trial.toml")); err == nil {
+					os.WriteFile(filepath.Join(victim, "trial.toml"), b, 0o644)
+				}
+				os.RemoveAll(trial)
+				sw.swap(c, trial)
+				c.markInterrupted(dir, "trial-001")
+				before := dirEntries(c.path("a"))
+				r := c.run(opt{}, "sweep", "--resume", dir)
+				c.expectExit(r, 2, "trial-001")
+				if b, err := os.ReadFile(filepath.Join(victim, "precious")); err != nil || string(b) != "keep me" {
+					c.fail("the victim directory lost its file: %v", err)
+				}
+				if n := dirEntries(victim); len(n) != 2 {
+					c.fail("the victim directory now holds %v", n)
+				}
+				if after := dirEntries(c.path("a")); strings.Join(after, ",") != strings.Join(before, ",") {
+					c.fail("the runs directory's parent changed: %v → %v", before, after)
+				}
+				c.note("exit %d: %s", r.code, firstErr(r.out))
+			},
+		})
+	}
+	return cs
+}
+
+// checkOnly fails unless the case's directory holds exactly names.
+func (c *cx) checkOnly(names ...string) {
+	got := dirEntries(c.dir)
+	if strings.Join(got, "\x00") != strings.Join(names, "\x00") {
+		c.fail("the case's directory holds %v, want only %v", got, names)
+	}
+}
+
+// ranSweep runs a small sweep (2,048 CartPole steps a trial) with extra
+// spec lines under c.path("a", "runs") and returns its directory ("" when
+// it failed, which is recorded).
+func (c *cx) ranSweep(extra string) string {
+	spec := c.write("s.toml", []byte("name = \"sw\"\n"+extra+sweepSpec("")))
+	r := c.run(opt{}, "sweep", spec, "trainer.runs_dir="+c.path("a", "runs"), "env.id=CartPole-v1", "trainer.threads=1", "--parallel", "2")
+	if !c.check(r.code == 0, "the sweep to attack did not run: exit %d: %s", r.code, lastLines(r.out, 3)) {
+		return ""
+	}
+	return c.path("a", "runs", "sw")
+}
+
+// markInterrupted rewrites a trial's record in sweep.jsonl as interrupted,
+// as a sweep killed while it ran leaves it.
+func (c *cx) markInterrupted(dir, trial string) {
+	p := filepath.Join(dir, "sweep.jsonl")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		c.fail("sweep.jsonl: %v", err)
+		return
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if strings.Contains(line, `"trial":"`+trial+`"`) {
+			line = strings.Replace(line, `"state":"done"`, `"state":"interrupted"`, 1)
+		}
+		out = append(out, line)
+	}
+	os.WriteFile(p, []byte(strings.Join(out, "\n")+"\n"), 0o644)
 }

@@ -335,9 +335,8 @@ func (s *Spec) Check(base config.Config, source string, cores int) error {
 		s.Parallel = max(1, cores)
 	}
 	if s.Name != "" {
-		probe := config.Default()
-		if err := probe.Set("trainer.name", s.Name); err != nil {
-			errs = append(errs, fail("name", "%s", strings.TrimPrefix(err.Error(), "trainer.name: ")))
+		if err := runstore.CheckDirName(s.Name); err != nil {
+			errs = append(errs, fail("name", "%v", err))
 		}
 	}
 	if len(s.Params) == 0 {
@@ -660,13 +659,23 @@ func (s *Spec) TOML() string {
 	return b.String()
 }
 
-// SpecName is the sweep's name: the spec's, else the file's base name.
-func SpecName(s *Spec, path string) string {
+// SpecName is the sweep's name, the directory it gets under the runs
+// directory: the spec's name, else the spec file's base name with the
+// characters a name may not hold made '_'. A name that still cannot be a
+// directory of its own (".." from a file named "...toml") is a
+// *config.Error.
+func SpecName(s *Spec, path string) (string, error) {
 	if s.Name != "" {
-		return s.Name
+		if err := runstore.CheckDirName(s.Name); err != nil {
+			return "", &config.Error{Source: path, Key: "name", Msg: err.Error()}
+		}
+		return s.Name, nil
 	}
-	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	return unsafeName(name)
+	name := unsafeName(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+	if err := runstore.CheckDirName(name); err != nil {
+		return "", &config.Error{Source: path, Key: "name", Msg: fmt.Sprintf("the sweep is named after its file, and that name %v; give it one with name = \"my-sweep\"", err)}
+	}
+	return name, nil
 }
 
 func unsafeName(s string) string {

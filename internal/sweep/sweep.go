@@ -146,7 +146,9 @@ func Prepare(o Options) (*Sweep, error) {
 		threads = max(1, spec.Slurm.CPUs)
 	}
 	sw := &Sweep{Spec: spec, opts: o}
-	spec.Name = SpecName(spec, o.Spec)
+	if spec.Name, err = SpecName(spec, o.Spec); err != nil {
+		return nil, err
+	}
 	sw.Dir = filepath.Join(base.Trainer.RunsDir, spec.Name)
 	var errs []error
 	for _, t := range trials {
@@ -240,6 +242,9 @@ func prepareResume(o Options) (*Sweep, error) {
 			r = &Record{Trial: t.ID, Seed: t.Seed, Params: t.Params, State: Pending}
 		}
 		r.Dir = filepath.Join(dir, t.ID)
+		if err := checkOwnDir(r.Dir); err != nil {
+			return nil, &config.Error{Source: r.Dir, Msg: fmt.Sprintf("cannot resume this trial: %v", err)}
+		}
 		if _, err := readTrialConfig(r.Dir); err != nil {
 			return nil, &config.Error{Source: filepath.Join(r.Dir, TrialConfig), Msg: fmt.Sprintf("cannot resume this trial: %v", err)}
 		}
@@ -281,6 +286,9 @@ func (sw *Sweep) create() error {
 	for i, r := range sw.Records {
 		if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 			return err
+		}
+		if err := checkOwnDir(r.Dir); err != nil {
+			return fmt.Errorf("%s: %v", r.Dir, err)
 		}
 		if err := atomicfile.Write(filepath.Join(r.Dir, TrialConfig), []byte(sw.configs[i].TOML()), 0o644); err != nil {
 			return err
@@ -614,6 +622,9 @@ func (sw *Sweep) startable() []*Record {
 // checkpoint when it has one, and otherwise starts afresh in a cleaned
 // directory. It returns the train arguments.
 func (sw *Sweep) prepareStart(r *Record) ([]string, error) {
+	if err := checkOwnDir(r.Dir); err != nil {
+		return nil, fmt.Errorf("%s: %v", r.Dir, err)
+	}
 	resume := false
 	if r.Starts > 0 || r.State != Pending {
 		if names, _ := runstore.Checkpoints(filepath.Join(r.Dir, runstore.CheckpointsDir)); len(names) > 0 {
@@ -633,6 +644,9 @@ func (sw *Sweep) prepareStart(r *Record) ([]string, error) {
 // cleanTrialDir removes what a trial without a checkpoint left, keeping its
 // trial.toml.
 func cleanTrialDir(dir string) error {
+	if err := checkOwnDir(dir); err != nil {
+		return fmt.Errorf("%s: %v; nothing in it was removed", dir, err)
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err
@@ -643,6 +657,24 @@ func cleanTrialDir(dir string) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// checkOwnDir checks that a trial's directory is a directory of the
+// sweep's own, not a symbolic link: a trial cleans its directory before it
+// starts afresh, and a link would have it delete and train elsewhere.
+func checkOwnDir(dir string) error {
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	switch {
+	case st.Mode()&os.ModeSymlink != 0:
+		target, _ := os.Readlink(dir)
+		return fmt.Errorf("it is a symbolic link (to %q), and a sweep trains only in directories of its own; put the trial's own directory back in its place", target)
+	case !st.IsDir():
+		return fmt.Errorf("it is not a directory (%v)", st.Mode().Type())
 	}
 	return nil
 }
