@@ -1,10 +1,12 @@
 package hostile
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // The second round of hardening (issue 31): sweeps, Slurm job scripts,
@@ -13,7 +15,7 @@ import (
 // sweep-name/, …) so that `-hostile.only GROUP/` runs one.
 func hardenCases() []hcase {
 	var all []hcase
-	for _, f := range []func() []hcase{slurmInjectCases, sweepNameCases} {
+	for _, f := range []func() []hcase{slurmInjectCases, sweepNameCases, termEscCases} {
 		all = append(all, f()...)
 	}
 	return all
@@ -280,4 +282,222 @@ func (c *cx) markInterrupted(dir, trial string) {
 		out = append(out, line)
 	}
 	os.WriteFile(p, []byte(strings.Join(out, "\n")+"\n"), 0o644)
+}
+
+// Escape sequences a hostile file could carry: the window title, an OSC 52
+// clipboard write, clearing the screen, a C1 CSI, a bell, a
+// right-to-left override.
+var escPayloads = []struct{ name, s string }{
+	{"title", "\x1b]0;owned\x07"},
+	{"clipboard", "\x1b]52;c;ZWNobyBvd25lZA==\x07"},
+	{"clear", "\x1b[2J\x1b[H"},
+	{"C1 CSI", "\u009b31m"},
+	{"bell", "\x07\x07"},
+	{"RTL override", "\u202etxt.exe"},
+}
+
+// rawEscape names the first byte sequence of out a terminal would act on
+// ("" when none): ESC, BEL, a C1 control in UTF-8, a bidi override.
+func rawEscape(out string) string {
+	for _, m := range []string{"\x1b", "\x07", "\u009b", "\u202e"} {
+		if strings.Contains(out, m) {
+			return fmt.Sprintf("%q", m)
+		}
+	}
+	return ""
+}
+
+// fakeRun writes a run directory without training: config.toml with env
+// id env, three metrics records, and meta.json when meta is not "".
+func fakeRun(c *cx, dir, env, meta string) {
+	os.MkdirAll(dir, 0o755)
+	cfg := "[env]\nid = " + tomlString(env) + "\n[agent]\nname = \"mlp\"\n"
+	os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o644)
+	var m strings.Builder
+	for i := 1; i <= 3; i++ {
+		fmt.Fprintf(&m, `{"iter":%d,"step":%d,"time_s":%d,"ep_return_mean":%d,"ep_return_min":1,"ep_return_max":30}`+"\n", i, 512*i, i, 10*i)
+	}
+	os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte(m.String()), 0o644)
+	if meta != "" {
+		os.WriteFile(filepath.Join(dir, "meta.json"), []byte(meta), 0o644)
+	}
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// checkClean fails when r's output carries a raw escape.
+func (c *cx) checkClean(r res, what string) {
+	if e := rawEscape(r.out); e != "" {
+		c.fail("%s printed a raw %s: %s", what, e, lastLines(fmt.Sprintf("%q", r.out), 2))
+	}
+}
+
+// termEscCases are the F13 class: control characters in run files (meta.json
+// names, notes and tags, config.toml's env id and agent, directory names,
+// sweep records and trial logs) reaching the terminal through `runs`,
+// `sweep`, `plot` and `ps`; and `runs note/name/tag` refusing them.
+func termEscCases() []hcase {
+	var cs []hcase
+	for _, p := range escPayloads {
+		p := p
+		where := []struct {
+			name string
+			make func(c *cx, runs string)
+		}{
+			{"meta.json name", func(c *cx, runs string) {
+				fakeRun(c, filepath.Join(runs, "r1"), "CartPole-v1", `{"name":`+jsonString("n"+p.s)+`}`)
+			}},
+			{"meta.json note", func(c *cx, runs string) {
+				fakeRun(c, filepath.Join(runs, "r1"), "CartPole-v1", `{"note":`+jsonString("n"+p.s)+`}`)
+			}},
+			{"meta.json tags", func(c *cx, runs string) {
+				fakeRun(c, filepath.Join(runs, "r1"), "CartPole-v1", `{"tags":[`+jsonString("t"+p.s)+`]}`)
+			}},
+			{"config.toml env.id", func(c *cx, runs string) { fakeRun(c, filepath.Join(runs, "r1"), "e"+p.s, "") }},
+			{"directory name", func(c *cx, runs string) { fakeRun(c, filepath.Join(runs, "r"+p.s), "CartPole-v1", "") }},
+			{"bad meta.json quoting it", func(c *cx, runs string) {
+				fakeRun(c, filepath.Join(runs, "r1"), "CartPole-v1", "{"+p.s)
+			}},
+		}
+		for _, w := range where {
+			w := w
+			cs = append(cs, hcase{
+				name:   fmt.Sprintf("termesc/runs lists %s with %s", w.name, p.name),
+				expect: "exit 0, the text shown as escapes (\\x1b…), no raw control character in stdout or stderr",
+				fast:   p.name == "title" && w.name == "meta.json name",
+				run: func(c *cx) {
+					runs := c.path("runs")
+					w.make(c, runs)
+					fakeRun(c, filepath.Join(runs, "plain"), "CartPole-v1", "")
+					r := c.run(opt{}, "runs", "--runs-dir", runs)
+					c.check(r.code == 0, "exit %d: %s", r.code, lastLines(r.out, 2))
+					c.check(strings.Contains(r.out, "plain"), "the plain run is not listed: %s", lastLines(r.out, 3))
+					c.checkClean(r, "runs")
+					c.note("exit %d, %d lines, no raw escape", r.code, strings.Count(r.out, "\n"))
+				},
+			})
+		}
+		for _, action := range []string{"note", "name", "tag"} {
+			action := action
+			cs = append(cs, hcase{
+				name:   fmt.Sprintf("termesc/runs %s refuses %s", action, p.name),
+				expect: "exit 2 saying control character, meta.json unchanged",
+				run: func(c *cx) {
+					dir := c.path("runs", "r1")
+					fakeRun(c, dir, "CartPole-v1", `{"note":"before"}`)
+					r := c.run(opt{}, "runs", action, dir, "x"+p.s)
+					c.expectExit(r, 2, "control character")
+					c.checkClean(r, "runs "+action)
+					b, _ := os.ReadFile(filepath.Join(dir, "meta.json"))
+					c.check(string(b) == `{"note":"before"}`, "meta.json changed: %q", b)
+					c.note("exit %d: %s", r.code, firstErr(r.out))
+				},
+			})
+		}
+	}
+	for _, p := range escPayloads {
+		p := p
+		cs = append(cs, hcase{
+			name:   "termesc/sweep trial failure reason with " + p.name,
+			expect: "exit 1 (every trial failed), the reason printed with escapes, results.csv and sweep.jsonl's reason hold it cleaned",
+			run: func(c *cx) {
+				spec := c.write("s.toml", []byte("name = \"e\"\nbudget = 2048\n[params]\n\"data.train_files\" = [["+tomlString("/nonexistent"+p.s+".jsonl")+"]]\n"))
+				r := c.run(opt{}, "sweep", spec, "trainer.runs_dir="+c.path("runs"))
+				c.expectExit(r, 1, "every trial failed")
+				c.checkClean(r, "sweep")
+				b, _ := os.ReadFile(c.path("runs", "e", "results.csv"))
+				if e := rawEscape(string(b)); e != "" {
+					c.fail("results.csv holds a raw %s", e)
+				}
+				b, _ = os.ReadFile(c.path("runs", "e", "sweep.jsonl"))
+				var rec struct{ Reason string }
+				json.Unmarshal(b, &rec)
+				if e := rawEscape(rec.Reason); e != "" || rec.Reason == "" {
+					c.fail("sweep.jsonl's reason %q holds a raw %s", rec.Reason, e)
+				}
+				c.note("exit %d: %s", r.code, firstErr(r.out))
+			},
+		})
+		for _, field := range []string{"method", "metric", "direction", "backend"} {
+			field := field
+			cs = append(cs, hcase{
+				name:   fmt.Sprintf("termesc/sweep spec %s with %s", field, p.name),
+				expect: "exit 2 naming the field, the value shown with escapes",
+				run: func(c *cx) {
+					spec := c.write("s.toml", []byte(field+" = "+tomlString("x"+p.s)+"\n"+sweepSpec("")))
+					r := c.run(opt{}, "sweep", "--dry-run", spec, "trainer.runs_dir="+c.path("runs"))
+					c.expectExit(r, 2, field)
+					c.checkClean(r, "sweep --dry-run")
+					c.note("exit %d: %s", r.code, firstErr(r.out))
+				},
+			})
+		}
+	}
+	cs = append(cs, hcase{
+		name:   "termesc/ps and attach a live run in a directory named with escapes",
+		expect: "ps lists it with the name as escapes; attach (headless) prints no raw control character and leaves on SIGINT",
+		bound:  90e9,
+		run: func(c *cx) {
+			runs := c.path("runs")
+			dir := filepath.Join(runs, "x\x1b]0;owned\x07\u009b2J")
+			os.MkdirAll(dir, 0o755)
+			r := c.run(opt{}, "train", "--detach", "--run-dir", dir, "trainer.threads=1", "ppo.total_timesteps=100000000")
+			if !c.check(r.code == 0, "train --detach: exit %d: %s", r.code, lastLines(r.out, 2)) {
+				return
+			}
+			defer stopDetached(c, dir)
+			ps := c.run(opt{}, "ps", "--runs-dir", runs)
+			c.check(ps.code == 0 && strings.Contains(ps.out, `x\x1b]0;owned\x07`), "ps: exit %d: %s", ps.code, lastLines(ps.out, 2))
+			c.checkClean(ps, "ps")
+			p := c.start(opt{}, "attach", "--runs-dir", runs)
+			c.waitFor(20e9, func() bool { return strings.Contains(p.out.String(), "step") || p.exited() })
+			p.signal(syscall.SIGINT)
+			a := p.wait()
+			c.check(a.code == 0 || a.code == 130, "attach: exit %d: %s", a.code, lastLines(a.out, 2))
+			c.checkClean(a, "attach")
+			c.note("ps exit %d, attach exit %d: %s", ps.code, a.code, lastLines(a.out, 1))
+		},
+	})
+	cs = append(cs, hcase{
+		name:   "termesc/sweep resume with escapes in sweep.jsonl",
+		expect: "the dry run and the resumed sweep print no raw control character; unknown states continue",
+		bound:  120e9,
+		run: func(c *cx) {
+			dir := c.ranSweep("seeds = [1, 2]\n")
+			if dir == "" {
+				return
+			}
+			b, _ := os.ReadFile(filepath.Join(dir, "sweep.jsonl"))
+			evil := strings.NewReplacer(`"state":"done"`, `"state":"\u001b]0;st\u0007","reason":"\u001b]52;c;ZXZpbA==\u0007","job_id":"\u001b[2J"`).Replace(string(b))
+			os.WriteFile(filepath.Join(dir, "sweep.jsonl"), []byte(evil), 0o644)
+			r := c.run(opt{}, "sweep", "--dry-run", "--resume", dir)
+			c.check(r.code == 0, "dry run: exit %d: %s", r.code, lastLines(r.out, 2))
+			c.checkClean(r, "sweep --dry-run --resume")
+			r = c.run(opt{}, "sweep", "--resume", dir)
+			c.check(r.code == 0, "resume: exit %d: %s", r.code, lastLines(r.out, 2))
+			c.checkClean(r, "sweep --resume")
+			c.note("dry run and resume: exit %d, no raw escape", r.code)
+		},
+	})
+	return cs
+}
+
+// stopDetached ends the training that serves dir's control socket
+// (SIGTERM to the pid in control.json) and waits for it to let go.
+func stopDetached(c *cx, dir string) {
+	b, err := os.ReadFile(filepath.Join(dir, "control.json"))
+	if err != nil {
+		return
+	}
+	var ep struct{ PID int }
+	if json.Unmarshal(b, &ep) != nil || ep.PID <= 0 {
+		return
+	}
+	syscall.Kill(ep.PID, syscall.SIGTERM)
+	if !c.waitFor(30e9, func() bool { return syscall.Kill(ep.PID, 0) != nil }) {
+		syscall.Kill(ep.PID, syscall.SIGKILL)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/agenttrainer/agenttrainer/internal/plot"
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
@@ -89,7 +90,7 @@ func Draw(o Options) (picture []byte, skipped []string, err error) {
 		}
 		o.XMin, o.XMax = o.Range.Resolve(0, last)
 	}
-	title := o.Title
+	title := termtext.Clean(o.Title) // a picture's text is shown in terminals and must be valid XML in an SVG
 	if title == "" {
 		title = strings.Join(envs, ", ")
 	}
@@ -116,7 +117,7 @@ func bandOf(metric string) (lo, hi string) {
 }
 
 // LegendNames are the runs' directory names, or the paths as given where
-// two runs share a name.
+// two runs share a name, cleaned of control characters (termtext.Clean).
 func LegendNames(dirs []string) []string {
 	names := make([]string, len(dirs))
 	seen := map[string]int{}
@@ -128,6 +129,7 @@ func LegendNames(dirs []string) []string {
 		if seen[names[i]] > 1 {
 			names[i] = filepath.Clean(d)
 		}
+		names[i] = termtext.Clean(names[i])
 	}
 	return names
 }

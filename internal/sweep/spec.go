@@ -16,6 +16,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/agenttrainer/agenttrainer/internal/suggest"
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
@@ -144,7 +145,13 @@ func ParseSpec(path string) (*Spec, error) {
 }
 
 // ParseSpecTOML is ParseSpec on the spec's text; source names it in errors.
+// The messages are cleaned for a terminal (they may quote the spec).
 func ParseSpecTOML(src, source string) (*Spec, error) {
+	s, err := parseSpecTOML(src, source)
+	return s, termtext.Error(err)
+}
+
+func parseSpecTOML(src, source string) (*Spec, error) {
 	fail := func(key, format string, a ...any) *config.Error {
 		return &config.Error{Source: source, Key: key, Msg: fmt.Sprintf(format, a...)}
 	}
@@ -202,6 +209,15 @@ func ParseSpecTOML(src, source string) (*Spec, error) {
 	}
 	if s.Base == nil {
 		s.Base = map[string]any{}
+	}
+	// The fields a listing shows (the app's sweeps screen reads sweep.toml
+	// back) are cleaned for a terminal; Check then refuses what is not one
+	// of the values it knows.
+	for _, f := range []*string{&s.Name, &s.Method, &s.Metric, &s.Direction, &s.Backend, &s.EarlyStop.Method} {
+		*f = termtext.Clean(*f)
+	}
+	for i := range s.Params {
+		s.Params[i].Key = termtext.Clean(s.Params[i].Key)
 	}
 	return s, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
@@ -33,6 +34,9 @@ const (
 	Interrupted = "interrupted" // the sweep was interrupted; --resume continues it
 	Cancelled   = "cancelled"   // Slurm cancelled it (not by early stopping)
 )
+
+// knownStates are the states a record may hold.
+var knownStates = map[string]bool{Pending: true, Running: true, Done: true, Failed: true, Stopped: true, Interrupted: true, Cancelled: true}
 
 // Record is one trial's line in sweep.jsonl.
 type Record struct {
@@ -85,8 +89,14 @@ type Sweep struct {
 }
 
 // Prepare reads and checks everything and creates nothing: a mistake in
-// the spec, the config or any trial's values is a *config.Error.
+// the spec, the config or any trial's values is a *config.Error. Its
+// message may quote the spec, so it is cleaned for a terminal.
 func Prepare(o Options) (*Sweep, error) {
+	sw, err := prepare(o)
+	return sw, termtext.Error(err)
+}
+
+func prepare(o Options) (*Sweep, error) {
 	if o.Cores <= 0 {
 		o.Cores = 1
 	}
@@ -231,7 +241,7 @@ func prepareResume(o Options) (*Sweep, error) {
 		return nil, err
 	}
 	old := map[string]*Record{}
-	if recs, err := ReadResults(dir); err == nil {
+	if recs, err := readResults(dir); err == nil {
 		for _, r := range recs {
 			old[r.Trial] = r
 		}
@@ -240,6 +250,10 @@ func prepareResume(o Options) (*Sweep, error) {
 		r := old[t.ID]
 		if r == nil {
 			r = &Record{Trial: t.ID, Seed: t.Seed, Params: t.Params, State: Pending}
+		}
+		r.Reason, r.JobID, r.Slurm = termtext.Clean(r.Reason), termtext.Clean(r.JobID), termtext.Clean(r.Slurm)
+		if !knownStates[r.State] {
+			r.State = Interrupted // what it was is unknown: it continues from its checkpoint, or starts again
 		}
 		r.Dir = filepath.Join(dir, t.ID)
 		if err := checkOwnDir(r.Dir); err != nil {
@@ -257,8 +271,33 @@ func readTrialConfig(dir string) (config.Config, error) {
 	return config.ResolveWith(func(c *config.Config) error { return c.LoadFile(filepath.Join(dir, TrialConfig)) })
 }
 
-// ReadResults reads sweep.jsonl.
+// ReadResults reads sweep.jsonl for display: the text of every record is
+// cleaned for a terminal (termtext.Clean), since anyone who can write the
+// file could have put control characters in it.
 func ReadResults(dir string) ([]*Record, error) {
+	recs, err := readResults(dir)
+	for _, r := range recs {
+		r.clean()
+	}
+	return recs, termtext.Error(err)
+}
+
+// clean makes a record's text safe to print.
+func (r *Record) clean() {
+	r.Trial, r.Dir, r.State, r.Reason = termtext.Clean(r.Trial), termtext.Clean(r.Dir), termtext.Clean(r.State), termtext.Clean(r.Reason)
+	r.JobID, r.Slurm = termtext.Clean(r.JobID), termtext.Clean(r.Slurm)
+	params := make(map[string]any, len(r.Params))
+	for k, v := range r.Params {
+		if s, ok := v.(string); ok {
+			v = termtext.Clean(s)
+		}
+		params[termtext.Clean(k)] = v
+	}
+	r.Params = params
+}
+
+// readResults reads sweep.jsonl as it is.
+func readResults(dir string) ([]*Record, error) {
 	data, err := os.ReadFile(filepath.Join(dir, ResultsFile))
 	if err != nil {
 		return nil, err
@@ -326,6 +365,9 @@ func (sw *Sweep) writeResults() error {
 			row = append(row, config.FormatValue(r.Params[k]))
 		}
 		row = append(row, num(r.Metric), num(r.Best), strconv.FormatInt(r.Steps, 10), r.Reason, r.Dir)
+		for i := range row { // a table people open or cat: no control characters
+			row[i] = termtext.Clean(row[i])
+		}
 		w.Write(row)
 	}
 	w.Flush()
@@ -483,7 +525,7 @@ func (sw *Sweep) describe(r *Record) string {
 		parts = append(parts, k+"="+shortValue(r.Params[k]))
 	}
 	parts = append(parts, "seed="+strconv.FormatInt(r.Seed, 10))
-	return strings.Join(parts, " ")
+	return termtext.Clean(strings.Join(parts, " "))
 }
 
 func shortValue(v any) string {
@@ -679,13 +721,14 @@ func checkOwnDir(dir string) error {
 	return nil
 }
 
-// tailLine is the last non-empty line of a trial's log.
+// tailLine is the last non-empty line of a trial's log, cleaned for a
+// terminal: it becomes the trial's reason, which is printed.
 func tailLine(path string) string {
 	b, _ := os.ReadFile(path)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		if s := strings.TrimSpace(lines[i]); s != "" {
-			return strings.TrimPrefix(s, "agenttrainer: ")
+			return termtext.Clean(strings.TrimPrefix(s, "agenttrainer: "))
 		}
 	}
 	return ""

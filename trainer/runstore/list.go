@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
@@ -88,8 +89,8 @@ func Scan(runsDir string) ([]RunInfo, error) {
 			continue
 		}
 		dir := filepath.Join(runsDir, e.Name())
-		if !IsRunDir(dir) {
-			continue
+		if termtext.HasControl(e.Name()) || !IsRunDir(dir) {
+			continue // a name a terminal would act on is never shown (Unlisted names it safely)
 		}
 		r := RunInfo{Dir: dir, Name: e.Name(), Best: Float(math.NaN()), Last: Float(math.NaN())}
 		r.Started = startedOf(dir, r.Name)
@@ -103,6 +104,21 @@ func Scan(runsDir string) ([]RunInfo, error) {
 		return runs[i].Name > runs[j].Name
 	})
 	return runs, nil
+}
+
+// Unlisted names, cleaned for a terminal (termtext.Clean), the run
+// directories under runsDir that listings leave out because their names
+// hold control characters: a terminal would act on them, and a run
+// directory's path is printed in many places. Renaming one lists it again.
+func Unlisted(runsDir string) []string {
+	entries, _ := os.ReadDir(runsDir)
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() && termtext.HasControl(e.Name()) && IsRunDir(filepath.Join(runsDir, e.Name())) {
+			out = append(out, termtext.Clean(e.Name()))
+		}
+	}
+	return out
 }
 
 func startedOf(dir, name string) time.Time {
@@ -132,12 +148,13 @@ func IsRunDir(dir string) bool {
 func ReadRunInfo(dir string) RunInfo {
 	r := RunInfo{Dir: dir, Name: filepath.Base(dir), Best: Float(math.NaN()), Last: Float(math.NaN())}
 	r.Started = startedOf(dir, r.Name)
+	r.Name = termtext.Clean(r.Name)
 	var errs []error
 	cfg, err := ReadConfig(dir)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	r.EnvID, r.Agent, r.TotalSteps = cfg.Env.ID, cfg.Agent.Name, cfg.PPO.TotalTimesteps
+	r.EnvID, r.Agent, r.TotalSteps = termtext.Clean(cfg.Env.ID), termtext.Clean(cfg.Agent.Name), cfg.PPO.TotalTimesteps
 	s, err := summarizeMetrics(filepath.Join(dir, MetricsFile))
 	if err != nil {
 		errs = append(errs, err)
@@ -152,7 +169,7 @@ func ReadRunInfo(dir string) RunInfo {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	r.Err = errors.Join(errs...)
+	r.Err = termtext.Error(errors.Join(errs...))
 	return r
 }
 

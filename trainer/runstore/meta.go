@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
 )
 
 // MetaFile, in a run directory, holds what people say about the run: a
@@ -39,9 +41,23 @@ func ReadMeta(dir string) (Meta, error) {
 		return m, err
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return Meta{}, fmt.Errorf("%s: %w", filepath.Join(dir, MetaFile), err)
+		return Meta{}, termtext.Error(fmt.Errorf("%s: %w", filepath.Join(dir, MetaFile), err))
 	}
-	return m, nil
+	return m.cleaned(), nil
+}
+
+// cleaned is m as it may be shown in a terminal: anyone who can write the
+// file could have put control characters in it (termtext.Clean).
+func (m Meta) cleaned() Meta {
+	m.Name, m.Note = termtext.Clean(m.Name), termtext.Clean(m.Note)
+	if len(m.Tags) > 0 {
+		tags := make([]string, len(m.Tags))
+		for i, t := range m.Tags {
+			tags[i] = termtext.Clean(t)
+		}
+		m.Tags = tags
+	}
+	return m
 }
 
 // WriteMeta writes m as dir's meta.json, cleaned: a one-line name and note,
@@ -51,6 +67,11 @@ func WriteMeta(dir string, m Meta) error {
 		return fmt.Errorf("%s is not a run directory (no %s or %s)", dir, ConfigFile, MetricsFile)
 	}
 	m.Name, m.Note = oneLine(m.Name), oneLine(m.Note)
+	for _, f := range []struct{ what, v string }{{"name", m.Name}, {"note", m.Note}} {
+		if termtext.HasControl(f.v) {
+			return fmt.Errorf("the %s %s holds a control character, which a terminal would act on; give plain text", f.what, strconv.Quote(f.v))
+		}
+	}
 	var tags []string
 	for _, t := range m.Tags {
 		t, err := CleanTag(t)
@@ -97,6 +118,9 @@ func CleanTag(t string) (string, error) {
 	}
 	if strings.ContainsAny(t, " \t\n,") {
 		return "", fmt.Errorf("tag %q: a tag is one word, without spaces or commas", t)
+	}
+	if termtext.HasControl(t) {
+		return "", fmt.Errorf("tag %q holds a control character, which a terminal would act on; give plain text", t)
 	}
 	return t, nil
 }
