@@ -15,7 +15,7 @@ import (
 // sweep-name/, …) so that `-hostile.only GROUP/` runs one.
 func hardenCases() []hcase {
 	var all []hcase
-	for _, f := range []func() []hcase{slurmInjectCases, sweepNameCases, termEscCases} {
+	for _, f := range []func() []hcase{slurmInjectCases, sweepNameCases, termEscCases, sshWindowCases} {
 		all = append(all, f()...)
 	}
 	return all
