@@ -13,6 +13,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/BurntSushi/toml"
+
+	"github.com/agenttrainer/agenttrainer/internal/inputfile"
 	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
@@ -150,11 +153,13 @@ func ReadRunInfo(dir string) RunInfo {
 	r.Started = startedOf(dir, r.Name)
 	r.Name = termtext.Clean(r.Name)
 	var errs []error
-	cfg, err := ReadConfig(dir)
+	cfg, parsed, err := readConfig(dir)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	r.EnvID, r.Agent, r.TotalSteps = termtext.Clean(cfg.Env.ID), termtext.Clean(cfg.Agent.Name), cfg.PPO.TotalTimesteps
+	if parsed { // else cfg holds only the defaults: better no env than a wrong one
+		r.EnvID, r.Agent, r.TotalSteps = termtext.Clean(cfg.Env.ID), termtext.Clean(cfg.Agent.Name), cfg.PPO.TotalTimesteps
+	}
 	s, err := summarizeMetrics(filepath.Join(dir, MetricsFile))
 	if err != nil {
 		errs = append(errs, err)
@@ -181,29 +186,18 @@ type metricsSummary struct {
 	wall       float64
 }
 
-// summarizeMetrics reads path as ReadMetrics does (a missing file is empty,
-// an unfinished last line is skipped, a bad complete line is an error) but
-// takes only step, time_s and ep_return_mean from each record: straight
-// from the bytes the trainer writes, decoding a record as JSON only when it
-// is written some other way.
+// summarizeMetrics reads path as ReadMetrics does (a missing file is
+// empty, an unfinished last line is skipped, lines that are not records
+// are skipped and counted in a *BadRecordsError) but takes only step,
+// time_s and ep_return_mean from each record: straight from the bytes the
+// trainer writes, decoding a record as JSON only when it is written some
+// other way. The file is streamed, never held whole.
 func summarizeMetrics(path string) (metricsSummary, error) {
 	s := metricsSummary{best: Float(math.NaN()), last: Float(math.NaN())}
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return s, nil
-	}
-	if err != nil {
-		return s, err
-	}
-	for n := 1; len(data) > 0; n++ {
-		line, rest, complete := bytes.Cut(data, []byte{'\n'})
-		data = rest
+	err := scanRecords(path, MaxMetricsFile, "metrics file", func(line []byte) error {
 		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
 		step, t, ret, ok := scanRecord(line)
-		if !ok || !complete {
+		if !ok {
 			var m struct {
 				Step         int64 `json:"step"`
 				TimeS        Float `json:"time_s"`
@@ -211,10 +205,7 @@ func summarizeMetrics(path string) (metricsSummary, error) {
 			}
 			m.TimeS, m.EpReturnMean = Float(math.NaN()), Float(math.NaN())
 			if err := json.Unmarshal(line, &m); err != nil {
-				if !complete {
-					break
-				}
-				return s, fmt.Errorf("%s:%d: %w", path, n, err)
+				return err
 			}
 			step, t, ret = m.Step, float64(m.TimeS), float64(m.EpReturnMean)
 		}
@@ -224,14 +215,15 @@ func summarizeMetrics(path string) (metricsSummary, error) {
 			s.wall = t
 		}
 		if math.IsNaN(ret) {
-			continue
+			return nil
 		}
 		s.last = Float(ret)
 		if math.IsNaN(float64(s.best)) || ret > float64(s.best) {
 			s.best = Float(ret)
 		}
-	}
-	return s, nil
+		return nil
+	})
+	return s, err
 }
 
 // scanRecord reads step, time_s and ep_return_mean out of one record as
@@ -297,46 +289,54 @@ func startedFromName(name string) time.Time {
 // ReadConfig reads a run's config.toml over the defaults. Keys the schema no
 // longer knows are reported in the error, and the rest are still applied.
 func ReadConfig(dir string) (config.Config, error) {
-	c := config.Default()
-	return c, c.LoadFile(filepath.Join(dir, ConfigFile))
+	c, _, err := readConfig(dir)
+	return c, err
 }
 
-// ReadMetrics reads a run's metrics.jsonl. A missing file holds no records;
-// an unfinished last line (a writer that crashed, or one still writing) is
-// skipped.
+// readConfig is ReadConfig that also says whether the file could be read
+// as TOML at all: when it could not, c holds only the defaults, which say
+// nothing about the run.
+func readConfig(dir string) (c config.Config, parsed bool, err error) {
+	c = config.Default()
+	path := filepath.Join(dir, ConfigFile)
+	data, err := inputfile.Read(path, maxRunConfig, "config file")
+	if err != nil {
+		return c, false, termtext.Error(&config.Error{Source: path, Msg: fmt.Sprintf("cannot read config file: %v", unwrapPath(err))})
+	}
+	err = c.LoadTOML(string(data), path)
+	if err != nil {
+		var m map[string]any
+		parsed = toml.Unmarshal(data, &m) == nil
+	}
+	return c, err == nil || parsed, termtext.Error(err)
+}
+
+// unwrapPath drops the path from an *fs.PathError (the message names the
+// file already).
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// ReadMetrics reads a run's metrics.jsonl. A missing file holds no
+// records; an unfinished last line (a writer that crashed, or one still
+// writing) is skipped; lines that are not records are skipped too, and
+// counted in a *BadRecordsError that comes with the other records
+// (IsPartial).
 func ReadMetrics(dir string) ([]Metrics, error) {
-	return readJSONL[Metrics](filepath.Join(dir, MetricsFile))
+	return readJSONL[Metrics](filepath.Join(dir, MetricsFile), MaxMetricsFile, "metrics file")
 }
 
 // ReadEdits reads a run's edits.jsonl, with the same tolerance as
-// ReadMetrics.
+// ReadMetrics; the edits' text is cleaned for a terminal.
 func ReadEdits(dir string) ([]Edit, error) {
-	return readJSONL[Edit](filepath.Join(dir, EditsFile))
-}
-
-func readJSONL[T any](path string) ([]T, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	edits, err := readJSONL[Edit](filepath.Join(dir, EditsFile), MaxEditsFile, "edits file")
+	for i := range edits {
+		e := &edits[i]
+		e.Key, e.Value, e.Old = termtext.Clean(e.Key), termtext.Clean(e.Value), termtext.Clean(e.Old)
 	}
-	if err != nil {
-		return nil, err
-	}
-	var out []T
-	for n := 1; len(data) > 0; n++ {
-		line, rest, complete := bytes.Cut(data, []byte{'\n'})
-		data = rest
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var v T
-		if err := json.Unmarshal(line, &v); err != nil {
-			if !complete { // the writer has not finished this line
-				break
-			}
-			return out, fmt.Errorf("%s:%d: %w", path, n, err)
-		}
-		out = append(out, v)
-	}
-	return out, nil
+	return edits, err
 }

@@ -10,8 +10,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
+	"github.com/agenttrainer/agenttrainer/internal/inputfile"
 	"github.com/agenttrainer/agenttrainer/internal/termtext"
 )
 
@@ -33,12 +36,12 @@ type Meta struct {
 // ReadMeta reads dir's meta.json (a missing one is empty).
 func ReadMeta(dir string) (Meta, error) {
 	var m Meta
-	b, err := os.ReadFile(filepath.Join(dir, MetaFile))
+	b, err := inputfile.Read(filepath.Join(dir, MetaFile), MaxMetaFile, "meta.json")
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, nil
 	}
 	if err != nil {
-		return m, err
+		return m, termtext.Error(err)
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
 		return Meta{}, termtext.Error(fmt.Errorf("%s: %w", filepath.Join(dir, MetaFile), err))
@@ -97,8 +100,17 @@ func WriteMeta(dir string, m Meta) error {
 	return atomicfile.Write(path, append(b, '\n'), 0o644)
 }
 
-// UpdateMeta reads dir's meta.json, lets change edit it, and writes it back.
+// UpdateMeta reads dir's meta.json, lets change edit it, and writes it
+// back, holding dir's meta lock throughout: two processes tagging the same
+// run at once both keep their tags. A write a kill interrupted before
+// leaves its temporary file, which goes here.
 func UpdateMeta(dir string, change func(*Meta)) (Meta, error) {
+	unlock, err := lockMeta(dir)
+	if err != nil {
+		return Meta{}, err
+	}
+	defer unlock()
+	atomicfile.RemoveStaleOf(dir, MetaFile)
 	m, err := ReadMeta(dir)
 	if err != nil {
 		return m, err
@@ -108,6 +120,36 @@ func UpdateMeta(dir string, change func(*Meta)) (Meta, error) {
 		return m, err
 	}
 	return ReadMeta(dir)
+}
+
+// metaLockWait bounds how long UpdateMeta waits for another process that
+// changes the same meta.json.
+const metaLockWait = 10 * time.Second
+
+// lockMeta takes an exclusive lock (flock) on the run directory itself,
+// which the one-trainer lock (a file inside it) does not touch, so a live
+// training never holds a change of its meta.json up.
+func lockMeta(dir string) (unlock func(), err error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(metaLockWait)
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("locking %s to change its %s: %w", dir, MetaFile, err)
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("another process has been changing %s for %s; try again", filepath.Join(dir, MetaFile), metaLockWait)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // CleanTag trims a tag and checks it is one word: no spaces or commas.
