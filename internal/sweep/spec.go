@@ -4,9 +4,9 @@ package sweep
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/agenttrainer/agenttrainer/internal/inputfile"
 	"github.com/agenttrainer/agenttrainer/internal/suggest"
 	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
@@ -81,6 +82,9 @@ type SlurmSpec struct {
 	Extra     []string `toml:"extra"` // more #SBATCH lines, e.g. "--qos=short"
 }
 
+// maxSpecFile bounds a sweep spec (a long one is a few KiB).
+const maxSpecFile = 1 << 20
+
 // specKeys are the spec's own fields, for did-you-mean.
 var specKeys = []string{"name", "method", "trials", "seeds", "sample_seed", "metric", "direction", "budget", "parallel", "base", "params", "early_stop", "slurm", "backend"}
 
@@ -137,9 +141,12 @@ func (s *Spec) Maximize() bool { return s.Direction == "maximize" }
 // trials' configs (LoadSpec does the rest). Every mistake is a
 // *config.Error naming the spec file and the field.
 func ParseSpec(path string) (*Spec, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, maxSpecFile, "sweep spec")
 	if err != nil {
-		return nil, &config.Error{Source: path, Msg: fmt.Sprintf("cannot read the sweep spec: %v", errors.Unwrap(err))}
+		if u := errors.Unwrap(err); u != nil && errors.Is(err, fs.ErrNotExist) {
+			err = u // the path is the Source already
+		}
+		return nil, termtext.Error(&config.Error{Source: path, Msg: fmt.Sprintf("cannot read the sweep spec: %v", err)})
 	}
 	return ParseSpecTOML(string(data), path)
 }
@@ -337,11 +344,20 @@ func (s *Spec) Check(base config.Config, source string, cores int) error {
 	if len(s.Seeds) == 0 {
 		s.Seeds = []int64{base.Trainer.Seed}
 	}
-	for i, sd := range s.Seeds {
-		if sd < 0 || slices.Contains(s.Seeds[:i], sd) {
-			errs = append(errs, fail("seeds", "must be distinct and not negative, got %v", s.Seeds))
-			break
+	if len(s.Seeds) > MaxTrials {
+		errs = append(errs, fail("seeds", "gives %d seeds; a sweep runs at most %d trials", len(s.Seeds), MaxTrials))
+	} else {
+		seen := make(map[int64]bool, len(s.Seeds))
+		for _, sd := range s.Seeds {
+			if sd < 0 || seen[sd] {
+				errs = append(errs, fail("seeds", "must be distinct and not negative, got %d twice or below 0", sd))
+				break
+			}
+			seen[sd] = true
 		}
+	}
+	if s.Trials > MaxTrials {
+		errs = append(errs, fail("trials", "a sweep runs at most %d trials, got %d", MaxTrials, s.Trials))
 	}
 	if s.Parallel < 0 {
 		errs = append(errs, fail("parallel", "must be at least 1 (0: one per core), got %d", s.Parallel))
@@ -361,12 +377,62 @@ func (s *Spec) Check(base config.Config, source string, cores int) error {
 	for i := range s.Params {
 		errs = append(errs, s.Params[i].check(s.Method, base, source))
 	}
+	if err := errors.Join(errs...); err == nil {
+		if n, ok := s.count(); !ok {
+			errs = append(errs, fail("params", "draws more than %d trials (%s); a sweep runs at most %d: vary fewer values, or use method = \"random\" with trials = N", MaxTrials, s.countWords(), MaxTrials))
+		} else if n == 0 {
+			errs = append(errs, fail("params", "draws no trial"))
+		}
+	}
 	errs = append(errs, s.EarlyStop.check(s.Budget, source))
 	errs = append(errs, checkSlurm(s.Slurm, source, specSlurmField))
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	return nil
+}
+
+// MaxTrials bounds the trials of one sweep (configurations × seeds): each
+// is a run directory, a record and, on Slurm, an array task. The spec's
+// counts are checked against it before anything is drawn.
+const MaxTrials = 10000
+
+// count is the number of trials the spec draws; ok is false past MaxTrials
+// (counted without overflowing).
+func (s *Spec) count() (n int, ok bool) {
+	n = len(s.Seeds)
+	if s.Method == "random" {
+		n *= s.Trials
+		return n, n <= MaxTrials
+	}
+	for _, p := range s.Params {
+		k := len(p.Values)
+		if k == 0 {
+			k = p.Num
+		}
+		if k > 0 && n > MaxTrials/k {
+			return 0, false
+		}
+		n *= k
+	}
+	return n, n <= MaxTrials
+}
+
+// countWords spells out how count multiplies, for its message.
+func (s *Spec) countWords() string {
+	var parts []string
+	if s.Method == "random" {
+		parts = append(parts, fmt.Sprintf("%d configurations", s.Trials))
+	} else {
+		for _, p := range s.Params {
+			k := len(p.Values)
+			if k == 0 {
+				k = p.Num
+			}
+			parts = append(parts, fmt.Sprintf("%d of %s", k, termtext.Clean(p.Key)))
+		}
+	}
+	return strings.Join(append(parts, fmt.Sprintf("%d seeds", len(s.Seeds))), " × ")
 }
 
 func didYouMeanOr(name string, options []string) string {
@@ -384,7 +450,18 @@ func (p *Param) check(method string, base config.Config, source string) error {
 	if p.Key == "trainer.seed" || p.Key == "ppo.total_timesteps" {
 		return fail("is set by the spec's seeds and budget")
 	}
+	if p.Num > MaxTrials || len(p.Values) > MaxTrials {
+		return fail("gives %d values; a sweep runs at most %d trials", max(p.Num, len(p.Values)), MaxTrials)
+	}
 	k, ok := config.Lookup(p.Key)
+	if !ok && strings.HasPrefix(p.Key, "env.args.") && len(p.Key) > len("env.args.") {
+		// The env's own arguments are not in the schema: any value goes
+		// where the env takes it, as `train env.args.X=…` does.
+		k, ok = config.Key{Name: p.Key, Type: "float"}, true
+		if len(p.Values) > 0 {
+			k.Type = "any"
+		}
+	}
 	if !ok {
 		e := fmt.Errorf("%s", "unknown key")
 		if near := config.Nearest(p.Key); len(near) > 0 {
@@ -543,8 +620,8 @@ func (e *EarlyStop) check(budget int64, source string) error {
 	if e.Reduction == 0 {
 		e.Reduction = 3
 	}
-	if e.Reduction <= 1 {
-		return fail("reduction", "asha keeps the best 1/reduction, so reduction must be above 1, got %s", config.FormatValue(e.Reduction))
+	if !(e.Reduction > 1) || math.IsInf(e.Reduction, 1) { // NaN fails the comparison
+		return fail("reduction", "asha keeps the best 1/reduction, so reduction must be a number above 1, got %s", config.FormatValue(e.Reduction))
 	}
 	if e.MinTrials == 0 {
 		e.MinTrials = 3

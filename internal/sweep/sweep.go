@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -19,6 +21,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
+	"github.com/agenttrainer/agenttrainer/internal/inputfile"
 	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
@@ -240,22 +243,57 @@ func prepareResume(o Options) (*Sweep, error) {
 	if err := sw.checkBackend(); err != nil {
 		return nil, err
 	}
-	old := map[string]*Record{}
-	if recs, err := readResults(dir); err == nil {
-		for _, r := range recs {
-			old[r.Trial] = r
+	old, err := sw.oldRecords()
+	if err != nil {
+		return nil, err
+	}
+	trials := spec.Draw()
+	drawn := map[string]bool{}
+	for _, t := range trials {
+		drawn[t.ID] = true
+	}
+	for id := range old {
+		if !drawn[id] {
+			return nil, changedSpec(specPath, fmt.Sprintf("%s has a record of %s, which its trials no longer include", ResultsFile, id))
 		}
 	}
-	for _, t := range spec.Draw() {
+	for _, t := range trials {
 		r := old[t.ID]
-		if r == nil {
+		switch {
+		case r == nil:
 			r = &Record{Trial: t.ID, Seed: t.Seed, Params: t.Params, State: Pending}
+			if hasRecords(filepath.Join(dir, t.ID)) {
+				// sweep.jsonl lost its record (a torn or missing file), but
+				// the trial trained: it continues, or is found done.
+				r.State, r.Reason = Interrupted, "its record was lost; continued from its directory"
+				sw.logf("%s: no record in %s; continuing it from what its directory holds", t.ID, ResultsFile)
+			}
+		case r.Seed != t.Seed || !sameParams(r.Params, t.Params):
+			return nil, changedSpec(specPath, fmt.Sprintf("%s ran with %s, but the spec now draws %s for it", t.ID, describeParams(r.Params, r.Seed), describeParams(t.Params, t.Seed)))
 		}
 		r.Reason, r.JobID, r.Slurm = termtext.Clean(r.Reason), termtext.Clean(r.JobID), termtext.Clean(r.Slurm)
-		if !knownStates[r.State] {
+		switch {
+		case !knownStates[r.State]:
 			r.State = Interrupted // what it was is unknown: it continues from its checkpoint, or starts again
+		case r.State == Pending && hasRecords(filepath.Join(dir, t.ID)):
+			r.State = Interrupted // it started after its record was written: continue it, or start it afresh
+		case r.State == Failed || r.State == Cancelled:
+			// A failure may have been passing (a full disk, a node that
+			// went away): resuming tries again, from the trial's checkpoint
+			// when it has one.
+			sw.logf("%s %s before (%s); trying it again", t.ID, r.State, r.Reason)
+			r.State = Interrupted
 		}
-		r.Dir = filepath.Join(dir, t.ID)
+		trialDir, err := filepath.Abs(filepath.Join(dir, t.ID))
+		if err != nil {
+			return nil, err
+		}
+		if r.JobID != "" && !sameDir(r.Dir, trialDir) {
+			// The record's Slurm task ran for another directory (this sweep
+			// was copied or moved): it is not this sweep's to cancel.
+			r.JobID, r.Slurm = "", ""
+		}
+		r.Dir = trialDir
 		if err := checkOwnDir(r.Dir); err != nil {
 			return nil, &config.Error{Source: r.Dir, Msg: fmt.Sprintf("cannot resume this trial: %v", err)}
 		}
@@ -265,6 +303,72 @@ func prepareResume(o Options) (*Sweep, error) {
 		sw.Records = append(sw.Records, r)
 	}
 	return sw, nil
+}
+
+// oldRecords reads the records a resumed sweep continues: lines of
+// sweep.jsonl that are not records (torn, garbage, binary) are skipped,
+// and a missing, empty or unreadable file holds none — the trials'
+// directories say what they did. A directory in the file's place is
+// refused: the sweep could not write its results.
+func (sw *Sweep) oldRecords() (map[string]*Record, error) {
+	path := filepath.Join(sw.Dir, ResultsFile)
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return nil, &config.Error{Source: path, Msg: "is a directory, so the sweep cannot write its results there; move it away and resume again (the trials' directories hold what the sweep needs)"}
+	}
+	recs, err := readResults(sw.Dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		sw.logf("note: %v", err)
+	}
+	old := map[string]*Record{}
+	for _, r := range recs {
+		old[r.Trial] = r
+	}
+	return old, nil
+}
+
+// changedSpec is the refusal to resume a sweep whose sweep.toml no longer
+// draws the trials it ran: their records would be lost or mixed up.
+func changedSpec(specPath, what string) error {
+	return &config.Error{Source: specPath, Msg: what + "; a resumed sweep runs the trials it started with, so its spec must stay as it was (put it back, or start a new sweep with the changed spec)"}
+}
+
+// sameParams reports whether two trials' values are the same, compared as
+// sweep.jsonl writes them.
+func sameParams(a, b map[string]any) bool {
+	norm := func(m map[string]any) string {
+		j, _ := json.Marshal(m)
+		var back map[string]any
+		json.Unmarshal(j, &back)
+		j, _ = json.Marshal(back)
+		return string(j)
+	}
+	return norm(a) == norm(b)
+}
+
+func describeParams(p map[string]any, seed int64) string {
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, k+"="+shortValue(p[k]))
+	}
+	return termtext.Clean(strings.Join(append(parts, "seed="+strconv.FormatInt(seed, 10)), " "))
+}
+
+// hasRecords reports whether a run directory holds metrics records.
+func hasRecords(dir string) bool {
+	st, err := os.Stat(filepath.Join(dir, runstore.MetricsFile))
+	return err == nil && st.Mode().IsRegular() && st.Size() > 0
+}
+
+// sameDir reports whether two paths name the same directory.
+func sameDir(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }
 
 func readTrialConfig(dir string) (config.Config, error) {
@@ -277,6 +381,7 @@ func readTrialConfig(dir string) (config.Config, error) {
 func ReadResults(dir string) ([]*Record, error) {
 	recs, err := readResults(dir)
 	for _, r := range recs {
+		r.Dir = filepath.Join(dir, r.Trial) // where the trial is, whatever the file says
 		r.clean()
 	}
 	return recs, termtext.Error(err)
@@ -298,23 +403,31 @@ func (r *Record) clean() {
 
 // readResults reads sweep.jsonl as it is.
 func readResults(dir string) ([]*Record, error) {
-	data, err := os.ReadFile(filepath.Join(dir, ResultsFile))
-	if err != nil {
-		return nil, err
-	}
 	var out []*Record
-	for _, line := range bytes.Split(data, []byte{'\n'}) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
+	err := runstore.ScanJSONL(filepath.Join(dir, ResultsFile), maxResultsFile, "sweep results file", func(line []byte) error {
 		var r Record
 		if err := json.Unmarshal(line, &r); err != nil {
-			return out, err
+			return err
+		}
+		if !trialIDRE.MatchString(r.Trial) {
+			return fmt.Errorf("%q is not a trial of a sweep (trial-NNN)", r.Trial)
 		}
 		out = append(out, &r)
+		return nil
+	})
+	if err == nil {
+		if _, serr := os.Stat(filepath.Join(dir, ResultsFile)); serr != nil {
+			err = serr // missing: say so (ScanJSONL takes it for empty)
+		}
 	}
-	return out, nil
+	return out, err
 }
+
+// maxResultsFile bounds sweep.jsonl: MaxTrials records of a few hundred
+// bytes each.
+const maxResultsFile = 64 << 20
+
+var trialIDRE = regexp.MustCompile(`^trial-[0-9]{3,7}$`)
 
 // Create writes the sweep directory: sweep.toml, every trial's directory
 // with its trial.toml, and sweep.jsonl with every trial pending.
@@ -375,7 +488,7 @@ func (sw *Sweep) writeResults() error {
 		return err
 	}
 	if best := sw.Best(); best != nil {
-		if data, err := os.ReadFile(filepath.Join(best.Dir, TrialConfig)); err == nil {
+		if data, err := inputfile.Read(filepath.Join(best.Dir, TrialConfig), 1<<20, "trial config"); err == nil {
 			head := fmt.Sprintf("# best trial of sweep %s: %s, %s %s = %s\n", sw.Spec.Name, best.Trial, sw.Spec.Direction, sw.Spec.Metric, num(best.Metric))
 			return atomicfile.Write(filepath.Join(sw.Dir, BestFile), append([]byte(head), data...), 0o644)
 		}
@@ -459,16 +572,22 @@ func (sw *Sweep) refresh(r *Record) []runstore.Metrics {
 // forget drops what refresh read (a trial whose files are rewritten).
 func (r *Record) forget() { r.ms, r.offset = nil, 0 }
 
+// readFrom reads a trial's metrics file from offset on (what it gained
+// since the last look), through inputfile: a run directory's files may be
+// anything.
 func readFrom(path string, offset int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, st, err := inputfile.Open(path, "metrics file")
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if st.Size() > runstore.MaxMetricsFile {
+		return nil, &inputfile.TooBigError{Path: path, What: "metrics file", Size: st.Size(), Limit: runstore.MaxMetricsFile}
+	}
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		return nil, err
 	}
-	return io.ReadAll(f)
+	return io.ReadAll(io.LimitReader(f, runstore.MaxMetricsFile-offset))
 }
 
 // milestones advances r past the milestones its metrics reached, asking
@@ -722,9 +841,19 @@ func checkOwnDir(dir string) error {
 }
 
 // tailLine is the last non-empty line of a trial's log, cleaned for a
-// terminal: it becomes the trial's reason, which is printed.
+// terminal: it becomes the trial's reason, which is printed. Only the end
+// of the log is read.
 func tailLine(path string) string {
-	b, _ := os.ReadFile(path)
+	f, st, err := inputfile.Open(path, "log")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const tail = 64 << 10
+	if st.Size() > tail {
+		f.Seek(st.Size()-tail, io.SeekStart)
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, tail))
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		if s := strings.TrimSpace(lines[i]); s != "" {
