@@ -43,12 +43,14 @@ func Draw(o Options) (picture []byte, skipped []string, err error) {
 	names := LegendNames(o.Runs)
 	for i, dir := range o.Runs {
 		if !runstore.IsRunDir(dir) {
-			return nil, nil, fmt.Errorf("%s is not a run directory (it has neither %s nor %s)", dir, runstore.ConfigFile, runstore.MetricsFile)
+			return nil, nil, termtext.Error(fmt.Errorf("%s is not a run directory (it has neither %s nor %s)", dir, runstore.ConfigFile, runstore.MetricsFile))
 		}
 		info := runstore.ReadRunInfo(dir)
 		ms, err := runstore.ReadMetrics(dir)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %v", dir, err)
+		if runstore.IsPartial(err) {
+			skipped = append(skipped, err.Error()) // the other records draw
+		} else if err != nil {
+			return nil, nil, termtext.Error(fmt.Errorf("%s: %v", dir, err))
 		}
 		s := plot.Series{Name: names[i]}
 		if lo != "" {
@@ -70,7 +72,7 @@ func Draw(o Options) (picture []byte, skipped []string, err error) {
 			}
 		}
 		if n == 0 {
-			skipped = append(skipped, fmt.Sprintf("%s has no values of %s", dir, o.Metric))
+			skipped = append(skipped, termtext.Clean(fmt.Sprintf("%s has no values of %s", dir, o.Metric)))
 			continue
 		}
 		if info.EnvID != "" && !slices.Contains(envs, info.EnvID) {
