@@ -148,29 +148,47 @@ func (e *LineTooLongError) Error() string {
 // maxLine bytes is a *LineTooLongError; fn's error ends the scan and is
 // returned. path names the file in errors. The lines share one buffer.
 func Lines(r io.Reader, path string, maxLine int, fn func(n int, line []byte, complete bool) error) error {
+	return LinesSkippingLong(r, path, maxLine, fn, func(n int) error {
+		return &LineTooLongError{Path: path, Line: n, Limit: maxLine}
+	})
+}
+
+// LinesSkippingLong is Lines that hands the number of a line longer than
+// maxLine to long and, when long returns nil, reads past that line (in
+// bounded memory) and goes on with the next.
+func LinesSkippingLong(r io.Reader, path string, maxLine int, fn func(n int, line []byte, complete bool) error, long func(n int) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var long []byte // a line longer than the reader's buffer, gathered
+	var gathered []byte // a line longer than the reader's buffer
 	for n := 1; ; n++ {
 		chunk, err := br.ReadSlice('\n')
 		line := chunk
+		tooLong := false
 		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long[:0], chunk...)
+			gathered = append(gathered[:0], chunk...)
 			for errors.Is(err, bufio.ErrBufferFull) {
-				if len(long) > maxLine {
-					return &LineTooLongError{Path: path, Line: n, Limit: maxLine}
-				}
 				chunk, err = br.ReadSlice('\n')
-				long = append(long, chunk...)
+				if !tooLong {
+					gathered = append(gathered, chunk...)
+				}
+				if len(gathered) > maxLine+1 {
+					tooLong, gathered = true, gathered[:0]
+				}
 			}
-			line = long
+			line = gathered
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return err
 		}
-		complete := bytes.HasSuffix(line, []byte{'\n'})
+		complete := bytes.HasSuffix(chunk, []byte{'\n'})
 		line = bytes.TrimSuffix(line, []byte{'\n'})
-		if len(line) > maxLine {
-			return &LineTooLongError{Path: path, Line: n, Limit: maxLine}
+		if tooLong || len(line) > maxLine {
+			if lerr := long(n); lerr != nil {
+				return lerr
+			}
+			if err != nil { // io.EOF
+				return nil
+			}
+			continue
 		}
 		if len(line) > 0 || complete {
 			if ferr := fn(n, line, complete); ferr != nil {

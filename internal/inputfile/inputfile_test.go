@@ -2,6 +2,7 @@ package inputfile
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,5 +111,19 @@ func TestLines(t *testing.T) {
 				t.Errorf("%s: line %d = %d %.20q %v, want %d %.20q %v", tt.name, i, got[i].n, got[i].text, got[i].complete, tt.want[i].n, tt.want[i].text, tt.want[i].complete)
 			}
 		}
+	}
+}
+
+func TestLinesSkippingLong(t *testing.T) {
+	long := strings.Repeat("y", 300<<10)
+	in := "a\n" + long + "\nb\n" + long
+	var got []string
+	var skipped []int
+	err := LinesSkippingLong(strings.NewReader(in), "f", 1000, func(n int, l []byte, complete bool) error {
+		got = append(got, fmt.Sprintf("%d:%s:%v", n, l, complete))
+		return nil
+	}, func(n int) error { skipped = append(skipped, n); return nil })
+	if err != nil || strings.Join(got, " ") != "1:a:true 3:b:true" || fmt.Sprint(skipped) != "[2 4]" {
+		t.Fatalf("%v: lines %v, skipped %v", err, got, skipped)
 	}
 }

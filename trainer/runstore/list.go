@@ -194,42 +194,45 @@ type metricsSummary struct {
 // other way. The file is streamed, never held whole.
 func summarizeMetrics(path string) (metricsSummary, error) {
 	s := metricsSummary{best: Float(math.NaN()), last: Float(math.NaN())}
-	err := scanRecords(path, MaxMetricsFile, "metrics file", func(line []byte) error {
-		line = bytes.TrimSpace(line)
-		step, t, ret, ok := scanRecord(line)
-		if !ok {
-			var m struct {
-				Step         int64 `json:"step"`
-				TimeS        Float `json:"time_s"`
-				EpReturnMean Float `json:"ep_return_mean"`
-			}
-			m.TimeS, m.EpReturnMean = Float(math.NaN()), Float(math.NaN())
-			if err := json.Unmarshal(line, &m); err != nil {
-				return err
-			}
-			step, t, ret = m.Step, float64(m.TimeS), float64(m.EpReturnMean)
-		}
-		s.iters++
-		s.steps = max(s.steps, step)
-		if !math.IsNaN(t) {
-			s.wall = t
-		}
-		if math.IsNaN(ret) {
-			return nil
-		}
-		s.last = Float(ret)
-		if math.IsNaN(float64(s.best)) || ret > float64(s.best) {
-			s.best = Float(ret)
-		}
-		return nil
-	})
+	err := scanRecords(path, MaxMetricsFile, "metrics file", s.add)
 	return s, err
+}
+
+// add takes one record into the summary.
+func (s *metricsSummary) add(line []byte) error {
+	line = bytes.TrimSpace(line)
+	step, t, ret, ok := scanRecord(line)
+	if !ok {
+		var m struct {
+			Step         int64 `json:"step"`
+			TimeS        Float `json:"time_s"`
+			EpReturnMean Float `json:"ep_return_mean"`
+		}
+		m.TimeS, m.EpReturnMean = Float(math.NaN()), Float(math.NaN())
+		if err := json.Unmarshal(line, &m); err != nil {
+			return err
+		}
+		step, t, ret = m.Step, float64(m.TimeS), float64(m.EpReturnMean)
+	}
+	s.iters++
+	s.steps = max(s.steps, step)
+	if !math.IsNaN(t) {
+		s.wall = t
+	}
+	if math.IsNaN(ret) {
+		return nil
+	}
+	s.last = Float(ret)
+	if math.IsNaN(float64(s.best)) || ret > float64(s.best) {
+		s.best = Float(ret)
+	}
+	return nil
 }
 
 // scanRecord reads step, time_s and ep_return_mean out of one record as
 // json.Marshal writes it (no spaces); ok is false for anything else.
 func scanRecord(line []byte) (step int64, t, ret float64, ok bool) {
-	if line[0] != '{' || line[len(line)-1] != '}' {
+	if len(line) < 2 || line[0] != '{' || line[len(line)-1] != '}' {
 		return 0, 0, 0, false
 	}
 	field := func(key string) ([]byte, bool) {

@@ -43,8 +43,15 @@ func ReadMeta(dir string) (Meta, error) {
 	if err != nil {
 		return m, termtext.Error(err)
 	}
+	return parseMeta(b, filepath.Join(dir, MetaFile))
+}
+
+// parseMeta reads meta.json's bytes (path names it in errors), cleaned for
+// a terminal.
+func parseMeta(b []byte, path string) (Meta, error) {
+	var m Meta
 	if err := json.Unmarshal(b, &m); err != nil {
-		return Meta{}, termtext.Error(fmt.Errorf("%s: %w", filepath.Join(dir, MetaFile), err))
+		return Meta{}, termtext.Error(fmt.Errorf("%s: %w", path, err))
 	}
 	return m.cleaned(), nil
 }

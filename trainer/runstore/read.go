@@ -1,9 +1,11 @@
 package runstore
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 
 	"github.com/agenttrainer/agenttrainer/internal/inputfile"
@@ -73,17 +75,28 @@ func scanRecords(path string, limit int64, what string, fn func(line []byte) err
 	if st.Size() > limit {
 		return termtext.Error(&inputfile.TooBigError{Path: path, What: what, Size: st.Size(), Limit: limit})
 	}
+	return scanLines(f, path, fn)
+}
+
+// scanLines is scanRecords on a reader.
+func scanLines(f io.Reader, path string, fn func(line []byte) error) error {
 	var bad *BadRecordsError
-	err = inputfile.Lines(f, path, MaxRecordLine, func(n int, line []byte, complete bool) error {
-		if len(trimSpace(line)) == 0 {
+	badLine := func(n int, why string) {
+		if bad == nil {
+			bad = &BadRecordsError{Path: path, Line: n, Err: why}
+		}
+		bad.Count++
+	}
+	err := inputfile.LinesSkippingLong(f, path, MaxRecordLine, func(n int, line []byte, complete bool) error {
+		if len(bytes.TrimSpace(line)) == 0 {
 			return nil
 		}
 		if ferr := fn(line); ferr != nil && complete {
-			if bad == nil {
-				bad = &BadRecordsError{Path: path, Line: n, Err: ferr.Error()}
-			}
-			bad.Count++
+			badLine(n, ferr.Error())
 		} // an unfinished last line that does not parse: the writer is still at it
+		return nil
+	}, func(n int) error {
+		badLine(n, fmt.Sprintf("a line longer than %d bytes, which no record is", MaxRecordLine))
 		return nil
 	})
 	if err != nil {
@@ -95,26 +108,21 @@ func scanRecords(path string, limit int64, what string, fn func(line []byte) err
 	return nil
 }
 
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r') {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
 // readJSONL decodes every record of a JSON-lines file; see scanRecords.
 func readJSONL[T any](path string, limit int64, what string) ([]T, error) {
 	var out []T
-	err := scanRecords(path, limit, what, func(line []byte) error {
+	err := scanRecords(path, limit, what, decodeInto(&out))
+	return out, err
+}
+
+// decodeInto appends each line, decoded, to out.
+func decodeInto[T any](out *[]T) func(line []byte) error {
+	return func(line []byte) error {
 		var v T
 		if err := json.Unmarshal(line, &v); err != nil {
 			return err
 		}
-		out = append(out, v)
+		*out = append(*out, v)
 		return nil
-	})
-	return out, err
+	}
 }
