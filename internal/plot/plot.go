@@ -239,7 +239,15 @@ func build(series []Series, o Options, area vg.Point) (*gplot.Plot, error) {
 			}
 			faint.Color, faint.Width = withAlpha(col, 0x50), vg.Points(1)
 			p.Add(faint)
-			curve = finite(s.X, Smooth(s.Y, o.Smooth))
+			sm := Smooth(s.Y, o.Smooth)
+			if o.LogY { // averaging tiny values can underflow to 0, which a log axis cannot place
+				for j, y := range sm {
+					if !(y > 0) {
+						sm[j] = math.NaN()
+					}
+				}
+			}
+			curve = finite(s.X, sm)
 		}
 		line, err := plotter.NewLine(curve)
 		if err != nil {

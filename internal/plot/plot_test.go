@@ -220,8 +220,10 @@ func TestRenderExtremeValues(t *testing.T) {
 				xs[i] = float64(i * 512)
 			}
 			for _, format := range []string{"png", "svg"} {
-				if _, err := Render([]Series{{Name: "s", X: xs, Y: c.ys}}, Options{Format: format, LogY: c.logY, Width: 300, Height: 200}); err != nil {
-					t.Errorf("%s: %v", format, err)
+				for _, smooth := range []float64{0, 0.6} {
+					if _, err := Render([]Series{{Name: "s", X: xs, Y: c.ys}}, Options{Format: format, LogY: c.logY, Smooth: smooth, Width: 300, Height: 200}); err != nil {
+						t.Errorf("%s, smoothing %v: %v", format, smooth, err)
+					}
 				}
 			}
 		})
