@@ -35,9 +35,9 @@ type FrozenLakeTaskOptions struct {
 const flSeedStride = 1_000_000_000
 
 // MaxTasks bounds a generated task file: ten million rows are about 830 MB
-// of JSON lines, written as they are drawn; what the generator holds is
-// 8 bytes a map (a hash of each, to keep them distinct), about 250 MB at
-// the most.
+// of JSON lines, written as they are drawn; what the generator holds is a
+// set of 64-bit hashes of the maps (to keep them distinct), 128 MiB for ten
+// million.
 const MaxTasks = 10_000_000
 
 // GenerateFrozenLakeTasks draws o.N tasks with distinct maps, none of them
@@ -96,13 +96,13 @@ func EachFrozenLakeTask(o FrozenLakeTaskOptions, emit func(envs.Params) error) e
 	// Maps are told apart by a 64-bit hash of their tiles: two maps that
 	// share one (about one chance in 10¹² for ten million) would skip a
 	// map, never repeat one.
-	seen := make(map[uint64]struct{}, min(o.N+len(o.Exclude), 1<<20))
+	seen := newHashSet(o.N + len(o.Exclude))
 	for i, row := range o.Exclude {
 		key, err := frozenLakeMapKey(row)
 		if err != nil {
 			return fmt.Errorf("excluded task %d: %v", i+1, err)
 		}
-		seen[mapHash(key)] = struct{}{}
+		seen.add(mapHash(key))
 	}
 	tries := min(1000+50*o.N, flSeedStride)
 	found := 0
@@ -120,10 +120,9 @@ func EachFrozenLakeTask(o FrozenLakeTaskOptions, emit func(envs.Params) error) e
 			return err
 		}
 		h := mapHash(f.MapString())
-		if _, dup := seen[h]; dup || f.shortest > cfg.maxSteps {
+		if f.shortest > cfg.maxSteps || !seen.add(h) {
 			continue
 		}
-		seen[h] = struct{}{}
 		if err := emit(envs.Params{"seed": cfg.seed, "size": int64(cfg.size), "p": cfg.p,
 			"is_slippery": cfg.slippery, "max_steps": int64(cfg.maxSteps)}); err != nil {
 			return err
@@ -146,6 +145,38 @@ var errCancelled = errors.New("the draw was cancelled")
 
 // IsCancelled reports whether err is a draw that Cancel ended.
 func IsCancelled(err error) bool { return errors.Is(err, errCancelled) }
+
+// hashSet is a set of 64-bit hashes sized once for n of them (open
+// addressing, at most 3/4 full): 8 to 16 bytes a hash, never regrown, where
+// a Go map of ten million would peak at several times that while growing.
+type hashSet struct {
+	slots []uint64 // 0: empty (a hash of 0 is stored as 1)
+	mask  uint64
+}
+
+func newHashSet(n int) *hashSet {
+	size := uint64(16)
+	for size < uint64(n)*4/3+1 {
+		size *= 2
+	}
+	return &hashSet{slots: make([]uint64, size), mask: size - 1}
+}
+
+// add puts h in the set and reports whether it was new.
+func (s *hashSet) add(h uint64) bool {
+	if h == 0 {
+		h = 1
+	}
+	for i := h & s.mask; ; i = (i + 1) & s.mask {
+		switch s.slots[i] {
+		case h:
+			return false
+		case 0:
+			s.slots[i] = h
+			return true
+		}
+	}
+}
 
 // mapHash is FNV-1a of a map's text.
 func mapHash(s string) uint64 {

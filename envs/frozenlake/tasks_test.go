@@ -146,3 +146,22 @@ func TestGeneratedTaskSets(t *testing.T) {
 		t.Errorf("bad format: %v", err)
 	}
 }
+
+func TestHashSet(t *testing.T) {
+	s := newHashSet(1000)
+	seen := map[uint64]bool{}
+	x := uint64(88172645463325252)
+	for i := 0; i < 1000; i++ {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		h := x%700 + 2 // repeats on purpose (0 and 1 share a slot, as two maps sharing a hash do)
+		if got := s.add(h); got == seen[h] {
+			t.Fatalf("add(%d) = %v after %d adds", h, got, i)
+		}
+		seen[h] = true
+	}
+	if !s.add(12345678901) || s.add(12345678901) {
+		t.Fatal("a new hash")
+	}
+}
