@@ -621,7 +621,7 @@ func (e *EarlyStop) check(budget int64, source string) error {
 		e.Reduction = 3
 	}
 	if !(e.Reduction > 1) || math.IsInf(e.Reduction, 1) { // NaN fails the comparison
-		return fail("reduction", "asha keeps the best 1/reduction, so reduction must be a number above 1, got %s", config.FormatValue(e.Reduction))
+		return fail("reduction", "asha keeps the best 1/reduction, so reduction must be a number above 1, got %v", e.Reduction)
 	}
 	if e.MinTrials == 0 {
 		e.MinTrials = 3
