@@ -15,7 +15,7 @@ import (
 // sweep-name/, …) so that `-hostile.only GROUP/` runs one.
 func hardenCases() []hcase {
 	var all []hcase
-	for _, f := range []func() []hcase{slurmInjectCases, sweepNameCases, termEscCases, sshWindowCases} {
+	for _, f := range []func() []hcase{slurmInjectCases, sweepNameCases, termEscCases, sshWindowCases, runFileCases, runFileExtraCases, sweepFileCases, sweepSpecCases, plotValueCases, configRangeCases, frozenLakeCases} {
 		all = append(all, f()...)
 	}
 	return all
@@ -25,6 +25,12 @@ func hardenCases() []hcase {
 // extra appended.
 func sweepSpec(extra string) string {
 	return "budget = 2048\n[params]\n\"ppo.learning_rate\" = [1e-3]\n" + extra
+}
+
+// brief is the first error line of out with the case's directory written
+// as ".", so that the table's observed column shows the message itself.
+func (c *cx) brief(out string) string {
+	return firstErr(strings.ReplaceAll(out, c.dir, "."))
 }
 
 // tomlString quotes s as a TOML basic string, control characters as \uXXXX
@@ -61,7 +67,7 @@ func refusedSweep(c *cx, wants []string, args ...string) {
 	if _, err := os.Stat(c.path("PWNED")); err == nil {
 		c.fail("the injected command ran")
 	}
-	c.note("exit %d: %s", r.code, firstErr(r.out))
+	c.note("exit %d: %s", r.code, c.brief(r.out))
 }
 
 // slurmInjectCases are the F3 class: text that would become lines of the
@@ -135,7 +141,7 @@ func slurmInjectCases() []hcase {
 			if _, err := os.Stat(runs); err == nil {
 				c.fail("%q was created", runs)
 			}
-			c.note("exit %d: %s", r.code, firstErr(r.out))
+			c.note("exit %d: %s", r.code, c.brief(r.out))
 		},
 	})
 	return cs
@@ -167,7 +173,7 @@ func sweepNameCases() []hcase {
 					r := c.run(opt{}, args...)
 					c.expectExit(r, 2, "name")
 					c.checkOnly("s.toml")
-					c.note("exit %d: %s", r.code, firstErr(r.out))
+					c.note("exit %d: %s", r.code, c.brief(r.out))
 				},
 			})
 		}
@@ -186,7 +192,7 @@ func sweepNameCases() []hcase {
 					}
 					r := c.run(opt{}, args...)
 					c.expectExit(r, 2, "name")
-					c.note("exit %d: %s", r.code, firstErr(r.out))
+					c.note("exit %d: %s", r.code, c.brief(r.out))
 				}
 				c.checkOnly(file)
 			},
@@ -238,7 +244,7 @@ func sweepNameCases() []hcase {
 				if after := dirEntries(c.path("a")); strings.Join(after, ",") != strings.Join(before, ",") {
 					c.fail("the runs directory's parent changed: %v → %v", before, after)
 				}
-				c.note("exit %d: %s", r.code, firstErr(r.out))
+				c.note("exit %d: %s", r.code, c.brief(r.out))
 			},
 		})
 	}
@@ -393,7 +399,7 @@ func termEscCases() []hcase {
 					c.checkClean(r, "runs "+action)
 					b, _ := os.ReadFile(filepath.Join(dir, "meta.json"))
 					c.check(string(b) == `{"note":"before"}`, "meta.json changed: %q", b)
-					c.note("exit %d: %s", r.code, firstErr(r.out))
+					c.note("exit %d: %s", r.code, c.brief(r.out))
 				},
 			})
 		}
@@ -418,7 +424,7 @@ func termEscCases() []hcase {
 				if e := rawEscape(rec.Reason); e != "" || rec.Reason == "" {
 					c.fail("sweep.jsonl's reason %q holds a raw %s", rec.Reason, e)
 				}
-				c.note("exit %d: %s", r.code, firstErr(r.out))
+				c.note("exit %d: %s", r.code, c.brief(r.out))
 			},
 		})
 		for _, field := range []string{"method", "metric", "direction", "backend"} {
@@ -431,7 +437,7 @@ func termEscCases() []hcase {
 					r := c.run(opt{}, "sweep", "--dry-run", spec, "trainer.runs_dir="+c.path("runs"))
 					c.expectExit(r, 2, field)
 					c.checkClean(r, "sweep --dry-run")
-					c.note("exit %d: %s", r.code, firstErr(r.out))
+					c.note("exit %d: %s", r.code, c.brief(r.out))
 				},
 			})
 		}
