@@ -15,7 +15,7 @@ import (
 // sweep-name/, …) so that `-hostile.only GROUP/` runs one.
 func hardenCases() []hcase {
 	var all []hcase
-	for _, f := range []func() []hcase{slurmInjectCases, sweepNameCases, termEscCases, sshWindowCases, runFileCases, runFileExtraCases, sweepFileCases, sweepSpecCases, plotValueCases, configRangeCases, frozenLakeCases} {
+	for _, f := range []func() []hcase{slurmInjectCases, sweepNameCases, termEscCases, sshWindowCases, runFileCases, runFileExtraCases, pinCases, sweepFileCases, sweepSpecCases, plotValueCases, configRangeCases, frozenLakeCases} {
 		all = append(all, f()...)
 	}
 	return all

@@ -246,6 +246,43 @@ func runFileExtraCases() []hcase {
 	}
 }
 
+// pinCases is the "also seen" bound on pinned checkpoints: a client
+// repeating save over the control socket.
+func pinCases() []hcase {
+	return []hcase{{name: "runfile/400 control-socket saves", expect: "at most 32 checkpoints pinned; the saves past that refused with a message; the training goes on", bound: 120 * time.Second, run: func(c *cx) {
+		run := c.path("run")
+		os.MkdirAll(run, 0o755)
+		r := c.run(opt{}, "train", "--detach", "--run-dir", run, "trainer.threads=1", "ppo.total_timesteps=100000000")
+		if !c.check(r.code == 0, "train --detach: exit %d: %s", r.code, lastLines(r.out, 2)) {
+			return
+		}
+		defer stopDetached(c, run)
+		refusedN := 0
+		for i := 0; i < 400; i++ {
+			ans, err := controlRequest(c, run, `{"op":"save"}`)
+			if err != nil {
+				c.fail("save %d: %v", i, err)
+				break
+			}
+			if strings.Contains(ans, "pinned already") {
+				refusedN++
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(time.Second) // the last save's checkpoint
+		pinned := 0
+		for _, n := range dirEntries(filepath.Join(run, "checkpoints")) {
+			if strings.HasSuffix(n, ".pinned") {
+				pinned++
+			}
+		}
+		c.check(pinned <= 32, "%d checkpoints pinned", pinned)
+		ans, _ := controlRequest(c, run, `{"op":"info"}`)
+		c.check(strings.Contains(ans, `"ok":true`), "the training no longer answers: %s", ans)
+		c.note("%d pinned, %d of 400 saves refused", pinned, refusedN)
+	}}}
+}
+
 func pidOf(c *cx, dir string) int {
 	b, _ := os.ReadFile(filepath.Join(dir, "control.json"))
 	var pid int

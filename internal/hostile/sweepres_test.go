@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -91,6 +92,7 @@ func sweepFileCases() []hcase {
 			},
 		})
 	}
+	cs = append(cs, fullDiskSweepCase())
 	cs = append(cs,
 		hcase{name: "sweep-resume/sweep.toml edited to fewer values", expect: "exit 2 naming the trial it no longer draws; sweep.jsonl unchanged", bound: 120 * time.Second, run: func(c *cx) {
 			dir := c.ranSweep("seeds = [1, 2]\n")
@@ -147,6 +149,30 @@ func sweepFileCases() []hcase {
 		}},
 	)
 	return cs
+}
+
+// fullDiskSweepCase is F7: a sweep whose runs directory fills, then is
+// given room, then resumed.
+func fullDiskSweepCase() hcase {
+	return hcase{name: "sweep-resume/full disk, then room, then resume", expect: "the trials fail saying why (never \"exit 1: \" alone); after the disk grows, --resume tries them again and exits 0", skip: canMount, bound: 240 * time.Second, run: func(c *cx) {
+		d := c.path("full")
+		if why := tmpfs(d, "size=200k"); why != "" {
+			c.fail("%s", why)
+			return
+		}
+		defer umount(d)
+		spec := c.write("s.toml", []byte("name = \"sw\"\nseeds = [1, 2]\nbudget = 20480\n[params]\n\"ppo.learning_rate\" = [1e-3]\n"))
+		r := c.run(opt{limit: 120 * time.Second}, "sweep", spec, "trainer.runs_dir="+d, "trainer.threads=1", "trainer.save_freq=1")
+		c.check(r.code == 1 || r.code == 0, "the full sweep: exit %d: %s", r.code, lastLines(r.out, 3))
+		c.check(!strings.Contains(r.out, "exit 1: \n"), "a failure without a reason: %s", lastLines(r.out, 4))
+		if out, err := exec.Command("mount", "-o", "remount,size=64m", d).CombinedOutput(); err != nil {
+			c.fail("remount: %v %s", err, out)
+			return
+		}
+		r2 := c.run(opt{limit: 120 * time.Second}, "sweep", "--resume", filepath.Join(d, "sw"))
+		c.expectExit(r2, 0, "2 done")
+		c.note("full: exit %d (%s); resumed: exit %d: %s", r.code, lastLines(strings.ReplaceAll(r.out, c.dir, "."), 1), r2.code, lastLines(r2.out, 1))
+	}}
 }
 
 func pidAlive(pid int) bool {

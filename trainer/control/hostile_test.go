@@ -94,7 +94,7 @@ func TestPinsAreBounded(t *testing.T) {
 	startRun(t, dir)
 	ck := filepath.Join(dir, runstore.CheckpointsDir)
 	os.MkdirAll(ck, 0o755)
-	for i := 1; i <= MaxPinned; i++ {
+	for i := 1; i < MaxPinned; i++ {
 		os.WriteFile(filepath.Join(ck, runstore.CheckpointName(int64(i))+".pinned"), nil, 0o644)
 	}
 	c, err := Dial(dir)

@@ -230,7 +230,8 @@ func (s *Server) handle(req request) response {
 	case "stop":
 		t.Stop()
 	case "save":
-		if n := runstore.CountPinned(filepath.Join(s.runDir, runstore.CheckpointsDir)); n >= MaxPinned {
+		// One save asked for before may still be on its way to its pin.
+		if n := runstore.CountPinned(filepath.Join(s.runDir, runstore.CheckpointsDir)); n >= MaxPinned-1 {
 			return response{Error: fmt.Sprintf("%d checkpoints of this run are pinned already (the most a run keeps asked for by hand); remove some step-N.safetensors.pinned files in %s to pin more",
 				n, filepath.Join(s.runDir, runstore.CheckpointsDir))}
 		}
