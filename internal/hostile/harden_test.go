@@ -449,12 +449,11 @@ func termEscCases() []hcase {
 		run: func(c *cx) {
 			runs := c.path("runs")
 			dir := filepath.Join(runs, "x\x1b]0;owned\x07\u009b2J")
-			os.MkdirAll(dir, 0o755)
-			r := c.run(opt{}, "train", "--detach", "--run-dir", dir, "trainer.threads=1", "ppo.total_timesteps=100000000")
-			if !c.check(r.code == 0, "train --detach: exit %d: %s", r.code, lastLines(r.out, 2)) {
+			stop, ok := c.startDetached(dir)
+			if !ok {
 				return
 			}
-			defer stopDetached(c, dir)
+			defer stop()
 			ps := c.run(opt{}, "ps", "--runs-dir", runs)
 			c.check(ps.code == 0 && strings.Contains(ps.out, `x\x1b]0;owned\x07`), "ps: exit %d: %s", ps.code, lastLines(ps.out, 2))
 			c.checkClean(ps, "ps")
@@ -489,6 +488,17 @@ func termEscCases() []hcase {
 		},
 	})
 	return cs
+}
+
+// startDetached starts a long training in dir with train --detach; stop
+// ends it (ok is false, and a failure recorded, when it did not start).
+func (c *cx) startDetached(dir string) (stop func(), ok bool) {
+	os.MkdirAll(dir, 0o755)
+	r := c.run(opt{}, "train", "--detach", "--run-dir", dir, "trainer.threads=1", "ppo.total_timesteps=100000000")
+	if !c.check(r.code == 0, "train --detach: exit %d: %s", r.code, lastLines(r.out, 2)) {
+		return func() {}, false
+	}
+	return func() { stopDetached(c, dir) }, true
 }
 
 // stopDetached ends the training that serves dir's control socket

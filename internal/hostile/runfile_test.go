@@ -41,17 +41,7 @@ var fileKinds = []fileKind{
 		}
 	}},
 	{"2 MiB line", true, func(c *cx, p string) { os.WriteFile(p, []byte(strings.Repeat("x", 2<<20)+"\n"), 0o644) }},
-	{"binary garbage", true, func(c *cx, p string) {
-		b := make([]byte, 64<<10)
-		x := uint32(2463534242)
-		for i := range b {
-			x ^= x << 13
-			x ^= x >> 17
-			x ^= x << 5
-			b[i] = byte(x)
-		}
-		os.WriteFile(p, b, 0o644)
-	}},
+	{"binary garbage", true, func(c *cx, p string) { os.WriteFile(p, xorshiftBytes(64<<10), 0o644) }},
 	{"torn last line", false, func(c *cx, p string) {
 		b, _ := os.ReadFile(p)
 		if len(b) > 10 {
@@ -228,12 +218,11 @@ func runFileExtraCases() []hcase {
 		{name: "runfile/copied run directory of a live training", expect: "ps lists the original only; attach and runs on the copy do not reach the original", bound: 90 * time.Second, run: func(c *cx) {
 			runs := c.path("runs")
 			orig := filepath.Join(runs, "orig")
-			os.MkdirAll(orig, 0o755)
-			r := c.run(opt{}, "train", "--detach", "--run-dir", orig, "trainer.threads=1", "ppo.total_timesteps=100000000")
-			if !c.check(r.code == 0, "train --detach: exit %d: %s", r.code, lastLines(r.out, 2)) {
+			stop, ok := c.startDetached(orig)
+			if !ok {
 				return
 			}
-			defer stopDetached(c, orig)
+			defer stop()
 			cp := filepath.Join(runs, "copy")
 			copyDir(orig, cp)
 			ps := c.run(opt{}, "ps", "--runs-dir", runs)
@@ -251,12 +240,11 @@ func runFileExtraCases() []hcase {
 func pinCases() []hcase {
 	return []hcase{{name: "runfile/400 control-socket saves", expect: "at most 32 checkpoints pinned; the saves past that refused with a message; the training goes on", bound: 120 * time.Second, run: func(c *cx) {
 		run := c.path("run")
-		os.MkdirAll(run, 0o755)
-		r := c.run(opt{}, "train", "--detach", "--run-dir", run, "trainer.threads=1", "ppo.total_timesteps=100000000")
-		if !c.check(r.code == 0, "train --detach: exit %d: %s", r.code, lastLines(r.out, 2)) {
+		stop, ok := c.startDetached(run)
+		if !ok {
 			return
 		}
-		defer stopDetached(c, run)
+		defer stop()
 		refusedN := 0
 		for i := 0; i < 400; i++ {
 			ans, err := controlRequest(c, run, `{"op":"save"}`)

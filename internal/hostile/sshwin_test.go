@@ -199,22 +199,7 @@ func sshWindowCases() []hcase {
 	}
 	var cs []hcase
 	for _, x := range ws {
-		x := x
-		cs = append(cs, hcase{
-			name:   "ssh-window/" + x.name,
-			expect: x.expect + "; serve stops on SIGTERM",
-			skip:   noSSH,
-			bound:  120 * time.Second,
-			rssKiB: 512 << 10,
-			run: func(c *cx) {
-				s := startServe(c)
-				if s == nil {
-					return
-				}
-				x.do(c, s)
-				s.stop()
-			},
-		})
+		cs = append(cs, serveCase("ssh-window/"+x.name, x.expect, x.do))
 	}
 	return cs
 }

@@ -413,12 +413,11 @@ func configRangeCases() []hcase {
 		bound:  120 * time.Second,
 		run: func(c *cx) {
 			run := c.path("run")
-			os.MkdirAll(run, 0o755)
-			r := c.run(opt{}, "train", "--detach", "--run-dir", run, "trainer.threads=1", "ppo.total_timesteps=100000000")
-			if !c.check(r.code == 0, "train --detach: exit %d: %s", r.code, lastLines(r.out, 2)) {
+			stop, ok := c.startDetached(run)
+			if !ok {
 				return
 			}
-			defer stopDetached(c, run)
+			defer stop()
 			for _, kv := range [][2]string{{"ppo.vf_coef", "1e308"}, {"ppo.ent_coef", "1e308"}, {"ppo.vf_coef", "nan"}} {
 				ans, err := controlRequest(c, run, fmt.Sprintf(`{"op":"edit","key":%q,"value":%q}`, kv[0], kv[1]))
 				c.check(err == nil && strings.Contains(ans, `"ok":false`) && strings.Contains(ans, kv[0]), "edit %s=%s: %v %s", kv[0], kv[1], err, ans)

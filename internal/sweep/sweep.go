@@ -835,7 +835,7 @@ func checkOwnDir(dir string) error {
 		target, _ := os.Readlink(dir)
 		return fmt.Errorf("it is a symbolic link (to %q), and a sweep trains only in directories of its own; put the trial's own directory back in its place", target)
 	case !st.IsDir():
-		return fmt.Errorf("it is not a directory (%v)", st.Mode().Type())
+		return fmt.Errorf("it is %s, not a directory", inputfile.Kind(st.Mode()))
 	}
 	return nil
 }

@@ -258,19 +258,10 @@ func occupied(path string) string {
 	if err != nil {
 		return ""
 	}
-	switch m := st.Mode(); {
-	case m.IsRegular() || m&os.ModeSymlink != 0:
+	if m := st.Mode(); m.IsRegular() || m&os.ModeSymlink != 0 {
 		return ""
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&os.ModeDevice != 0:
-		return "a device"
 	}
-	return "something other than a file"
+	return inputfile.Kind(st.Mode())
 }
 
 // WriteCheckpoint writes a checkpoint's bytes as dir/step-<step>.safetensors
