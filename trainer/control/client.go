@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
@@ -157,6 +158,10 @@ func (c *Client) PID() int { return c.ep.PID }
 func (c *Client) Info() trainer.Info {
 	if r, err := c.call(request{Op: "info"}); err == nil && r.Info != nil {
 		c.info = *r.Info
+		// Shown by the app and ps: a run directory's name may hold
+		// control characters.
+		c.info.RunDir, c.info.Device = termtext.Clean(c.info.RunDir), termtext.Clean(c.info.Device)
+		c.info.EnvID, c.info.Agent = termtext.Clean(c.info.EnvID), termtext.Clean(c.info.Agent)
 	}
 	if c.info.RunDir == "" {
 		c.info.RunDir = c.runDir
@@ -229,6 +234,8 @@ func (c *Client) Subscribe(buffer int) (<-chan trainer.Event, func()) {
 				continue
 			}
 			e := r.Event.event()
+			e.Message, e.Checkpoint = termtext.CleanText(e.Message), termtext.Clean(e.Checkpoint)
+			e.Err = termtext.Error(e.Err)
 			sawEnd = e.Kind == trainer.EventDone
 			trainer.Offer(out, e) // lossy like the trainer's own subscriptions
 		}
