@@ -114,4 +114,3 @@ func TestIntegersReseedDropsTheKeptHalf(t *testing.T) {
 		}
 	}
 }
-
