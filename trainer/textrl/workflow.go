@@ -72,6 +72,9 @@ type multiTurn struct {
 	o     MultiTurnOptions
 	env   text.Env
 	agent textagent.Agent
+	// abandoned: an environment call outlived the episode and may still
+	// run, so the environment must not be touched again.
+	abandoned bool
 }
 
 func (w *multiTurn) Trajectories() []*textagent.Trajectory {
@@ -80,7 +83,7 @@ func (w *multiTurn) Trajectories() []*textagent.Trajectory {
 
 // Succeeded reports the environment's verdict where it has one.
 func (w *multiTurn) Succeeded() (bool, bool) {
-	if s, ok := w.env.(text.Succeeder); ok {
+	if s, ok := w.env.(text.Succeeder); ok && !w.abandoned {
 		return s.Succeeded(), true
 	}
 	return false, false
@@ -91,7 +94,7 @@ func (w *multiTurn) Run(ctx context.Context, task envs.Params, m *Model) error {
 	w.agent.Trajectory().Task = task
 	var obs string
 	var info text.Info
-	err := callEnv(ctx, func() (err error) {
+	err := w.callEnv(ctx, func() (err error) {
 		obs, info, err = w.env.Reset(nil)
 		return err
 	})
@@ -120,7 +123,7 @@ func (w *multiTurn) Run(ctx context.Context, task envs.Params, m *Model) error {
 		}
 		var reward float64
 		var done bool
-		err = callEnv(ctx, func() (err error) {
+		err = w.callEnv(ctx, func() (err error) {
 			obs, reward, done, info, err = w.env.Step(action)
 			return err
 		})
@@ -165,7 +168,16 @@ func (m *Model) Observation(obs string) (string, error) {
 
 // callEnv runs an environment call so that a panic becomes an error and a
 // call that outlives ctx (a hung environment) is abandoned: its goroutine
-// is left to finish on its own, the episode ends.
+// is left to finish on its own, the episode ends, and the environment is
+// not asked anything again.
+func (w *multiTurn) callEnv(ctx context.Context, f func() error) error {
+	err := callEnv(ctx, f)
+	if err != nil && ctx.Err() != nil {
+		w.abandoned = true
+	}
+	return err
+}
+
 func callEnv(ctx context.Context, f func() error) error {
 	done := make(chan error, 1)
 	go func() {
