@@ -79,6 +79,13 @@ type Spec struct {
 	// Columns are the task rows' columns, in the order task files are
 	// written.
 	Columns []string
+	// Generate makes a task set, when the environment can (nil: it
+	// reads datasets only).
+	Generate Generator
+	// Key names what makes two rows the same task (FrozenLake's map,
+	// countdown's numbers and target), so that validation sets can leave
+	// out the training set's tasks.
+	Key func(task envs.Params) (string, error)
 }
 
 var registry = map[string]Spec{}
