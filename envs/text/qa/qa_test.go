@@ -25,7 +25,7 @@ func TestVerifiers(t *testing.T) {
 		{"numeric", "7", "no idea", 0},
 		{"math", "\\frac{1}{2}", "so \\boxed{0.5}", 1},
 		{"math", "12", "\\boxed{3\\times 4}", 0}, // rLLM: an integer answer must be written as one
-		{"math", "12", "12", 0}, // no box, no answer
+		{"math", "12", "12", 0},                  // no box, no answer
 	} {
 		e, err := text.Make(ID, envs.Params{"question": "q?", "answer": tt.answer, "reward": tt.reward}, nil)
 		if err != nil {
