@@ -29,6 +29,8 @@ func init() {
 		Agent:       "frozenlake",
 		MaxTurns:    DefaultMaxTurns,
 		Columns:     Columns,
+		Generate:    Generate,
+		Key:         Key,
 	})
 }
 

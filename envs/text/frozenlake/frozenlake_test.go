@@ -178,3 +178,34 @@ func TestSlipperyMoves(t *testing.T) {
 		}
 	}
 }
+
+func TestGenerateDistinctMaps(t *testing.T) {
+	rows, err := Generate(text.GenerateOptions{N: 200, Seed: 1, Args: envs.Params{"size": 4, "max_steps": 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	train := map[string]bool{}
+	for _, row := range rows {
+		k, err := Key(row)
+		if err != nil || train[k] {
+			t.Fatalf("%v: %q %v", row, k, err)
+		}
+		train[k] = true
+		e, _ := New(row)
+		if d := e.ShortestPath(); d < 1 || d > 8 || e.MaxTurns() != 8 {
+			t.Fatalf("%v: shortest path %d, turn limit %d", row, d, e.MaxTurns())
+		}
+	}
+	val, err := Generate(text.GenerateOptions{N: 200, Seed: 2, Args: envs.Params{"size": 4}, Exclude: train})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range val {
+		if k, _ := Key(row); train[k] {
+			t.Fatalf("validation map %s is a training map", k)
+		}
+	}
+	if _, err := Generate(text.GenerateOptions{N: 100, Args: envs.Params{"size": 2}}); err == nil {
+		t.Error("100 distinct 2×2 maps were made")
+	}
+}
