@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -14,8 +15,7 @@ import (
 	"github.com/parquet-go/parquet-go/deprecated"
 )
 
-// maxParquetRows bounds the rows a Parquet file may claim before any is
-// read: its footer's count is trusted for the allocation.
+// maxParquetRows bounds the rows of a Parquet task file.
 const maxParquetRows = 10_000_000
 
 // parseParquetTasks reads a Parquet file's rows (github.com/parquet-go,
@@ -32,40 +32,49 @@ func parseParquetTasks(data []byte) (rows []envs.Params, err error) {
 	if len(data) < 12 || !bytes.HasPrefix(data, []byte("PAR1")) || !bytes.HasSuffix(data, []byte("PAR1")) {
 		return nil, errors.New("not a Parquet file: it does not start and end with the PAR1 mark")
 	}
+	// The footer's length sits before the closing mark; the reader
+	// allocates that much before it checks it against the file.
+	if footer := int64(binary.LittleEndian.Uint32(data[len(data)-8:])); footer > int64(len(data))-12 {
+		return nil, fmt.Errorf("not a readable Parquet file: its footer claims %d bytes of a %d-byte file", footer, len(data))
+	}
 	f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		return nil, fmt.Errorf("not a readable Parquet file: %v", err)
 	}
-	n := f.NumRows()
-	if n <= 0 {
-		return nil, errors.New("the Parquet file holds no rows")
+	if err := checkParquetPages(f, data); err != nil {
+		return nil, fmt.Errorf("not a readable Parquet file: %v", err)
 	}
-	if n > maxParquetRows {
-		return nil, fmt.Errorf("the Parquet file claims %d rows, more than the %d a task file may hold", n, maxParquetRows)
-	}
-	raw := make([]map[string]any, n)
-	for i := range raw {
-		raw[i] = map[string]any{}
+	// Rows are read in chunks, so a footer that claims more rows than
+	// the pages hold costs nothing; and at most 64 rows per byte of file
+	// (a run-length page can claim millions of rows in a few bytes).
+	limit := min(int64(maxParquetRows), 64*int64(len(data))+1000)
+	if n := f.NumRows(); n > limit {
+		return nil, fmt.Errorf("the Parquet file claims %d rows, more than %d for a file of %d bytes", n, limit, len(data))
 	}
 	r := parquet.NewGenericReader[map[string]any](f, f.Schema())
 	defer r.Close()
-	got := 0
-	for got < len(raw) {
-		k, err := r.Read(raw[got:])
-		got += k
-		if err == io.EOF {
+	var raw []map[string]any
+	chunk := make([]map[string]any, 256)
+	for {
+		for i := range chunk {
+			chunk[i] = map[string]any{}
+		}
+		k, err := r.Read(chunk)
+		raw = append(raw, chunk[:k]...)
+		if int64(len(raw)) > limit {
+			return nil, fmt.Errorf("the Parquet file holds more than %d rows for its %d bytes", limit, len(data))
+		}
+		if err == io.EOF || (err == nil && k == 0) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading row %d: %v", got+1, err)
-		}
-		if k == 0 {
-			break
+			return nil, fmt.Errorf("reading row %d: %v", len(raw)+1, err)
 		}
 	}
-	if got != len(raw) {
-		return nil, fmt.Errorf("the Parquet file claims %d rows but holds %d", len(raw), got)
+	if len(raw) == 0 {
+		return nil, errors.New("the Parquet file holds no rows")
 	}
+	got := len(raw)
 	rows = make([]envs.Params, got)
 	for i, m := range raw {
 		row := make(envs.Params, len(m))

@@ -100,3 +100,21 @@ func TestBadParquet(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseParquet feeds arbitrary bytes, seeded with real files, as a
+// Parquet task file: read or refused, never a panic or a hang.
+func FuzzParseParquet(f *testing.F) {
+	var good bytes.Buffer
+	parquet.Write(&good, []qaRow{{Question: "q", Answer: "a", Nums: []int64{1, 2}}}, parquet.Compression(&parquet.Snappy))
+	f.Add(good.Bytes())
+	if b, err := os.ReadFile("testdata/alltypes_plain.snappy.parquet"); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte("PAR1\x00\x00\x00\x00PAR1"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rows, err := ParseTasks(data, ".parquet")
+		if err == nil && len(rows) == 0 {
+			t.Fatal("no error and no rows")
+		}
+	})
+}
