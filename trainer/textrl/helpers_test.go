@@ -72,11 +72,16 @@ type scripted struct {
 }
 
 func newScripted(t testing.TB, tok *tokenizer.Tokenizer, p policy) *scripted {
-	eos, ok := tok.TokenID("<|im_end|>")
+	return newScriptedEOS(t, tok, p, "<|im_end|>")
+}
+
+// newScriptedEOS ends each answer with the token named eos.
+func newScriptedEOS(t testing.TB, tok *tokenizer.Tokenizer, p policy, eos string) *scripted {
+	id, ok := tok.TokenID(eos)
 	if !ok {
-		t.Fatal("the tokenizer has no <|im_end|>")
+		t.Fatalf("the tokenizer has no %s", eos)
 	}
-	return &scripted{tok: tok, eos: eos, policy: p}
+	return &scripted{tok: tok, eos: id, policy: p}
 }
 
 func fakeLogProb(id, pos int) float32 { return -0.01 * float32(1+(id+pos)%7) }
