@@ -1,6 +1,7 @@
 package text
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -76,3 +77,35 @@ func RewardNames() []string { return slices.Sorted(maps.Keys(rewards)) }
 
 // RewardDescription is a registered reward function's one-line description.
 func RewardDescription(name string) string { return rewards[name].description }
+
+// Scored is a single-turn task's state: one answer, scored by a named
+// reward function. Environments embed it for their Step and Succeeded.
+type Scored struct {
+	Task          envs.Params // what the reward function reads
+	Reward        string      // its name, for messages
+	Fn            RewardFunc
+	correct, done bool
+}
+
+// Restart readies the task for a new answer.
+func (s *Scored) Restart() { s.correct, s.done = false, false }
+
+// Answered reports whether the answer was given.
+func (s *Scored) Answered() bool { return s.done }
+
+// Step implements Env for a single turn: the answer is scored (through
+// Score) and the episode is over; a second answer is an error.
+func (s *Scored) Step(action string) (string, float64, bool, Info, error) {
+	if s.done {
+		return "", 0, true, nil, errors.New("the task was already answered")
+	}
+	r, err := Score(s.Reward, s.Fn, s.Task, action)
+	if err != nil {
+		return "", 0, true, nil, err
+	}
+	s.done, s.correct = true, r.Correct
+	return "", r.Reward, true, r.Info, nil
+}
+
+// Succeeded implements Succeeder: the answer was right.
+func (s *Scored) Succeeded() bool { return s.correct }

@@ -12,7 +12,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"unicode"
 
 	"github.com/agenttrainer/agenttrainer/agents/lm/chat"
 	"github.com/agenttrainer/agenttrainer/envs"
@@ -117,19 +116,6 @@ func New(name string, args envs.Params) (Agent, error) {
 		return nil, fmt.Errorf("text agent %s: %w", name, err)
 	}
 	return a, nil
-}
-
-// pyStrip is Python's str.strip(): it also strips the separators
-// U+001C–U+001F, which Go's unicode.IsSpace does not count as space.
-func pyStrip(s string) string {
-	return strings.TrimFunc(s, func(r rune) bool { return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f) })
-}
-
-// pyLower is Python's str.lower() for what the agents compare: simple case
-// mapping, except İ (U+0130), which Python lowers to i followed by a
-// combining dot (Go lowers it to a plain i).
-func pyLower(s string) string {
-	return strings.ToLower(strings.ReplaceAll(s, "\u0130", "i\u0307"))
 }
 
 func copyMessages(m []chat.Message) []chat.Message { return slices.Clone(m) }

@@ -5,10 +5,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/agenttrainer/agenttrainer/agents/lm/chat"
 	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/internal/pystr"
 )
 
 func init() {
@@ -163,11 +163,11 @@ func ParseFrozenLakeResponse(response string) (thought, action string) {
 	if len(matches) == 0 {
 		return thought, action
 	}
-	last := pyStrip(matches[len(matches)-1][1])
+	last := pystr.Strip(matches[len(matches)-1][1])
 	if i := strings.LastIndex(response, "```"+last+"```"); i >= 0 {
-		thought = pyStrip(response[:i])
+		thought = pystr.Strip(response[:i])
 	}
-	word := pyLower(last)
+	word := pystr.Lower(last)
 	if n, ok := directions[word]; ok {
 		return thought, strconv.Itoa(n)
 	}
@@ -186,10 +186,7 @@ func pyDigits(s string) (int, bool) {
 	}
 	n := 0
 	for _, r := range s {
-		if !unicode.Is(unicode.Nd, r) {
-			return 0, false
-		}
-		d := digitValue(r)
+		d := pystr.Digit(r)
 		if d < 0 {
 			return 0, false
 		}
@@ -199,21 +196,4 @@ func pyDigits(s string) (int, bool) {
 		}
 	}
 	return n, true
-}
-
-// digitValue is a decimal digit's value: every Nd range in Unicode runs
-// from its zero to its nine, so the value is the distance from the range's
-// zero.
-func digitValue(r rune) int {
-	for _, rg := range unicode.Nd.R16 {
-		if rune(rg.Lo) <= r && r <= rune(rg.Hi) {
-			return int(r-rune(rg.Lo)) % 10
-		}
-	}
-	for _, rg := range unicode.Nd.R32 {
-		if rune(rg.Lo) <= r && r <= rune(rg.Hi) {
-			return int(r-rune(rg.Lo)) % 10
-		}
-	}
-	return -1
 }

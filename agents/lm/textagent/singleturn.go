@@ -5,6 +5,7 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/agents/lm/chat"
 	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/internal/pystr"
 )
 
 func init() {
@@ -83,12 +84,12 @@ func (a *SingleTurn) UpdateFromModel(response string) string {
 	}
 	step.ChatCompletions = copyMessages(a.Messages())
 	step.ModelResponse = response
-	step.Action = pyStrip(response)
+	step.Action = pystr.Strip(response)
 	step.Thought = ""
 	if strings.Count(response, "</think>") == 1 {
 		before, after, _ := strings.Cut(response, "</think>")
 		step.Thought = before + "</think>"
-		step.Action = pyStrip(after)
+		step.Action = pystr.Strip(after)
 	}
 	return step.Action
 }

@@ -37,15 +37,11 @@ func init() {
 
 // Env is one countdown task: a single turn.
 type Env struct {
-	task     envs.Params
+	text.Scored
 	question string
-	reward   string
-	fn       text.RewardFunc
 	target   *big.Rat
 	nums     []*big.Rat
 	solution string
-	correct  bool
-	done     bool
 }
 
 // New builds a task from its row: target and nums (rLLM's columns);
@@ -60,11 +56,11 @@ func New(task envs.Params) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{task: task, target: target, nums: nums}
-	if e.reward, err = task.String("reward", "countdown_score"); err != nil {
+	e := &Env{Scored: text.Scored{Task: task}, target: target, nums: nums}
+	if e.Reward, err = task.String("reward", "countdown_score"); err != nil {
 		return nil, err
 	}
-	if e.fn, err = text.LookupReward(e.reward); err != nil {
+	if e.Fn, err = text.LookupReward(e.Reward); err != nil {
 		return nil, err
 	}
 	if e.question, err = task.String("question", ""); err != nil {
@@ -106,30 +102,14 @@ func (e *Env) Reset(task envs.Params) (string, text.Info, error) {
 		}
 		*e = *n
 	}
-	e.done, e.correct = false, false
+	e.Restart()
 	return e.question, text.Info{}, nil
 }
-
-// Step implements text.Env: the answer is scored and the episode is over.
-func (e *Env) Step(action string) (string, float64, bool, text.Info, error) {
-	if e.done {
-		return "", 0, true, nil, fmt.Errorf("the countdown task was already answered")
-	}
-	r, err := text.Score(e.reward, e.fn, e.task, action)
-	if err != nil {
-		return "", 0, true, nil, err
-	}
-	e.done, e.correct = true, r.Correct
-	return "", r.Reward, true, r.Info, nil
-}
-
-// Succeeded implements text.Succeeder.
-func (e *Env) Succeeded() bool { return e.correct }
 
 // Solution implements text.Oracle: the row's solution, or one found by
 // search, in <answer> tags.
 func (e *Env) Solution() (string, bool) {
-	if e.done {
+	if e.Answered() {
 		return "", false
 	}
 	s := e.solution

@@ -7,7 +7,6 @@ import (
 	"math/cmplx"
 	"strconv"
 	"strings"
-	"unicode"
 )
 
 // pyNum is a Python number as eval makes one from the characters rLLM's
@@ -402,7 +401,3 @@ func floatPow(x, y float64) (pyNum, error) {
 	}
 	return pyFloat(r), nil
 }
-
-// isPySpace is Python's str.isspace for one character (what \s matches in
-// a str pattern).
-func isPySpace(r rune) bool { return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f) }

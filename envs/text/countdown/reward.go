@@ -11,6 +11,7 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/envs/text"
+	"github.com/agenttrainer/agenttrainer/internal/pystr"
 )
 
 func init() {
@@ -41,7 +42,7 @@ func ExtractSolution(s string) (string, bool) {
 	if len(m) == 0 {
 		return "", false
 	}
-	return strings.TrimFunc(m[len(m)-1][1], isPySpace), true
+	return pystr.Strip(m[len(m)-1][1]), true
 }
 
 var digitRun = regexp.MustCompile(`\p{Nd}+`)
@@ -55,7 +56,7 @@ func ValidateEquation(eq string, available []*big.Rat) bool {
 		v := new(big.Int)
 		for _, r := range run {
 			v.Mul(v, big.NewInt(10))
-			v.Add(v, big.NewInt(int64(digit(r))))
+			v.Add(v, big.NewInt(int64(pystr.Digit(r))))
 		}
 		used = append(used, new(big.Rat).SetInt(v))
 	}
@@ -73,30 +74,13 @@ func ValidateEquation(eq string, available []*big.Rat) bool {
 	return true
 }
 
-// digit is a decimal digit's value (every Nd range runs zero to nine).
-func digit(r rune) int {
-	for _, t := range []*unicode.RangeTable{unicode.Nd} {
-		for _, rg := range t.R16 {
-			if rune(rg.Lo) <= r && r <= rune(rg.Hi) {
-				return int(r-rune(rg.Lo)) % 10
-			}
-		}
-		for _, rg := range t.R32 {
-			if rune(rg.Lo) <= r && r <= rune(rg.Hi) {
-				return int(r-rune(rg.Lo)) % 10
-			}
-		}
-	}
-	return 0
-}
-
 // allowedChars is evaluate_equation's pattern ^[\d+\-*/().\s]+$.
 func allowedChars(s string) bool {
 	if s == "" {
 		return false
 	}
 	for _, r := range s {
-		if !(unicode.Is(unicode.Nd, r) || strings.ContainsRune("+-*/().", r) || isPySpace(r)) {
+		if !(unicode.Is(unicode.Nd, r) || strings.ContainsRune("+-*/().", r) || pystr.IsSpace(r)) {
 			return false
 		}
 	}

@@ -3,6 +3,8 @@ package qa
 import (
 	"strings"
 	"unicode"
+
+	"github.com/agenttrainer/agenttrainer/internal/pystr"
 )
 
 // parseLatex is rLLM's _parse_latex: \tfrac and \dfrac read as \frac, a
@@ -16,7 +18,7 @@ func parseLatex(expr string) string {
 	p := &latexParser{s: []rune(expr)}
 	out := p.until(0)
 	out = strings.NewReplacer("√", "sqrt", "π", "pi", "∞", "inf", "∪", "U", "·", "*", "×", "*").Replace(out)
-	return pyStrip(out)
+	return pystr.Strip(out)
 }
 
 // latexSymbols are pylatexenc's texts for the macros answers use.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/envs/text"
+	"github.com/agenttrainer/agenttrainer/internal/pystr"
 )
 
 // This file ports rLLM's math reward (rllm/rewards/math_reward.py and
@@ -155,7 +156,7 @@ var beginOfBox = regexp.MustCompile(`<\|begin_of_box\|>([\s\S]*?)<\|end_of_box\|
 func ExtractAnswer(passage string) (string, bool) {
 	if strings.Contains(passage, "<|begin_of_box|>") && strings.Contains(passage, "<|end_of_box|>") {
 		if m := beginOfBox.FindAllStringSubmatch(passage, -1); len(m) > 0 {
-			return pyStrip(m[len(m)-1][1]), true
+			return pystr.Strip(m[len(m)-1][1]), true
 		}
 	}
 	if strings.Contains(passage, "\\boxed") {
@@ -199,9 +200,9 @@ var textPrefix = regexp.MustCompile(`^\\text\{(.+?)\}`)
 
 // MathdNormalize is rLLM's mathd_normalize_answer (Hendrycks' MATH).
 func MathdNormalize(answer string) string {
-	answer = pyStrip(answer)
+	answer = pystr.Strip(answer)
 	if m := textPrefix.FindStringSubmatch(answer); m != nil {
-		answer = pyStrip(m[1])
+		answer = pystr.Strip(m[1])
 	}
 	if s, ok := stripString(answer); ok {
 		return s
@@ -366,7 +367,7 @@ func Normalize(expr string) string {
 	expr = strings.ReplaceAll(expr, " ", "")
 	expr = strings.ReplaceAll(expr, "{", "")
 	expr = strings.ReplaceAll(expr, "}", "")
-	expr = strings.ToLower(strings.ReplaceAll(expr, "\u0130", "i\u0307"))
+	expr = pystr.Lower(expr)
 	if strIsInt(expr) {
 		f, _ := pyFloat(strings.ReplaceAll(expr, ",", ""))
 		expr = truncIntString(f)
@@ -423,7 +424,7 @@ func replaceAllOnce(re *regexp.Regexp, s string) string {
 // a sign, digits of any script with single underscores between them, a
 // point, an exponent, inf, infinity and nan in any case.
 func pyFloat(s string) (float64, bool) {
-	s = strings.TrimFunc(s, isPySpace)
+	s = pystr.Strip(s)
 	if s == "" {
 		return 0, false
 	}
@@ -432,12 +433,12 @@ func pyFloat(s string) (float64, bool) {
 	rs := []rune(s)
 	for i, r := range rs {
 		switch {
-		case unicode.Is(unicode.Nd, r):
-			b.WriteByte(byte('0' + digitValue(r)))
+		case pystr.Digit(r) >= 0:
+			b.WriteByte(byte('0' + pystr.Digit(r)))
 			prevDigit = true
 			continue
 		case r == '_':
-			if !prevDigit || i+1 >= len(rs) || !unicode.Is(unicode.Nd, rs[i+1]) {
+			if !prevDigit || i+1 >= len(rs) || pystr.Digit(rs[i+1]) < 0 {
 				return 0, false
 			}
 		case r < 128:
@@ -471,21 +472,6 @@ func isRangeErr(err error) bool {
 	return ok && ne.Err == strconv.ErrRange
 }
 
-// digitValue is a decimal digit's value (every Nd range runs zero to nine).
-func digitValue(r rune) int {
-	for _, rg := range unicode.Nd.R16 {
-		if rune(rg.Lo) <= r && r <= rune(rg.Hi) {
-			return int(r-rune(rg.Lo)) % 10
-		}
-	}
-	for _, rg := range unicode.Nd.R32 {
-		if rune(rg.Lo) <= r && r <= rune(rg.Hi) {
-			return int(r-rune(rg.Lo)) % 10
-		}
-	}
-	return 0
-}
-
 const tupleChars = "()[]"
 
 // splitTuple is split_tuple: the elements of a tuple or interval, else the
@@ -500,7 +486,7 @@ func splitTuple(expr string) []string {
 		!strings.ContainsAny(string(rs[1:len(rs)-1]), tupleChars) {
 		var out []string
 		for _, e := range strings.Split(string(rs[1:len(rs)-1]), ",") {
-			out = append(out, pyStrip(e))
+			out = append(out, pystr.Strip(e))
 		}
 		return out
 	}
@@ -563,7 +549,3 @@ func equalUnderSympy(truth, given string) bool {
 	}
 	return equalExpressions(truth, given)
 }
-
-func pyStrip(s string) string { return strings.TrimFunc(s, isPySpace) }
-
-func isPySpace(r rune) bool { return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f) }

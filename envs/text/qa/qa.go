@@ -41,12 +41,8 @@ var errMissingAnswer = errors.New("the row has no answer (or ground_truth) to sc
 
 // Env is one question.
 type Env struct {
-	task     envs.Params
+	text.Scored
 	question string
-	reward   string
-	fn       text.RewardFunc
-	correct  bool
-	done     bool
 }
 
 // New builds a question from its row: question (or problem, or prompt),
@@ -58,11 +54,11 @@ func New(task envs.Params) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{task: task, question: q}
-	if e.reward, err = task.String("reward", "math"); err != nil {
+	e := &Env{Scored: text.Scored{Task: task}, question: q}
+	if e.Reward, err = task.String("reward", "math"); err != nil {
 		return nil, err
 	}
-	if e.fn, err = text.LookupReward(e.reward); err != nil {
+	if e.Fn, err = text.LookupReward(e.Reward); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -94,34 +90,18 @@ func (e *Env) Reset(task envs.Params) (string, text.Info, error) {
 		}
 		*e = *n
 	}
-	e.done, e.correct = false, false
+	e.Restart()
 	return e.question, text.Info{}, nil
 }
-
-// Step implements text.Env: the answer is scored and the episode is over.
-func (e *Env) Step(action string) (string, float64, bool, text.Info, error) {
-	if e.done {
-		return "", 0, true, nil, errors.New("the question was already answered")
-	}
-	r, err := text.Score(e.reward, e.fn, e.task, action)
-	if err != nil {
-		return "", 0, true, nil, err
-	}
-	e.done, e.correct = true, r.Correct
-	return "", r.Reward, true, r.Info, nil
-}
-
-// Succeeded implements text.Succeeder.
-func (e *Env) Succeeded() bool { return e.correct }
 
 // Solution implements text.Oracle: the row's (first) answer, boxed for the
 // math verifier, as it is for the others.
 func (e *Env) Solution() (string, bool) {
-	truths, err := groundTruths(e.task)
-	if err != nil || len(truths) == 0 || e.done {
+	truths, err := groundTruths(e.Task)
+	if err != nil || len(truths) == 0 || e.Answered() {
 		return "", false
 	}
-	if e.reward == "math" && !strings.Contains(truths[0], "\\boxed") {
+	if e.Reward == "math" && !strings.Contains(truths[0], "\\boxed") {
 		return "\\boxed{" + truths[0] + "}", true
 	}
 	return truths[0], true
