@@ -26,8 +26,8 @@ func TestScore(t *testing.T) {
 		want string
 	}{
 		{"panics", func(envs.Params, string) (Reward, error) { panic("index out of range") }, "reward function panics failed: index out of range"},
-		{"nan", func(envs.Params, string) (Reward, error) { return Reward{Reward: math.NaN()}, nil }, "reward NaN is not a finite number"},
-		{"inf", func(envs.Params, string) (Reward, error) { return Reward{Reward: math.Inf(1)}, nil }, "reward +Inf is not a finite number"},
+		{"nan", func(envs.Params, string) (Reward, error) { return Reward{Reward: math.NaN()}, nil }, "reward function nan: reward NaN is not a finite number"},
+		{"inf", func(envs.Params, string) (Reward, error) { return Reward{Reward: math.Inf(1)}, nil }, "reward function inf: reward +Inf is not a finite number"},
 		{"fails", func(envs.Params, string) (Reward, error) { return Reward{}, errors.New("no answer column") }, "reward function fails: no answer column"},
 	} {
 		if _, err := Score(tt.name, tt.fn, nil, "x"); err == nil || err.Error() != tt.want {
