@@ -51,7 +51,7 @@ func commands() []command {
 	return []command{
 		{"train", "train headless, printing progress", cmd(train.Parse, train.Run)},
 		{"sweep", "run many trainings from a spec: grid or random search, early stopping, local or Slurm", cmd(sweep.Parse, sweep.Run)},
-		{"data", "write a FrozenLake task file", cmd(data.Parse, data.Run)},
+		{"data", "write task files (FrozenLake, text tasks) and demonstration transcripts", cmd(data.Parse, data.Run)},
 		{"attach", "watch and steer a training running in the background", cmd(attach.Parse, attach.Run)},
 		{"ps", "list the trainings running in the background", cmd(attach.ParsePs, attach.RunPs)},
 		{"serve", "serve the terminal app over SSH", cmd(serve.Parse, serve.Run)},

@@ -26,24 +26,33 @@ type Options struct {
 	MaxSteps int
 	Out      string
 	Exclude  string
+	// Text is `data tasks` or `data demos` (text.go), nil for frozenlake.
+	Text *TextOptions
 }
 
 // help is `agenttrainer data --help`.
-const help = "Usage: agenttrainer data frozenlake --n N --size S --seed SEED --out FILE [options]\n\nWrite a file of FrozenLake tasks; `agenttrainer data frozenlake --help` lists the options.\n"
+const help = "Usage: agenttrainer data frozenlake --n N --size S --seed SEED --out FILE [options]\n" +
+	"       agenttrainer data tasks --env ID --n N --seed SEED --out FILE [--arg k=v ...] [--exclude FILE]\n" +
+	"       agenttrainer data demos --env ID --tasks FILE --out FILE.jsonl\n\n" +
+	"Write a file of FrozenLake tasks, of a text environment's tasks, or demonstration transcripts of\n" +
+	"text tasks; `agenttrainer data KIND --help` lists the options.\n"
 
 // Parse reads data's command line: `frozenlake` and its flags.
 func Parse(args []string) (Options, error) {
 	var o Options
+	if len(args) > 0 && (args[0] == "tasks" || args[0] == "demos") {
+		return parseText(args)
+	}
 	if len(args) == 0 || args[0] != "frozenlake" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			return o, &cmdutil.HelpError{Usage: help}
 		}
-		msg := "data needs the kind of tasks to write: frozenlake"
+		msg := "data needs what to write: frozenlake, tasks or demos"
 		switch {
 		case len(args) > 0 && strings.HasPrefix(args[0], "-"):
-			msg = fmt.Sprintf("data takes no flag %s before the kind of tasks (frozenlake)", args[0])
+			msg = fmt.Sprintf("data takes no flag %s before what to write (frozenlake, tasks or demos)", args[0])
 		case len(args) > 0:
-			msg = fmt.Sprintf("data cannot write %q: the one kind of tasks is frozenlake", args[0])
+			msg = fmt.Sprintf("data cannot write %q: it writes frozenlake, tasks or demos", args[0])
 		}
 		return o, &cmdutil.UsageError{Err: errors.New(msg), Usage: help}
 	}
@@ -72,6 +81,9 @@ func Parse(args []string) (Options, error) {
 
 // Run writes the task file.
 func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
+	if o.Text != nil {
+		return runText(ctx, *o.Text, stdout)
+	}
 	format := strings.TrimPrefix(filepath.Ext(o.Out), ".")
 	opts := frozenlake.FrozenLakeTaskOptions{N: o.N, Size: o.Size, P: o.P, Slippery: o.Slippery, MaxSteps: o.MaxSteps, Seed: o.Seed}
 	if o.Exclude != "" {

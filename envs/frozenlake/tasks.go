@@ -241,7 +241,7 @@ func frozenLakeMapKey(row envs.Params) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	desc, _, _, err := generateFrozenLakeMap(cfg.size, cfg.p, cfg.seed)
+	desc, _, _, err := drawMap(cfg)
 	if err != nil {
 		return "", err
 	}

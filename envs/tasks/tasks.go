@@ -28,9 +28,9 @@ import (
 //     anything else is a string, and an empty cell leaves the column out
 //     of that row.
 //
-// Parquet is not read: the pure-Go Parquet readers are large dependencies
-// (parquet-go with its compression codecs, or Apache Arrow) for what a
-// one-line pandas call converts to JSON Lines; the error says how.
+//   - Parquet (.parquet, .pq): every column of every row group, read with
+//     github.com/parquet-go/parquet-go (what pandas and datasets write,
+//     with their compression codecs); nulls leave the column out of a row.
 //
 // JSON numbers become int64 when they are written without a fraction or
 // exponent and fit, float64 otherwise, as CSV cells do.
@@ -53,15 +53,11 @@ const MaxTaskFile = 1 << 30
 func LoadTasks(path string) ([]envs.Params, error) {
 	ext := strings.ToLower(filepath.Ext(path))
 	switch ext {
-	case ".jsonl", ".ndjson", ".json", ".csv":
-	case ".parquet", ".pq":
-		return nil, fmt.Errorf("task file %s: Parquet is not supported; convert it to JSON Lines, e.g. "+
-			"pandas.read_parquet(%q).to_json(%q, orient=\"records\", lines=True)",
-			path, path, strings.TrimSuffix(path, filepath.Ext(path))+".jsonl")
+	case ".jsonl", ".ndjson", ".json", ".csv", ".parquet", ".pq":
 	case "":
-		return nil, fmt.Errorf("task file %s has no extension; name it .jsonl (JSON Lines) or .csv (with a header row)", path)
+		return nil, fmt.Errorf("task file %s has no extension; name it .jsonl (JSON Lines), .csv (with a header row) or .parquet", path)
 	default:
-		return nil, fmt.Errorf("task file %s: unsupported format %q; use .jsonl (JSON Lines) or .csv (with a header row)", path, ext)
+		return nil, fmt.Errorf("task file %s: unsupported format %q; use .jsonl (JSON Lines), .csv (with a header row) or .parquet", path, ext)
 	}
 	data, err := inputfile.Read(path, MaxTaskFile, "task file")
 	if errors.Is(err, fs.ErrNotExist) {
@@ -81,9 +77,12 @@ func LoadTasks(path string) ([]envs.Params, error) {
 }
 
 // ParseTasks parses the content of a task file whose extension is ext
-// (.csv, or JSON Lines for .jsonl, .ndjson and .json, where a .json file may
-// also hold one JSON array of rows).
+// (.csv, .parquet or .pq, or JSON Lines for .jsonl, .ndjson and .json,
+// where a .json file may also hold one JSON array of rows).
 func ParseTasks(data []byte, ext string) ([]envs.Params, error) {
+	if ext == ".parquet" || ext == ".pq" {
+		return parseParquetTasks(data)
+	}
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte-order mark
 	trimmed := bytes.TrimSpace(data)
 	switch {
