@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Record NumPy random streams for internal/nprand's tests.
 
-Writes internal/nprand/testdata/numpy.json. Run with NumPy 1.24 (Debian's
+Writes internal/nprand/testdata/numpy.json and testdata/draws/generator.json. Run with NumPy 1.24 (Debian's
 python3-numpy): /usr/bin/python3 scripts/record-nprand.py
 Every value is written as a decimal integer or as a float's exact bits
 (float.hex) so that the Go test can compare bit for bit.
@@ -55,3 +55,23 @@ for seed in [0, 1, 7, 123456789, 2**40 + 3]:
     out["generator"].append(rec)
 
 json.dump(out, open(sys.argv[1] if len(sys.argv) > 1 else "internal/nprand/testdata/numpy.json", "w"), indent=1)
+
+# Generator.integers (Lemire, with PCG64's kept half word) and choice with p,
+# interleaved with random() as rLLM's FrozenLake map generation draws them.
+draws = []
+for seed in [0, 3, 42, 577090037, 2**33 + 1]:
+    g = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed)))
+    ops = []
+    for high in [2, 3, 5, 9, 16, 100, 7, 2**31, 2**32, 2**32 + 1, 2**40 + 7, 2**63 - 1, 1, 4]:
+        ops.append({"op": "integers", "low": 0, "high": str(high), "value": str(int(g.integers(0, high)))})
+    ops.append({"op": "integers", "low": -5, "high": "5", "value": str(int(g.integers(-5, 5)))})
+    ops.append({"op": "random", "value": float(g.random()).hex()})
+    ops.append({"op": "integers", "low": 0, "high": "6", "value": str(int(g.integers(0, 6)))})
+    for p in [0.8, 0.663767, 0.1, 1.0, 0.0, 0.6000000000000001]:
+        idx = g.choice(["F", "H"], (3, 3), p=[p, 1 - p])
+        ops.append({"op": "choice2", "p": float(p).hex(), "n": 9, "values": [0 if v == "F" else 1 for v in idx.flatten().tolist()]})
+        ops.append({"op": "integers", "low": 0, "high": "4", "value": str(int(g.integers(0, 4)))})
+    idx = g.choice(4, 7, p=[0.1, 0.2, 0.3, 0.4])
+    ops.append({"op": "choice", "p": [float(x).hex() for x in [0.1, 0.2, 0.3, 0.4]], "n": 7, "values": [int(v) for v in idx]})
+    draws.append({"seed": str(seed), "ops": ops})
+json.dump({"numpy_version": np.__version__, "generator": draws}, open(sys.argv[2] if len(sys.argv) > 2 else "internal/nprand/testdata/draws/generator.json", "w"), indent=0)

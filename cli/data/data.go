@@ -2,7 +2,6 @@
 package data
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
+	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/envs/frozenlake"
 	"github.com/agenttrainer/agenttrainer/envs/tasks"
 	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
@@ -26,24 +26,33 @@ type Options struct {
 	MaxSteps int
 	Out      string
 	Exclude  string
+	// Text is `data tasks` or `data demos` (text.go), nil for frozenlake.
+	Text *TextOptions
 }
 
 // help is `agenttrainer data --help`.
-const help = "Usage: agenttrainer data frozenlake --n N --size S --seed SEED --out FILE [options]\n\nWrite a file of FrozenLake tasks; `agenttrainer data frozenlake --help` lists the options.\n"
+const help = "Usage: agenttrainer data frozenlake --n N --size S --seed SEED --out FILE [options]\n" +
+	"       agenttrainer data tasks --env ID --n N --seed SEED --out FILE [--arg k=v ...] [--exclude FILE]\n" +
+	"       agenttrainer data demos --env ID --tasks FILE --out FILE.jsonl\n\n" +
+	"Write a file of FrozenLake tasks, of a text environment's tasks, or demonstration transcripts of\n" +
+	"text tasks; `agenttrainer data KIND --help` lists the options.\n"
 
 // Parse reads data's command line: `frozenlake` and its flags.
 func Parse(args []string) (Options, error) {
 	var o Options
+	if len(args) > 0 && (args[0] == "tasks" || args[0] == "demos") {
+		return parseText(args)
+	}
 	if len(args) == 0 || args[0] != "frozenlake" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			return o, &cmdutil.HelpError{Usage: help}
 		}
-		msg := "data needs the kind of tasks to write: frozenlake"
+		msg := "data needs what to write: frozenlake, tasks or demos"
 		switch {
 		case len(args) > 0 && strings.HasPrefix(args[0], "-"):
-			msg = fmt.Sprintf("data takes no flag %s before the kind of tasks (frozenlake)", args[0])
+			msg = fmt.Sprintf("data takes no flag %s before what to write (frozenlake, tasks or demos)", args[0])
 		case len(args) > 0:
-			msg = fmt.Sprintf("data cannot write %q: the one kind of tasks is frozenlake", args[0])
+			msg = fmt.Sprintf("data cannot write %q: it writes frozenlake, tasks or demos", args[0])
 		}
 		return o, &cmdutil.UsageError{Err: errors.New(msg), Usage: help}
 	}
@@ -71,7 +80,10 @@ func Parse(args []string) (Options, error) {
 }
 
 // Run writes the task file.
-func Run(_ context.Context, o Options, stdout, stderr io.Writer) error {
+func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
+	if o.Text != nil {
+		return runText(ctx, *o.Text, stdout)
+	}
 	format := strings.TrimPrefix(filepath.Ext(o.Out), ".")
 	opts := frozenlake.FrozenLakeTaskOptions{N: o.N, Size: o.Size, P: o.P, Slippery: o.Slippery, MaxSteps: o.MaxSteps, Seed: o.Seed}
 	if o.Exclude != "" {
@@ -80,17 +92,36 @@ func Run(_ context.Context, o Options, stdout, stderr io.Writer) error {
 			return cmdutil.Configf("--exclude: %v", err)
 		}
 	}
-	rows, err := frozenlake.GenerateFrozenLakeTasks(opts)
-	if err != nil {
-		return &cmdutil.ConfigError{Err: err}
-	}
-	var buf bytes.Buffer
-	if err := tasks.WriteTasks(&buf, format, frozenlake.FrozenLakeColumns, rows); err != nil {
+	// The rows go to the file as they are drawn (a large set is never held
+	// whole); a draw that fails leaves no file. An interrupt ends it.
+	n := 0
+	var genErr error
+	err := atomicfile.Stream(o.Out, 0o644, func(w io.Writer) error {
+		tw, err := tasks.NewWriter(w, format, frozenlake.FrozenLakeColumns)
+		if err != nil {
+			return err
+		}
+		opts.Cancel = ctx.Done()
+		genErr = frozenlake.EachFrozenLakeTask(opts, func(row envs.Params) error {
+			n++
+			return tw.Write(row)
+		})
+		if frozenlake.IsCancelled(genErr) {
+			genErr = cmdutil.ErrInterrupted
+		}
+		if genErr != nil {
+			return genErr
+		}
+		return tw.Flush()
+	})
+	switch {
+	case genErr != nil && errors.Is(genErr, cmdutil.ErrInterrupted):
+		return genErr
+	case genErr != nil:
+		return &cmdutil.ConfigError{Err: genErr}
+	case err != nil:
 		return err
 	}
-	if err := atomicfile.Write(o.Out, buf.Bytes(), 0o644); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "wrote %d FrozenLake tasks (%d×%d, p %.2f, slippery %v) to %s\n", len(rows), o.Size, o.Size, o.P, o.Slippery, o.Out)
+	fmt.Fprintf(stdout, "wrote %d FrozenLake tasks (%d×%d, p %.2f, slippery %v) to %s\n", n, o.Size, o.Size, o.P, o.Slippery, o.Out)
 	return nil
 }

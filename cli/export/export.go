@@ -2,18 +2,20 @@
 package export
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
+	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
+	"github.com/agenttrainer/agenttrainer/internal/inputfile"
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
@@ -47,21 +49,19 @@ func Parse(args []string) (Options, error) {
 
 // Run writes the run's metrics as CSV.
 func Run(_ context.Context, o Options, stdout, stderr io.Writer) error {
-	src, err := os.Open(filepath.Join(o.RunDir, runstore.MetricsFile))
+	path := filepath.Join(o.RunDir, runstore.MetricsFile)
+	src, st, err := inputfile.Open(path, "metrics file")
 	if err != nil {
-		return cmdutil.Configf("%s is not a run directory with metrics: %v", o.RunDir, err)
+		return cmdutil.Configf("%s is not a run directory with metrics: %v", termtext.Clean(o.RunDir), termtext.Error(err))
 	}
 	defer src.Close()
-	w := stdout
-	if o.Out != "" {
-		f, err := os.Create(o.Out)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
+	if st.Size() > runstore.MaxMetricsFile {
+		return cmdutil.Configf("%v", termtext.Error(&inputfile.TooBigError{Path: path, What: "metrics file", Size: st.Size(), Limit: runstore.MaxMetricsFile}))
 	}
-	return metricsToCSV(src, w)
+	if o.Out == "" {
+		return metricsToCSV(src, path, stdout)
+	}
+	return atomicfile.Stream(o.Out, 0o644, func(w io.Writer) error { return metricsToCSV(src, path, w) })
 }
 
 // metricsColumns are the metric names in the order of the record type.
@@ -75,31 +75,37 @@ func metricsColumns() []string {
 }
 
 // metricsToCSV converts metrics records to CSV, numbers as written (null as
-// an empty cell), stopping quietly at a torn last line.
-func metricsToCSV(r io.Reader, w io.Writer) error {
+// an empty cell), stopping quietly at a torn last line. A line that is not
+// a record, or one longer than a record can be, is an error naming its
+// number (path names the file).
+func metricsToCSV(r io.Reader, path string, w io.Writer) error {
 	cols := metricsColumns()
 	cw := csv.NewWriter(w)
 	cw.Write(cols)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<16), 1<<24)
 	row := make([]string, len(cols))
-	for line := 1; sc.Scan(); line++ {
+	err := inputfile.Lines(r, path, runstore.MaxRecordLine, func(n int, line []byte, complete bool) error {
+		if len(bytes.TrimSpace(line)) == 0 {
+			return nil
+		}
 		var rec map[string]json.RawMessage
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return fmt.Errorf("metrics.jsonl line %d is not JSON: %v", line, err)
+		if err := json.Unmarshal(line, &rec); err != nil {
+			if !complete {
+				return nil // the writer has not finished it
+			}
+			return fmt.Errorf("%s line %d is not a metrics record: %v", path, n, err)
 		}
 		for i, c := range cols {
 			v := string(rec[c])
 			if v == "null" {
 				v = ""
 			}
-			row[i] = v
+			row[i] = termtext.Clean(v) // a cell holds what the file says: no control characters
 		}
-		cw.Write(row)
-	}
+		return cw.Write(row)
+	})
 	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return err
+	if err != nil {
+		return cmdutil.Configf("%v", termtext.Error(err))
 	}
-	return sc.Err()
+	return cw.Error()
 }

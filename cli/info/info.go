@@ -7,9 +7,11 @@ import (
 	"io"
 
 	"github.com/agenttrainer/agenttrainer/agents"
+	"github.com/agenttrainer/agenttrainer/agents/lm/textagent"
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
 	"github.com/agenttrainer/agenttrainer/envs"
 	_ "github.com/agenttrainer/agenttrainer/envs/builtin" // list them all
+	"github.com/agenttrainer/agenttrainer/envs/text"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
@@ -37,6 +39,20 @@ func RunList(_ context.Context, _ ListOptions, stdout, stderr io.Writer) error {
 			kind = e.ActionSpace().Kind.String()
 		}
 		fmt.Fprintf(stdout, "  %-26s %-10s %s\n", id, kind, s.Description)
+	}
+	fmt.Fprintln(stdout, "\nText environments (env.id, for language-model agents; the text agent that plays each):")
+	for _, id := range text.IDs() {
+		s, _ := text.Lookup(id)
+		fmt.Fprintf(stdout, "  %-26s %-11s %s\n", id, s.Agent, s.Description)
+	}
+	fmt.Fprintln(stdout, "\nText agents:")
+	for _, name := range textagent.Names() {
+		s, _ := textagent.Lookup(name)
+		fmt.Fprintf(stdout, "  %-12s %s\n", name, s.Description)
+	}
+	fmt.Fprintln(stdout, "\nReward functions (a QA dataset's reward):")
+	for _, name := range text.RewardNames() {
+		fmt.Fprintf(stdout, "  %-16s %s\n", name, text.RewardDescription(name))
 	}
 	return nil
 }

@@ -31,7 +31,7 @@ func TestList(t *testing.T) {
 	if err := RunList(context.Background(), ListOptions{}, &out, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"CartPole-v1", "mlp", "random", "discrete"} {
+	for _, want := range []string{"CartPole-v1", "mlp", "random", "discrete", "TextFrozenLake-v0", "Countdown-v0", "Arithmetic-v0", "QA-v0", "single_turn", "countdown_score"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("list lacks %q:\n%s", want, out.String())
 		}

@@ -47,6 +47,9 @@ func init() {
 //	max_steps   100    steps before an episode is truncated (> 0)
 //	max_size    8      the largest lake the observation holds (2…16)
 //	obs         "egocentric" or "grid" (see below)
+//	generator   "pcg" (this package's stream) or "rllm": the very map rLLM's
+//	            text FrozenLake draws from the same size, p and seed
+//	            (RLLMMap, NumPy's stream, rLLM's depth-5 validity search)
 //
 // uid, index and question (rLLM's dataset bookkeeping) are accepted and
 // ignored; any other key is an error. max_size and obs fix the observation's
@@ -108,10 +111,11 @@ type frozenLakeConfig struct {
 	maxSize  int
 	grid     bool   // the "grid" observation instead of "egocentric"
 	fixed    string // a given map's rows, "/"-separated; "" to generate one
+	rllm     bool   // draw the map as rLLM does (generator = "rllm")
 }
 
 var (
-	frozenLakeArgNames = []string{"size", "p", "seed", "map", "is_slippery", "max_steps", "max_size", "obs"}
+	frozenLakeArgNames = []string{"size", "p", "seed", "map", "is_slippery", "max_steps", "max_size", "obs", "generator"}
 
 	// gymnasiumMaps are Gymnasium's named FrozenLake maps; "4x4" is what
 	// FrozenLake-v1 plays when nothing says which lake (a generated default
@@ -214,11 +218,14 @@ func parseFrozenLakeArgs(args envs.Params) (frozenLakeConfig, error) {
 	default:
 		return cfg, fmt.Errorf("obs must be \"egocentric\" or \"grid\", got %q", obs)
 	}
+	if cfg.rllm, err = parseGenerator(args); err != nil {
+		return cfg, err
+	}
 	return cfg, nil
 }
 
 func newFrozenLake(cfg frozenLakeConfig) (*FrozenLake, error) {
-	desc, start, shortest, err := generateFrozenLakeMap(cfg.size, cfg.p, cfg.seed)
+	desc, start, shortest, err := drawMap(cfg)
 	if cfg.fixed != "" {
 		desc = []byte(strings.ReplaceAll(cfg.fixed, "/", ""))
 		start = strings.IndexByte(string(desc), 'S')

@@ -353,8 +353,8 @@ func TestFrozenLakeArgs(t *testing.T) {
 		{envs.Params{"max_steps": []any{1}}, `max_steps must be an integer, got a list`},
 		{envs.Params{"obs": "pixels"}, `obs must be "egocentric" or "grid", got "pixels"`},
 		{envs.Params{"obs": 1}, `obs must be a string, got 1`},
-		{envs.Params{"slippery": true}, `unknown argument "slippery" (it takes size, p, seed, map, is_slippery, max_steps, max_size, obs)`},
-		{envs.Params{"b": 1, "a": 2, "size": 4}, `unknown arguments "a", "b" (it takes size, p, seed, map, is_slippery, max_steps, max_size, obs)`},
+		{envs.Params{"slippery": true}, `unknown argument "slippery" (it takes size, p, seed, map, is_slippery, max_steps, max_size, obs, generator)`},
+		{envs.Params{"b": 1, "a": 2, "size": 4}, `unknown arguments "a", "b" (it takes size, p, seed, map, is_slippery, max_steps, max_size, obs, generator)`},
 	}
 	for _, c := range bad {
 		_, err := envs.Make("FrozenLake-v1", c.args)

@@ -28,9 +28,9 @@ import (
 //     anything else is a string, and an empty cell leaves the column out
 //     of that row.
 //
-// Parquet is not read: the pure-Go Parquet readers are large dependencies
-// (parquet-go with its compression codecs, or Apache Arrow) for what a
-// one-line pandas call converts to JSON Lines; the error says how.
+//   - Parquet (.parquet, .pq): every column of every row group, read with
+//     github.com/parquet-go/parquet-go (what pandas and datasets write,
+//     with their compression codecs); nulls leave the column out of a row.
 //
 // JSON numbers become int64 when they are written without a fraction or
 // exponent and fit, float64 otherwise, as CSV cells do.
@@ -53,15 +53,11 @@ const MaxTaskFile = 1 << 30
 func LoadTasks(path string) ([]envs.Params, error) {
 	ext := strings.ToLower(filepath.Ext(path))
 	switch ext {
-	case ".jsonl", ".ndjson", ".json", ".csv":
-	case ".parquet", ".pq":
-		return nil, fmt.Errorf("task file %s: Parquet is not supported; convert it to JSON Lines, e.g. "+
-			"pandas.read_parquet(%q).to_json(%q, orient=\"records\", lines=True)",
-			path, path, strings.TrimSuffix(path, filepath.Ext(path))+".jsonl")
+	case ".jsonl", ".ndjson", ".json", ".csv", ".parquet", ".pq":
 	case "":
-		return nil, fmt.Errorf("task file %s has no extension; name it .jsonl (JSON Lines) or .csv (with a header row)", path)
+		return nil, fmt.Errorf("task file %s has no extension; name it .jsonl (JSON Lines), .csv (with a header row) or .parquet", path)
 	default:
-		return nil, fmt.Errorf("task file %s: unsupported format %q; use .jsonl (JSON Lines) or .csv (with a header row)", path, ext)
+		return nil, fmt.Errorf("task file %s: unsupported format %q; use .jsonl (JSON Lines), .csv (with a header row) or .parquet", path, ext)
 	}
 	data, err := inputfile.Read(path, MaxTaskFile, "task file")
 	if errors.Is(err, fs.ErrNotExist) {
@@ -81,9 +77,12 @@ func LoadTasks(path string) ([]envs.Params, error) {
 }
 
 // ParseTasks parses the content of a task file whose extension is ext
-// (.csv, or JSON Lines for .jsonl, .ndjson and .json, where a .json file may
-// also hold one JSON array of rows).
+// (.csv, .parquet or .pq, or JSON Lines for .jsonl, .ndjson and .json,
+// where a .json file may also hold one JSON array of rows).
 func ParseTasks(data []byte, ext string) ([]envs.Params, error) {
+	if ext == ".parquet" || ext == ".pq" {
+		return parseParquetTasks(data)
+	}
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte-order mark
 	trimmed := bytes.TrimSpace(data)
 	switch {
@@ -353,54 +352,84 @@ func CheckFormat(format string) error {
 // "csv" (a header of columns); a column a row lacks is left out (JSON) or
 // empty (CSV).
 func WriteTasks(w io.Writer, format string, columns []string, rows []envs.Params) error {
-	if err := CheckFormat(format); err != nil {
+	tw, err := NewWriter(w, format, columns)
+	if err != nil {
 		return err
 	}
-	if format == "csv" {
-		cw := csv.NewWriter(w)
-		if err := cw.Write(columns); err != nil {
-			return err
-		}
-		rec := make([]string, len(columns))
-		for _, row := range rows {
-			for i, c := range columns {
-				rec[i] = ""
-				if v, ok := row[c]; ok {
-					rec[i] = csvCell(v)
-				}
-			}
-			if err := cw.Write(rec); err != nil {
-				return err
-			}
-		}
-		cw.Flush()
-		return cw.Error()
-	}
-	var b bytes.Buffer
 	for _, row := range rows {
-		b.Reset()
-		b.WriteByte('{')
-		sep := ""
-		for _, c := range columns {
-			v, ok := row[c]
-			if !ok {
-				continue
-			}
-			k, _ := json.Marshal(c)
-			x, err := json.Marshal(v)
-			if err != nil {
-				return fmt.Errorf("column %s: %v", c, err)
-			}
-			b.WriteString(sep)
-			b.Write(k)
-			b.WriteString(": ")
-			b.Write(x)
-			sep = ", "
-		}
-		b.WriteString("}\n")
-		if _, err := w.Write(b.Bytes()); err != nil {
+		if err := tw.Write(row); err != nil {
 			return err
 		}
+	}
+	return tw.Flush()
+}
+
+// Writer writes task rows one at a time, as WriteTasks does, so that a
+// large set is never held whole.
+type Writer struct {
+	w       io.Writer
+	csv     *csv.Writer
+	columns []string
+	rec     []string
+	b       bytes.Buffer
+}
+
+// NewWriter starts a task file of format ("jsonl" or "csv") on w.
+func NewWriter(w io.Writer, format string, columns []string) (*Writer, error) {
+	if err := CheckFormat(format); err != nil {
+		return nil, err
+	}
+	tw := &Writer{w: w, columns: columns}
+	if format == "csv" {
+		tw.csv, tw.rec = csv.NewWriter(w), make([]string, len(columns))
+		if err := tw.csv.Write(columns); err != nil {
+			return nil, err
+		}
+	}
+	return tw, nil
+}
+
+// Write writes one row.
+func (tw *Writer) Write(row envs.Params) error {
+	if tw.csv != nil {
+		for i, c := range tw.columns {
+			tw.rec[i] = ""
+			if v, ok := row[c]; ok {
+				tw.rec[i] = csvCell(v)
+			}
+		}
+		return tw.csv.Write(tw.rec)
+	}
+	b := &tw.b
+	b.Reset()
+	b.WriteByte('{')
+	sep := ""
+	for _, c := range tw.columns {
+		v, ok := row[c]
+		if !ok {
+			continue
+		}
+		k, _ := json.Marshal(c)
+		x, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("column %s: %v", c, err)
+		}
+		b.WriteString(sep)
+		b.Write(k)
+		b.WriteString(": ")
+		b.Write(x)
+		sep = ", "
+	}
+	b.WriteString("}\n")
+	_, err := tw.w.Write(b.Bytes())
+	return err
+}
+
+// Flush writes what is buffered (CSV).
+func (tw *Writer) Flush() error {
+	if tw.csv != nil {
+		tw.csv.Flush()
+		return tw.csv.Error()
 	}
 	return nil
 }

@@ -2,8 +2,12 @@ package nprand
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"math"
 	"math/bits"
+	"slices"
+	"sort"
 )
 
 // SeedSequence constants (NumPy's bit_generator.pyx, after O'Neill's
@@ -140,8 +144,13 @@ func (p *PCG64) Uint64() uint64 {
 }
 
 // Generator is numpy.random.Generator over PCG64, for the draws the worlds
-// here make.
-type Generator struct{ PCG64 }
+// here make. MarshalBinary saves the PCG64 state only, not the half word
+// Uint32 keeps, so a stream that draws Integers is not snapshotted whole.
+type Generator struct {
+	PCG64
+	hasUint32 bool
+	uinteger  uint32
+}
 
 // NewGenerator returns Generator(PCG64(SeedSequence(seed))), which is what
 // Gymnasium's seeding.np_random(seed) builds.
@@ -184,4 +193,117 @@ func (p *PCG64) UnmarshalBinary(b []byte) error {
 	p.stateHi, p.stateLo = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
 	p.incHi, p.incLo = binary.LittleEndian.Uint64(b[16:]), binary.LittleEndian.Uint64(b[24:])
 	return nil
+}
+
+// Uint32 is PCG64's next_uint32: the low half of a fresh 64-bit word, the
+// high half kept for the next call. Generator.integers draws its bounded
+// 32-bit values this way; random() does not touch the kept half.
+func (g *Generator) Uint32() uint32 {
+	if g.hasUint32 {
+		g.hasUint32 = false
+		return g.uinteger
+	}
+	w := g.Uint64()
+	g.hasUint32, g.uinteger = true, uint32(w>>32)
+	return uint32(w)
+}
+
+// Integers is integers(low, high) for one int64: uniform in [low, high),
+// drawn by Lemire's multiply-and-reject (NumPy's default for Generator):
+// from 32-bit draws when high−1−low fits in 32 bits, else from 64-bit
+// ones. A range of one value draws nothing. It panics when high <= low,
+// where NumPy raises ValueError.
+func (g *Generator) Integers(low, high int64) int64 {
+	if high <= low {
+		panic("nprand: Integers needs low < high")
+	}
+	rng := uint64(high) - 1 - uint64(low)
+	switch {
+	case rng == 0:
+		return low
+	case rng == math.MaxUint32:
+		return low + int64(g.Uint32())
+	case rng < math.MaxUint32:
+		return low + int64(g.lemire32(uint32(rng)))
+	case rng == math.MaxUint64:
+		return low + int64(g.Uint64())
+	}
+	return low + int64(g.lemire64(rng))
+}
+
+// lemire32 is buffered_bounded_lemire_uint32: a value in [0, rng].
+func (g *Generator) lemire32(rng uint32) uint32 {
+	excl := uint64(rng) + 1
+	m := uint64(g.Uint32()) * excl
+	if leftover := uint32(m); uint64(leftover) < excl {
+		threshold := uint32((math.MaxUint32 - uint64(rng)) % excl)
+		for leftover < threshold {
+			m = uint64(g.Uint32()) * excl
+			leftover = uint32(m)
+		}
+	}
+	return uint32(m >> 32)
+}
+
+// lemire64 is bounded_lemire_uint64: a value in [0, rng].
+func (g *Generator) lemire64(rng uint64) uint64 {
+	excl := rng + 1
+	hi, lo := bits.Mul64(g.Uint64(), excl)
+	if lo < excl {
+		threshold := (math.MaxUint64 - rng) % excl
+		for lo < threshold {
+			hi, lo = bits.Mul64(g.Uint64(), excl)
+		}
+	}
+	return hi
+}
+
+// ChoiceP is choice(len(p), size=n, p=p) with replacement: n indices drawn
+// by inverting the cumulative sums of p (normalised by their last value)
+// at n successive random() values, as NumPy does (searchsorted, side
+// "right"). p is checked as NumPy checks it: no NaN, no negative entry, a
+// (Kahan) sum within √ε of 1; the error says which check failed.
+func (g *Generator) ChoiceP(p []float64, n int) ([]int, error) {
+	if len(p) == 0 {
+		return nil, errors.New("a cannot be empty unless no samples are taken")
+	}
+	var sum, c float64 // kahan_sum
+	for _, x := range p {
+		y := x - c
+		t := sum + y
+		c = (t - sum) - y
+		sum = t
+	}
+	switch {
+	case math.IsNaN(sum):
+		return nil, errors.New("probabilities contain NaN")
+	case slices.ContainsFunc(p, func(x float64) bool { return x < 0 }):
+		return nil, errors.New("probabilities are not non-negative")
+	case math.Abs(sum-1) > math.Sqrt(0x1p-52):
+		return nil, errors.New("probabilities do not sum to 1")
+	}
+	cdf := make([]float64, len(p))
+	acc := 0.0
+	for i, x := range p {
+		acc += x
+		cdf[i] = acc
+	}
+	last := cdf[len(cdf)-1]
+	for i := range cdf {
+		cdf[i] /= last
+	}
+	out := make([]int, n)
+	for i := range out {
+		u := g.Random()
+		// The number of cdf entries <= u.
+		out[i] = sort.Search(len(cdf), func(k int) bool { return cdf[k] > u })
+	}
+	return out, nil
+}
+
+// Seed re-seeds g as Generator(PCG64(SeedSequence(seed))), dropping any
+// half word kept by Uint32.
+func (g *Generator) Seed(seed uint64) {
+	g.PCG64.Seed(seed)
+	g.hasUint32, g.uinteger = false, 0
 }

@@ -59,7 +59,7 @@ type AgentConfig struct {
 	Conv       [][]int `toml:"conv" check:"conv"`
 	Hidden     []int   `toml:"hidden" check:"each[1,65536]"`
 	Activation string  `toml:"activation" check:"oneof=tanh|relu"`
-	LogStdInit float64 `toml:"log_std_init"`
+	LogStdInit float64 `toml:"log_std_init" check:"[-20,20]"` // exp(±20): a std float32 squares without overflow
 }
 
 // PPOConfig holds the algorithm's hyperparameters (CleanRL's names).
@@ -75,8 +75,8 @@ type PPOConfig struct {
 	NormAdv        bool    `toml:"norm_adv" live:""`
 	ClipCoef       float64 `toml:"clip_coef" live:"" check:">0"`
 	ClipVLoss      bool    `toml:"clip_vloss" live:""`
-	EntCoef        float64 `toml:"ent_coef" live:"" check:">=0"`
-	VFCoef         float64 `toml:"vf_coef" live:"" check:">=0"`
+	EntCoef        float64 `toml:"ent_coef" live:"" check:">=0"` // at most MaxLossCoef (Validate)
+	VFCoef         float64 `toml:"vf_coef" live:"" check:">=0"`  // at most MaxLossCoef (Validate)
 	MaxGradNorm    float64 `toml:"max_grad_norm" live:"" check:">0"`
 	TargetKL       float64 `toml:"target_kl" live:"" check:">=0"`
 	AdvEstimator   string  `toml:"adv_estimator" check:"oneof=gae|grpo|rloo"`

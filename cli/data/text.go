@@ -1,0 +1,164 @@
+package data
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
+	"github.com/agenttrainer/agenttrainer/envs"
+	_ "github.com/agenttrainer/agenttrainer/envs/builtin" // the text worlds
+	"github.com/agenttrainer/agenttrainer/envs/tasks"
+	"github.com/agenttrainer/agenttrainer/envs/text"
+	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
+	"github.com/agenttrainer/agenttrainer/trainer/textrl"
+)
+
+// TextOptions are `data tasks` and `data demos`' flags.
+type TextOptions struct {
+	Demos     bool // data demos: transcripts instead of task rows
+	Env       string
+	N         int
+	Seed      int64
+	Args      envs.Params // --arg k=v: the task set's shape
+	AgentArgs envs.Params // --agent-arg k=v
+	Tasks     string      // data demos: the task file to demonstrate
+	Exclude   string
+	Out       string
+}
+
+// kvFlag collects repeated key=value flags, values typed as a task file's
+// CSV cells are (integers, floats, true/false, else strings).
+type kvFlag struct{ p envs.Params }
+
+func (k *kvFlag) String() string { return "" }
+
+func (k *kvFlag) Set(s string) error {
+	key, val, ok := strings.Cut(s, "=")
+	if !ok || key == "" {
+		return fmt.Errorf("want key=value, got %q", s)
+	}
+	row, err := tasks.ParseTasks([]byte("x\n"+val+"\n"), ".csv")
+	if err != nil || len(row) != 1 {
+		k.p[key] = val
+		return nil
+	}
+	k.p[key] = row[0]["x"]
+	return nil
+}
+
+func textIDs() string { return strings.Join(text.IDs(), ", ") }
+
+// parseText reads `data tasks` and `data demos`.
+func parseText(args []string) (Options, error) {
+	o := TextOptions{Demos: args[0] == "demos", Args: envs.Params{}, AgentArgs: envs.Params{}}
+	var fs *cmdutil.Flags
+	if o.Demos {
+		fs = cmdutil.NewFlags("data demos", "--env ID --tasks FILE --out FILE.jsonl [--agent-arg k=v ...]",
+			"write demonstrations: each task played with its best answers through the agent a training run uses, one chat transcript (JSON) per line, for supervised warm start")
+		fs.StringVar(&o.Tasks, "tasks", "", "task `file` to demonstrate (.jsonl, .csv or .parquet)")
+		fs.Var(&kvFlag{o.AgentArgs}, "agent-arg", "the text agent's argument `key=value` (repeatable), as agent.args")
+	} else {
+		fs = cmdutil.NewFlags("data tasks", "--env ID --n N --seed SEED --out FILE [--arg k=v ...] [--exclude FILE]",
+			"write a file of generated tasks for a text environment, none of them in --exclude (make a validation set apart from its training set)")
+		fs.IntVar(&o.N, "n", 1000, "number of tasks (distinct)")
+		fs.Int64Var(&o.Seed, "seed", 1, "seed of the task set; different seeds give different sets")
+		fs.Var(&kvFlag{o.Args}, "arg", "a shape of the set as `key=value` (repeatable): TextFrozenLake-v0 size, p, is_slippery, max_steps; Arithmetic-v0 digits, min_digits, ops; Countdown-v0 count, max_num, max_target")
+		fs.StringVar(&o.Exclude, "exclude", "", "task `file` whose tasks must not appear")
+	}
+	fs.StringVar(&o.Env, "env", "", "text environment: "+textIDs())
+	fs.StringVar(&o.Out, "out", "", "`file` to write")
+	rest, err := fs.ParseArgs(args[1:])
+	if err != nil {
+		return Options{}, err
+	}
+	if len(rest) > 0 || o.Out == "" || o.Env == "" || (o.Demos && o.Tasks == "") {
+		need := "--env ID and --out FILE"
+		if o.Demos {
+			need = "--env ID, --tasks FILE and --out FILE"
+		}
+		return Options{}, cmdutil.Usagef("data %s needs %s (and takes no other arguments)", args[0], need)
+	}
+	spec, ok := text.Lookup(o.Env)
+	if !ok {
+		return Options{}, cmdutil.Usagef("--env %q is not a text environment (%s)", o.Env, textIDs())
+	}
+	ext := filepath.Ext(o.Out)
+	switch {
+	case o.Demos && ext != ".jsonl":
+		return Options{}, cmdutil.Usagef("%s: demonstrations are JSON Lines; name the file .jsonl", o.Out)
+	case !o.Demos && ext != ".jsonl" && ext != ".csv":
+		return Options{}, cmdutil.Usagef("%s: name the file .jsonl or .csv to choose its format", o.Out)
+	case !o.Demos && spec.Generate == nil:
+		return Options{}, cmdutil.Usagef("%s makes no tasks of its own (it reads a dataset); `data tasks` works for the environments that do", o.Env)
+	}
+	return Options{Text: &o}, nil
+}
+
+// runText writes generated tasks or demonstrations.
+func runText(_ context.Context, o TextOptions, stdout io.Writer) error {
+	spec, _ := text.Lookup(o.Env)
+	if o.Demos {
+		rows, err := tasks.LoadTasks(o.Tasks)
+		if err != nil {
+			return cmdutil.Configf("--tasks: %v", err)
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		for i, row := range rows {
+			tr, err := textrl.Demonstrate(textrl.MultiTurnOptions{Env: o.Env, AgentArgs: o.AgentArgs, MaxTurns: 1 << 10}, row)
+			if err != nil {
+				return cmdutil.Configf("%s, task %d: %v", o.Tasks, i+1, err)
+			}
+			if err := enc.Encode(tr); err != nil {
+				return err
+			}
+		}
+		if err := atomicfile.Write(o.Out, buf.Bytes(), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %d %s demonstrations to %s\n", len(rows), o.Env, o.Out)
+		return nil
+	}
+	gen := text.GenerateOptions{N: o.N, Seed: o.Seed, Args: o.Args, Exclude: map[string]bool{}}
+	if o.Exclude != "" {
+		rows, err := tasks.LoadTasks(o.Exclude)
+		if err != nil {
+			return cmdutil.Configf("--exclude: %v", err)
+		}
+		for i, row := range rows {
+			key, err := spec.Key(row)
+			if err != nil {
+				return cmdutil.Configf("--exclude %s, task %d: %v", o.Exclude, i+1, err)
+			}
+			gen.Exclude[key] = true
+		}
+	}
+	rows, err := spec.Generate(gen)
+	if err != nil {
+		return &cmdutil.ConfigError{Err: err}
+	}
+	var buf bytes.Buffer
+	format := strings.TrimPrefix(filepath.Ext(o.Out), ".")
+	if format == "csv" {
+		for _, c := range spec.Columns {
+			switch rows[0][c].(type) {
+			case []any, map[string]any:
+				return cmdutil.Configf("%s rows hold a list (%s), which a CSV cell cannot; name the file .jsonl", o.Env, c)
+			}
+		}
+	}
+	if err := tasks.WriteTasks(&buf, format, spec.Columns, rows); err != nil {
+		return err
+	}
+	if err := atomicfile.Write(o.Out, buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %d %s tasks to %s\n", len(rows), o.Env, o.Out)
+	return nil
+}

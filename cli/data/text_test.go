@@ -1,0 +1,139 @@
+package data
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
+	"github.com/agenttrainer/agenttrainer/envs/tasks"
+	"github.com/agenttrainer/agenttrainer/envs/text"
+)
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	o, err := Parse(args)
+	if err != nil {
+		return "", err
+	}
+	var out bytes.Buffer
+	err = Run(context.Background(), o, &out, &out)
+	return out.String(), err
+}
+
+// Training and validation sets of every generating text environment share
+// no task, and each validation task's demonstration is a solved chat.
+func TestTextTasksAndDemos(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		env  string
+		args []string
+	}{
+		{"TextFrozenLake-v0", []string{"--arg", "size=4", "--arg", "max_steps=8"}},
+		{"Arithmetic-v0", []string{"--arg", "digits=2"}},
+		{"Countdown-v0", []string{"--arg", "count=3"}},
+	} {
+		train := filepath.Join(dir, tt.env+"-train.jsonl")
+		val := filepath.Join(dir, tt.env+"-val.jsonl")
+		demos := filepath.Join(dir, tt.env+"-demos.jsonl")
+		if _, err := run(t, append([]string{"tasks", "--env", tt.env, "--n", "100", "--seed", "1", "--out", train}, tt.args...)...); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := run(t, append([]string{"tasks", "--env", tt.env, "--n", "30", "--seed", "2", "--exclude", train, "--out", val}, tt.args...)...); err != nil {
+			t.Fatal(err)
+		}
+		spec, _ := text.Lookup(tt.env)
+		a, _ := tasks.LoadTasks(train)
+		b, _ := tasks.LoadTasks(val)
+		if len(a) != 100 || len(b) != 30 {
+			t.Fatalf("%s: %d and %d tasks", tt.env, len(a), len(b))
+		}
+		keys := map[string]bool{}
+		for _, r := range a {
+			k, _ := spec.Key(r)
+			keys[k] = true
+		}
+		for _, r := range b {
+			if k, _ := spec.Key(r); keys[k] {
+				t.Fatalf("%s: validation task %v is a training task", tt.env, r)
+			}
+		}
+		if out, err := run(t, "demos", "--env", tt.env, "--tasks", val, "--out", demos); err != nil || !strings.Contains(out, "wrote 30") {
+			t.Fatalf("%s demos: %v %s", tt.env, err, out)
+		}
+		f, _ := os.Open(demos)
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, 1<<20)
+		n := 0
+		for sc.Scan() {
+			var tr struct {
+				Messages []struct{ Role, Content string }
+				Success  bool
+			}
+			if err := json.Unmarshal(sc.Bytes(), &tr); err != nil || !tr.Success || tr.Messages[len(tr.Messages)-1].Role != "assistant" {
+				t.Fatalf("%s demo line %d: %v %+v", tt.env, n+1, err, tr)
+			}
+			n++
+		}
+		f.Close()
+		if n != 30 {
+			t.Fatalf("%d demonstrations", n)
+		}
+	}
+}
+
+func TestTextDataUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tasks", "--out", "x.jsonl"}, "needs --env ID and --out FILE"},
+		{[]string{"tasks", "--env", "Chess-v0", "--out", "x.jsonl"}, "not a text environment"},
+		{[]string{"tasks", "--env", "QA-v0", "--out", "x.jsonl"}, "makes no tasks of its own"},
+		{[]string{"tasks", "--env", "Arithmetic-v0", "--out", "x.txt"}, "name the file .jsonl or .csv"},
+		{[]string{"demos", "--env", "Arithmetic-v0", "--out", "x.jsonl"}, "--tasks FILE"},
+		{[]string{"demos", "--env", "Arithmetic-v0", "--tasks", "t.jsonl", "--out", "x.csv"}, "name the file .jsonl"},
+		{[]string{"tasks", "--env", "Arithmetic-v0", "--arg", "novalue", "--out", "x.jsonl"}, "want key=value"},
+		{[]string{"chess"}, "it writes frozenlake, tasks or demos"},
+	} {
+		_, err := run(t, tt.args...)
+		var ue *cmdutil.UsageError
+		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: %v, want a usage error saying %q", tt.args, err, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tasks", "--env", "Arithmetic-v0", "--arg", "digits=40", "--out", filepath.Join(dir, "a.jsonl")}, "digits must be 1 to 18"},
+		{[]string{"tasks", "--env", "Arithmetic-v0", "--arg", "digit=4", "--out", filepath.Join(dir, "a.jsonl")}, `unknown argument "digit"`},
+		{[]string{"tasks", "--env", "Countdown-v0", "--out", filepath.Join(dir, "c.csv")}, "name the file .jsonl"},
+		{[]string{"tasks", "--env", "Arithmetic-v0", "--exclude", filepath.Join(dir, "missing.jsonl"), "--out", filepath.Join(dir, "a.jsonl")}, "does not exist"},
+		{[]string{"demos", "--env", "QA-v0", "--tasks", writeFile(t, dir, "q.jsonl", `{"question": "q"}`), "--out", filepath.Join(dir, "d.jsonl")}, "task 1"},
+	} {
+		_, err := run(t, tt.args...)
+		var ce *cmdutil.ConfigError
+		if err == nil || !errors.As(err, &ce) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: %v, want a config error saying %q", tt.args, err, tt.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.jsonl")); err == nil {
+		t.Error("a failed command left a file")
+	}
+}
+
+func writeFile(t *testing.T, dir, name, body string) string {
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
