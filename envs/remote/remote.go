@@ -420,9 +420,9 @@ type RemoteEnv struct {
 
 	rbuf, wbuf, hbuf, payload []byte
 	steps                     int64
-	lastID                    uint64 // the id of the last request sent
+	lastID                    uint64    // the id of the last request sent
 	text                      *textConn // a text connection's state (version 4), or nil
-	broken                    error  // the stream failed: no more requests
+	broken                    error     // the stream failed: no more requests
 	closed                    bool
 }
 
