@@ -4,7 +4,8 @@
 An example of remote/textenv.py (standard library only). A task row is
 {"secret": 37, "low": 1, "high": 100}; the agent answers with a number and
 hears "higher", "lower" or "correct", with reward 1 when it names the
-secret within max_turns guesses (a binary search needs
+secret within max_turns guesses (the episode then ends with an empty
+observation, which the single_turn agent reads as the score of its answer) (a binary search needs
 ceil(log2(high - low + 1))). An answer without a number costs a turn.
 
     python3 remote/guess_server.py                            # stdin/stdout
@@ -70,8 +71,11 @@ class GuessNumber(textenv.TextEnv):
         guess = int(found[-1])
         info = {"valid": True, "guess": guess, "guesses": self.guesses}
         if guess == self.secret:
+            # The episode ends without a new observation: rLLM's math agent
+            # (single_turn) scores its last answer only when the final
+            # observation is empty; a text would start a turn of its own.
             self.solved = True
-            return "Correct!", 1.0, True, info
+            return "", 1.0, True, info
         return ("Higher." if guess < self.secret else "Lower."), 0.0, False, info
 
     def succeeded(self):

@@ -17,6 +17,7 @@ import (
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/envs/text"
 	"github.com/agenttrainer/agenttrainer/internal/anynum"
+	"github.com/agenttrainer/agenttrainer/internal/suggest"
 )
 
 // TextID is the env.id of text environments served by another process
@@ -569,7 +570,7 @@ func newSharedTextEnv(merged envs.Params) (text.Env, error) {
 		o, err := ParseTextArgs(conn)
 		if err != nil {
 			shared.mu.Unlock()
-			return nil, &envs.ArgsError{Err: err}
+			return nil, &envs.ArgsError{Err: fmt.Errorf("%v%s", err, misspeltConnKeys(task))}
 		}
 		if len(shared.pools) >= maxSharedPools {
 			shared.mu.Unlock()
@@ -594,6 +595,21 @@ func newSharedTextEnv(merged envs.Params) (text.Env, error) {
 		return nil, sp.err
 	}
 	return sp.pool.NewEnv(task), nil
+}
+
+// misspeltConnKeys names the task keys that look like misspelt connection
+// keys (a task key is anything else, so a typo is not refused as such).
+func misspeltConnKeys(task envs.Params) string {
+	var hints []string
+	for _, k := range slices.Sorted(maps.Keys(task)) {
+		if near := suggest.Names(k, textArgKeys); len(near) > 0 {
+			hints = append(hints, fmt.Sprintf("env.args.%s%s", k, suggest.DidYouMean(near)))
+		}
+	}
+	if len(hints) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(hints, "; ") + ")"
 }
 
 // CloseTextPools closes the pools remote-text's registration opened

@@ -73,7 +73,7 @@ func playGuess(e text.Env, low, high int) (int, error) {
 			return 0, fmt.Errorf("turn %d: info %v", turn, info)
 		}
 		if done {
-			if obs != "Correct!" || reward != 1 {
+			if obs != "" || reward != 1 {
 				return 0, fmt.Errorf("the episode ended with %q, reward %v", obs, reward)
 			}
 			return turn, nil
@@ -328,7 +328,7 @@ func TestRemoteTextMisbehaving(t *testing.T) {
 		if _, _, err := e.Reset(nil); err != nil {
 			t.Fatal(err)
 		}
-		if obs, r, done, _, err := e.Step("stop"); err != nil || !done || r != 1 || obs != "bye" || !e.(text.Succeeder).Succeeded() {
+		if obs, r, done, _, err := e.Step("stop"); err != nil || !done || r != 1 || obs != "" || !e.(text.Succeeder).Succeeded() {
 			t.Errorf("stop: %q %v %v %v", obs, r, done, err)
 		}
 		if got := p.Sessions(); got[0] != 0 {

@@ -4,7 +4,7 @@ envs/remote (text.go) and internal/hostile's remote-text group.
 
 Each episode echoes: reset answers "ready: <task as JSON>", a step answers
 "you said: <action>" with reward 0, and the action "stop" ends the episode
-with reward 1 (success). The first word of an action picks a misbehaviour:
+with reward 1 (success) and an empty observation. The first word of an action picks a misbehaviour:
 
     crash           writes a line to stderr and exits with status 3
     hang            stops answering (sleeps for an hour)
@@ -142,7 +142,7 @@ class Misbehaving(textenv.TextEnv):
             os.write(1, b"stray output on fd 1\n")
         if word == "stop":
             self.won = True
-            return "bye", 1.0, True, {"turns": "all"}
+            return "", 1.0, True, {"turns": "all"}
         return "you said: " + action, 0.0, False, {"length": len(action)}
 
     def succeeded(self):
