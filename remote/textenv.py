@@ -37,15 +37,20 @@ model's action and returns the observation, reward, done and info. The
 session ends when step says done (or raises), and the server calls close().
 An exception ends that episode only: the trainer masks it and goes on.
 
-Observations and actions are text (UTF-8). An observation that is not a
-str is sent as its JSON (rLLM's dict observations); info is a dict of JSON
-values (NumPy numbers and arrays are converted, NaN and infinities become
-null). An environment whose class defines succeeded() reports each
-episode's success to the trainer; max_turns, when set, bounds the turns of
-an episode.
+Observations and actions are text (UTF-8). None is sent as an empty
+observation and one that is not a str as its JSON (rLLM's dict
+observations); info is a dict of JSON values (NumPy numbers and arrays are
+converted, NaN and infinities become null). An environment whose class
+defines succeeded() reports each episode's success to the trainer;
+max_turns, when set, bounds the turns of an episode.
 
-rLLM environments work as they are: a reset() that takes no task is called
-without one, and from_dict(info) is rLLM's own constructor.
+End an episode with an empty observation ("" or None) when the single_turn
+agent plays it: like rLLM's MathAgent, it scores its last answer only then
+(any other final observation starts a turn of its own).
+
+rLLM environments are served as they are, TextEnv or not: a reset() that
+takes no task is called without one, and from_dict(info) is rLLM's own
+constructor (remote/testdata/rllm_style_server.py).
 """
 
 import argparse

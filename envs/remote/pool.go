@@ -111,18 +111,11 @@ func OpenPool(n int, o RemoteOptions) (*WorkerPool, error) {
 		p.workers = append(p.workers, wk)
 		off += share
 	}
-	// Start them all at once: a Python server takes a while to import.
-	errs := make([]error, w)
-	var wg sync.WaitGroup
-	for i, wk := range p.workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wk.conn, errs[i] = p.connect(wk)
-		}()
-	}
-	wg.Wait()
-	if err := p.joinErrors(errs); err != nil {
+	err = connectAll(w, func(i int) (err error) {
+		p.workers[i].conn, err = p.connect(p.workers[i])
+		return err
+	})
+	if err != nil {
 		p.Close()
 		return nil, err
 	}
@@ -198,14 +191,20 @@ func (p *WorkerPool) sameAsFirst(r *RemoteEnv) error {
 	return nil
 }
 
-func (p *WorkerPool) joinErrors(errs []error) error {
-	var bad []error
-	for _, err := range errs {
-		if err != nil {
-			bad = append(bad, err)
-		}
+// connectAll runs connect for workers 0 … w−1 at once (a Python server
+// takes a while to import) and joins their errors.
+func connectAll(w int, connect func(i int) error) error {
+	errs := make([]error, w)
+	var wg sync.WaitGroup
+	for i := range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = connect(i)
+		}()
 	}
-	return errors.Join(bad...)
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // wrap names the worker in err.

@@ -432,8 +432,19 @@ func OpenRemote(n int, o RemoteOptions) (*RemoteEnv, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("the remote environment needs at least one sub-environment (env.num_envs), got %d", n)
 	}
+	o.fillDefaults(DefaultRemoteTimeout)
+	t, err := openTransport(o)
+	if err != nil {
+		return nil, err
+	}
+	return openRemote(t, n, o)
+}
+
+// fillDefaults sets the bounds left at zero: timeout (the request
+// timeout's default), the handshake timeout and the frame limit.
+func (o *RemoteOptions) fillDefaults(timeout time.Duration) {
 	if o.Timeout <= 0 {
-		o.Timeout = DefaultRemoteTimeout
+		o.Timeout = timeout
 	}
 	if o.HandshakeTimeout <= 0 {
 		o.HandshakeTimeout = DefaultRemoteHandshakeTimeout
@@ -441,11 +452,6 @@ func OpenRemote(n int, o RemoteOptions) (*RemoteEnv, error) {
 	if o.MaxFrameBytes <= 0 {
 		o.MaxFrameBytes = DefaultMaxFrameBytes
 	}
-	t, err := openTransport(o)
-	if err != nil {
-		return nil, err
-	}
-	return openRemote(t, n, o)
 }
 
 // openTransport starts the server command or connects to the address.

@@ -164,19 +164,12 @@ func OpenTextPool(o RemoteOptions) (*TextPool, error) {
 		}
 		p.workers = append(p.workers, wk)
 	}
-	errs := make([]error, w)
-	var wg sync.WaitGroup
-	for i, wk := range p.workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := wk.connect()
-			wk.setConn(c)
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	err = connectAll(w, func(i int) error {
+		c, err := p.workers[i].connect()
+		p.workers[i].setConn(c)
+		return err
+	})
+	if err != nil {
 		p.Close()
 		return nil, err
 	}

@@ -426,6 +426,33 @@ func TestRemoteTextWorkerFailures(t *testing.T) {
 	}
 }
 
+// TestRemoteTextRLLMStyle serves an environment written as rLLM writes
+// them (a static from_dict, reset() without the task, a dict observation,
+// None after the answer), not a TextEnv.
+func TestRemoteTextRLLMStyle(t *testing.T) {
+	requirePython(t)
+	within(t, hangBound, "an rLLM-style environment", func() {
+		p := openTestPool(t, textArgs([]any{"python3", filepath.Join("..", "..", "remote", "testdata", "rllm_style_server.py")}, nil))
+		if _, ok := p.NewEnv(nil).(text.Succeeder); ok || p.maxTurns != 0 {
+			t.Errorf("an environment without succeeded() or max_turns: Succeeder %v, max_turns %d", ok, p.maxTurns)
+		}
+		for _, c := range []struct {
+			answer string
+			reward float64
+		}{{"42", 1}, {"41", 0}} {
+			e := p.NewEnv(envs.Params{"n": 21})
+			obs, info, err := e.Reset(nil)
+			if err != nil || obs != `{"question": "Double 21."}` || info["n"] != float64(21) {
+				t.Fatalf("reset: %q %v %v", obs, info, err)
+			}
+			obs, r, done, info, err := e.Step(c.answer)
+			if err != nil || obs != "" || r != c.reward || !done || info["right"] != (c.reward == 1) {
+				t.Errorf("%s: %q %v %v %v %v", c.answer, obs, r, done, info, err)
+			}
+		}
+	})
+}
+
 // TestRemoteTextWrongKind: a numeric client at a text server and a text
 // client at a numeric server are refused with a message saying which
 // env.id fits.

@@ -74,15 +74,7 @@ type textHelloRequest struct {
 // openTextConn starts or connects to a text server and performs the
 // handshake.
 func openTextConn(o RemoteOptions) (*RemoteEnv, error) {
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTextTimeout
-	}
-	if o.HandshakeTimeout <= 0 {
-		o.HandshakeTimeout = DefaultRemoteHandshakeTimeout
-	}
-	if o.MaxFrameBytes <= 0 {
-		o.MaxFrameBytes = DefaultMaxFrameBytes
-	}
+	o.fillDefaults(DefaultTextTimeout)
 	if o.MaxObservationBytes <= 0 {
 		o.MaxObservationBytes = min(DefaultMaxObservationBytes, o.MaxFrameBytes)
 	}
