@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/envs/text"
@@ -248,6 +250,43 @@ func TestRemoteTextSessionsClosed(t *testing.T) {
 		e := p.NewEnv(task)
 		if _, err := playGuess(e, 1, 100); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// TestRemoteTextDroppedEnvironment: an environment dropped in
+// mid-episode without Close gives its session back once it is collected.
+func TestRemoteTextDroppedEnvironment(t *testing.T) {
+	requirePython(t)
+	within(t, hangBound, "a dropped environment", func() {
+		p := openTestPool(t, textArgs(guessCommand(), nil))
+		func() {
+			e := p.NewEnv(envs.Params{"secret": 5})
+			if _, _, err := e.Reset(nil); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		if got := p.Sessions()[0]; got != 1 {
+			t.Fatalf("%d sessions after a reset", got)
+		}
+		// Cleanups run after a collection, on a goroutine of their own.
+		deadline := time.Now().Add(time.Minute)
+		for p.Sessions()[0] != 0 && time.Now().Before(deadline) {
+			runtime.GC()
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := p.Sessions()[0]; got != 0 {
+			t.Fatalf("the dropped environment's session is still counted (%d)", got)
+		}
+		// The close rides on the next request, which the server answers.
+		if _, err := playGuess(p.NewEnv(envs.Params{"secret": 9}), 1, 100); err != nil {
+			t.Fatal(err)
+		}
+		c := p.workers[0].conn.text
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if len(c.closing) != 0 {
+			t.Errorf("closes %v not sent", c.closing)
 		}
 	})
 }
