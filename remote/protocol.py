@@ -1,4 +1,4 @@
-"""Server side of the agenttrainer remote environment protocol, version 3.
+"""Server side of the agenttrainer remote environment protocol, version 4.
 
 Standard library only, Python 3.9+. See PROTOCOL.md next to this file for the
 wire format. A server supplies a *backend factory*: a callable taking
@@ -30,6 +30,11 @@ nonces; the secret never crosses the wire), and proves it in turn.
 
 Every reply, errors included, echoes the "id" of the request it answers
 (Channel.write adds it); a backend's handle() need not.
+
+Text environments (version 4): serve_main(TextServer(EnvClass), args)
+serves a class with rLLM's BaseEnv shape (textenv.py's TextEnv: from_dict,
+reset, step, close) as sessions the client opens with text_reset and steps
+with text_step; textenv.serve(EnvClass) does it all from a __main__ block.
 """
 
 import hashlib
@@ -45,10 +50,12 @@ import threading
 import traceback
 from array import array
 
-VERSION = 3
+VERSION = 4
 # Versions whose hello this server accepts: a conversation without
-# authentication is version 2's.
-ACCEPTED_VERSIONS = (2, 3)
+# authentication is version 2's, a numeric one with it version 3's; a
+# text one needs version 4.
+ACCEPTED_VERSIONS = (2, 3, 4)
+TEXT_VERSION = 4
 MAGIC = b"AGTP"
 PREFIX = struct.Struct("<4sII")
 MAX_HEADER = 1 << 20
@@ -66,6 +73,18 @@ class AuthError(Exception):
 
 class UnknownMessage(Exception):
     """A backend's handle() does not know the message type."""
+
+
+class SessionError(Exception):
+    """One text session failed (its environment raised, or what it returned
+    cannot be sent): the error reply names the session, which is closed,
+    and the connection goes on."""
+
+    def __init__(self, session, message, tb=None):
+        Exception.__init__(self, message)
+        self.session = session
+        self.message = message
+        self.tb = tb
 
 
 class StepResult(object):
@@ -246,8 +265,8 @@ def serve_connection(channel, factory, fixed_num_envs=None, name="server", secre
                                             "(or start the server with --secret-file)")
                     auth.answer(channel, kind, header)
                 elif auth is not None and not auth.done:
-                    raise AuthError("this server requires authentication (protocol %d): set env.args.secret_file to a file holding "
-                                    "the secret of the server's --secret-file" % VERSION)
+                    raise AuthError("this server requires authentication (protocol 3): set env.args.secret_file to a file holding "
+                                    "the secret of the server's --secret-file")
                 elif kind == "hello":
                     if backend is not None:
                         raise ProtocolError("a second hello")
@@ -257,6 +276,8 @@ def serve_connection(channel, factory, fixed_num_envs=None, name="server", secre
                     return
                 elif backend is None:
                     raise ProtocolError("%r before hello" % kind)
+                elif getattr(backend, "serves_text", False):
+                    backend.handle_text(channel, kind, header, payload)
                 elif kind == "reset":
                     seed = header.get("seed")
                     if seed is not None and not isinstance(seed, int):
@@ -281,6 +302,9 @@ def serve_connection(channel, factory, fixed_num_envs=None, name="server", secre
                 return
             except UnknownMessage:
                 _send_error(channel, "unknown message type %r (this server speaks protocol %d)" % (kind, VERSION))
+            except SessionError as e:  # one text session failed; the others go on
+                _log("%s: %s of session %d failed: %s" % (name, kind, e.session, e.message))
+                _send_error(channel, e.message, e.tb, session=e.session)
             except (BrokenPipeError, ConnectionError):
                 raise
             except Exception as e:  # environment code failed: tell the client
@@ -361,8 +385,10 @@ def _is_id(v):
     return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 64
 
 
-def _send_error(channel, message, tb=None):
+def _send_error(channel, message, tb=None, session=None):
     header = {"type": "error", "message": message}
+    if session is not None:
+        header["session"] = session
     if tb:
         header["traceback"] = tb
     try:
@@ -379,9 +405,22 @@ def _check_len(what, got, want):
 def _hello(channel, header, factory, fixed_num_envs):
     version = header.get("protocol")
     if version not in ACCEPTED_VERSIONS:
-        raise ProtocolError("client speaks protocol version %r, this server speaks %s" % (version, " and ".join(str(v) for v in ACCEPTED_VERSIONS)))
+        raise ProtocolError("client speaks protocol version %r, this server speaks %s" % (version, ", ".join(str(v) for v in ACCEPTED_VERSIONS)))
     if header.get("id") is None:
         raise ProtocolError("hello without an \"id\" (protocol %d numbers every request)" % VERSION)
+    serves_text = getattr(factory, "serves_text", False)
+    if header.get("text") is True:
+        if not serves_text:
+            raise ProtocolError("this server serves a numeric environment (observation vectors), not a text one: use env.id = \"remote\" "
+                                "for it; a text environment is a textenv.TextEnv served with textenv.serve (remote/textenv.py)")
+        if version < TEXT_VERSION:
+            raise ProtocolError("a text hello of protocol %r: text environments need protocol %d" % (version, TEXT_VERSION))
+        backend = factory.open(header)
+        channel.write(backend.hello_reply())
+        return backend
+    if serves_text:
+        raise ProtocolError("this server serves a text environment (%s, protocol %d): use env.id = \"remote-text\" for it, "
+                            "not \"remote\" (which steps numeric observation vectors)" % (factory.env_name, TEXT_VERSION))
     n = header.get("num_envs")
     if not isinstance(n, int) or n < 1:
         raise ProtocolError("num_envs %r is not a positive integer" % (n,))
@@ -454,6 +493,214 @@ def _step(channel, backend, payload):
         success = r.success or {}
         header["success"] = [bool(success.get(i, False)) for i in ended]
     channel.write(header, b"".join(parts))
+
+
+# Text environments (protocol 4).
+
+DEFAULT_MAX_SESSIONS = 4096
+# An info dict travels in a reply's header (at most MAX_HEADER bytes with
+# everything else); a larger one is a session error, so the stream is kept.
+MAX_INFO_BYTES = 256 << 10
+DEFAULT_MAX_OBSERVATION = 1 << 20
+_MAX_CLOSE = 1 << 16
+_INFO_DEPTH = 64
+
+
+class TextServer(object):
+    """The factory of a text server: serve_main(TextServer(EnvClass), args)
+    serves EnvClass (rLLM's BaseEnv shape; see textenv.TextEnv) to clients of
+    env.id = "remote-text", one instance per session."""
+
+    serves_text = True
+
+    def __init__(self, env_class, max_sessions=DEFAULT_MAX_SESSIONS, name=None):
+        for method in ("from_dict", "reset", "step"):
+            if not callable(getattr(env_class, method, None)):
+                raise TypeError("%r has no %s(); a text environment needs from_dict, reset and step (textenv.TextEnv)" % (env_class, method))
+        if max_sessions < 1:
+            raise ValueError("max_sessions must be at least 1, got %r" % (max_sessions,))
+        self.env_class = env_class
+        self.env_name = name or getattr(env_class, "env_name", None) or env_class.__name__
+        self.max_sessions = int(max_sessions)
+        self.reports_success = callable(getattr(env_class, "succeeded", None))
+        self.max_turns = int(getattr(env_class, "max_turns", 0) or 0)
+        self.reset_takes_task = _takes_argument(env_class.reset)
+
+    def open(self, hello):
+        limit = hello.get("max_observation_bytes", DEFAULT_MAX_OBSERVATION)
+        if not _is_id(limit) or limit < 1:
+            raise ProtocolError("max_observation_bytes %r is not a positive whole number" % (limit,))
+        return _TextSessions(self, limit)
+
+
+def _takes_argument(method):
+    """Whether an (unbound) method takes an argument besides self: rLLM's
+    BaseEnv.reset() takes none, ours takes the task."""
+    try:
+        params = list(inspect.signature(method).parameters.values())
+    except (TypeError, ValueError):
+        return True
+    positional = [p for p in params[1:] if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return bool(positional) or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
+class _TextSessions(object):
+    """One connection's text sessions: session id -> environment."""
+
+    serves_text = True
+
+    def __init__(self, server, max_observation):
+        self.server = server
+        self.max_observation = max_observation
+        self.sessions = {}
+
+    def hello_reply(self):
+        return {"type": "hello", "protocol": TEXT_VERSION, "text": True, "env": self.server.env_name,
+                "max_turns": self.server.max_turns, "reports_success": self.server.reports_success,
+                "max_sessions": self.server.max_sessions}
+
+    def handle_text(self, channel, kind, header, payload):
+        if kind not in ("text_reset", "text_step"):
+            if kind in ("reset", "step"):
+                raise ProtocolError("a numeric %r on a text connection (use text_reset and text_step)" % kind)
+            raise UnknownMessage()
+        sid = header.get("session")
+        if not _is_id(sid):
+            raise ProtocolError("%s without a whole-number \"session\" (got %r)" % (kind, sid))
+        closing = header.get("close") or []
+        if not isinstance(closing, list) or len(closing) > _MAX_CLOSE or not all(_is_id(c) for c in closing):
+            raise ProtocolError("\"close\" must be a list of at most %d session ids" % _MAX_CLOSE)
+        for c in closing:
+            self._close(c)
+        if kind == "text_reset":
+            self._reset(channel, sid, payload)
+        else:
+            self._step(channel, sid, payload)
+
+    def _reset(self, channel, sid, payload):
+        try:
+            task = json.loads(payload.decode("utf-8")) if payload else {}
+        except ValueError as e:
+            raise ProtocolError("the task of text_reset is not UTF-8 JSON: %s" % e)
+        if not isinstance(task, dict):
+            raise ProtocolError("the task of text_reset is not a JSON object")
+        self._close(sid)
+        if len(self.sessions) >= self.server.max_sessions:
+            raise SessionError(sid, "this server holds %d text sessions, its limit (--max-sessions): the client must close "
+                                    "the environments of finished episodes" % len(self.sessions))
+        cls = self.server.env_class
+        env = None
+        try:
+            env = cls.from_dict(task)
+            if env is None:
+                raise TypeError("%s.from_dict returned None, want an environment" % cls.__name__)
+            got = env.reset(task) if self.server.reset_takes_task else env.reset()
+            obs, info = _pair(got, "reset", 2)
+        except SessionError:
+            _close_quietly(env)
+            raise
+        except Exception as e:
+            _close_quietly(env)
+            raise SessionError(sid, "%s: %s" % (type(e).__name__, e), traceback.format_exc())
+        self.sessions[sid] = env
+        header = {"type": "text_reset", "id": channel.request_id}
+        data = self._reply(sid, header, obs, info, done=False)
+        channel.write(header, data)
+
+    def _step(self, channel, sid, payload):
+        env = self.sessions.get(sid)
+        if env is None:
+            raise SessionError(sid, "no session %d: its episode ended (done or an error) or it was never reset" % sid)
+        action = payload.decode("utf-8", "replace")
+        try:
+            obs, reward, done, info = _pair(env.step(action), "step", 4)
+            done = bool(done)
+            reward = float(reward)
+        except Exception as e:
+            self._close(sid)
+            raise SessionError(sid, "%s: %s" % (type(e).__name__, e), traceback.format_exc())
+        header = {"type": "text_step", "id": channel.request_id}
+        if reward != reward or reward in (float("inf"), float("-inf")):
+            self._close(sid)
+            raise SessionError(sid, "step returned the reward %r, not a finite number" % reward)
+        header["reward"] = reward
+        header["done"] = done
+        if done and self.server.reports_success:
+            try:
+                header["succeeded"] = bool(env.succeeded())
+            except Exception as e:
+                self._close(sid)
+                raise SessionError(sid, "succeeded() failed: %s: %s" % (type(e).__name__, e), traceback.format_exc())
+        data = self._reply(sid, header, obs, info, done)
+        if done:
+            self._close(sid)
+        channel.write(header, data)
+
+    def _reply(self, sid, header, obs, info, done):
+        """The observation's bytes, with info set in header; a session error
+        (closing the session) for what cannot be sent."""
+        try:
+            if info is not None and not isinstance(info, dict):
+                raise ValueError("info must be a dict or None, got %s" % type(info).__name__)
+            if info:
+                info = _jsonable(info, 0)
+                size = len(json.dumps(info, separators=(",", ":"), allow_nan=False))
+                if size > MAX_INFO_BYTES:
+                    raise ValueError("info is %d bytes of JSON, over the limit of %d" % (size, MAX_INFO_BYTES))
+                header["info"] = info
+            if obs is None:
+                obs = ""
+            elif not isinstance(obs, str):
+                obs = json.dumps(_jsonable(obs, 0), ensure_ascii=False)  # rLLM's dict observations
+            data = obs.encode("utf-8")
+            if len(data) > self.max_observation:
+                raise ValueError("the observation is %d bytes, over the client's limit of %d (env.args.max_observation_bytes)"
+                                 % (len(data), self.max_observation))
+        except (ValueError, TypeError, UnicodeError, RecursionError) as e:
+            self._close(sid)
+            raise SessionError(sid, "%s: %s" % (type(e).__name__, e))
+        return data
+
+    def _close(self, sid):
+        env = self.sessions.pop(sid, None)
+        _close_quietly(env)
+
+    def close(self):
+        for sid in list(self.sessions):
+            self._close(sid)
+
+
+def _pair(got, what, n):
+    if not isinstance(got, (tuple, list)) or len(got) != n:
+        raise TypeError("%s must return a tuple of %d, got %r" % (what, n, type(got).__name__))
+    return got
+
+
+def _close_quietly(env):
+    close = getattr(env, "close", None)
+    if close is not None:
+        try:
+            close()
+        except Exception:
+            pass
+
+
+def _jsonable(v, depth):
+    """v as JSON can hold it: non-finite floats become None, NumPy scalars
+    and arrays plain numbers and lists, other objects their str()."""
+    if depth > _INFO_DEPTH:
+        raise ValueError("info nests deeper than %d levels" % _INFO_DEPTH)
+    if v is None or isinstance(v, (bool, int, str)):
+        return v
+    if isinstance(v, float):
+        return v if v == v and v not in (float("inf"), float("-inf")) else None
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x, depth + 1) for k, x in v.items()}
+    if isinstance(v, (list, tuple, set, frozenset)):
+        return [_jsonable(x, depth + 1) for x in v]
+    if hasattr(v, "tolist"):  # NumPy arrays and scalars
+        return _jsonable(v.tolist(), depth + 1)
+    return str(v)
 
 
 def serve_stdio(factory, fixed_num_envs=None, max_frame=DEFAULT_MAX_FRAME, name="server"):

@@ -93,21 +93,11 @@ func OpenPool(n int, o RemoteOptions) (*WorkerPool, error) {
 	} else if b > n {
 		return nil, &envs.ArgsError{Err: fmt.Errorf("env.args.batch_size = %d is more than env.num_envs = %d", b, n)}
 	}
-	addrs := o.Pool.Addresses
-	if o.Address != "" {
-		addrs = []string{o.Address}
+	addrs, l, err := resolveAddresses(o, w)
+	if err != nil {
+		return nil, err
 	}
-	if o.Pool.Launcher != "" || o.Pool.Rendezvous != "" {
-		l, err := startLaunch(&o, w)
-		if err != nil {
-			return nil, err
-		}
-		p.launched, p.o = l, o
-		if addrs, err = l.addresses(w); err != nil {
-			l.stop()
-			return nil, err
-		}
-	}
+	p.launched = l
 	off := 0
 	for i := range w {
 		share := n / w
@@ -121,18 +111,11 @@ func OpenPool(n int, o RemoteOptions) (*WorkerPool, error) {
 		p.workers = append(p.workers, wk)
 		off += share
 	}
-	// Start them all at once: a Python server takes a while to import.
-	errs := make([]error, w)
-	var wg sync.WaitGroup
-	for i, wk := range p.workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wk.conn, errs[i] = p.connect(wk)
-		}()
-	}
-	wg.Wait()
-	if err := p.joinErrors(errs); err != nil {
+	err = connectAll(w, func(i int) (err error) {
+		p.workers[i].conn, err = p.connect(p.workers[i])
+		return err
+	})
+	if err != nil {
 		p.Close()
 		return nil, err
 	}
@@ -147,19 +130,48 @@ func OpenPool(n int, o RemoteOptions) (*WorkerPool, error) {
 	return p, nil
 }
 
-// connect opens worker wk's connection: a subprocess or a TCP server.
-func (p *WorkerPool) connect(wk *worker) (*RemoteEnv, error) {
-	o := p.o
-	o.EnvOffset = wk.off
-	if wk.addr != "" {
-		o.Command, o.Address = nil, wk.addr
+// resolveAddresses says where the servers of w workers are: the TCP
+// addresses of env.args.address, or of the servers a rendezvous directory
+// announces or the launcher starts (then l is the launch to stop at the
+// end); none when each worker starts env.args.command.
+func resolveAddresses(o RemoteOptions, w int) (addrs []string, l *launch, err error) {
+	addrs = o.Pool.Addresses
+	if o.Address != "" {
+		addrs = []string{o.Address}
 	}
-	if p.launched != nil {
-		o.Secret, o.AllowRemote = p.launched.secret, true // our own servers, authenticated
+	if o.Pool.Launcher == "" && o.Pool.Rendezvous == "" {
+		return addrs, nil, nil
+	}
+	if l, err = startLaunch(&o, w); err != nil {
+		return nil, nil, err
+	}
+	if addrs, err = l.addresses(w); err != nil {
+		l.stop()
+		return nil, nil, err
+	}
+	return addrs, l, nil
+}
+
+// workerOptions are the options of worker idx's connection: to addr (""
+// to start o.Command), authenticated with the launch's secret when the
+// pool launched the servers, its stderr lines marked with its index.
+func workerOptions(o RemoteOptions, l *launch, addr string, idx int) RemoteOptions {
+	if addr != "" {
+		o.Command, o.Address = nil, addr
+	}
+	if l != nil {
+		o.Secret, o.AllowRemote = l.secret, true // our own servers, authenticated
 	}
 	if o.Stderr != nil {
-		o.Stderr = &prefixWriter{prefix: fmt.Sprintf("[env worker %d] ", wk.idx), w: o.Stderr}
+		o.Stderr = &prefixWriter{prefix: fmt.Sprintf("[env worker %d] ", idx), w: o.Stderr}
 	}
+	return o
+}
+
+// connect opens worker wk's connection: a subprocess or a TCP server.
+func (p *WorkerPool) connect(wk *worker) (*RemoteEnv, error) {
+	o := workerOptions(p.o, p.launched, wk.addr, wk.idx)
+	o.EnvOffset = wk.off
 	r, err := OpenRemote(wk.n, o)
 	if err != nil {
 		return nil, wk.wrap(err)
@@ -179,14 +191,20 @@ func (p *WorkerPool) sameAsFirst(r *RemoteEnv) error {
 	return nil
 }
 
-func (p *WorkerPool) joinErrors(errs []error) error {
-	var bad []error
-	for _, err := range errs {
-		if err != nil {
-			bad = append(bad, err)
-		}
+// connectAll runs connect for workers 0 … w−1 at once (a Python server
+// takes a while to import) and joins their errors.
+func connectAll(w int, connect func(i int) error) error {
+	errs := make([]error, w)
+	var wg sync.WaitGroup
+	for i := range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = connect(i)
+		}()
 	}
-	return errors.Join(bad...)
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // wrap names the worker in err.

@@ -66,6 +66,18 @@ type frameHeader struct {
 	Message   string `json:"message,omitempty"`
 	Traceback string `json:"traceback,omitempty"`
 
+	// text environments (version 4): the hello's flag and limits, and
+	// the replies' fields, checked by decodeTextReply. Session is also
+	// an error's: the text session it ends (the connection goes on).
+	Text        bool            `json:"text,omitempty"`
+	MaxTurns    int             `json:"max_turns,omitempty"`
+	MaxSessions int             `json:"max_sessions,omitempty"`
+	Session     json.RawMessage `json:"session,omitempty"`
+	Reward      json.RawMessage `json:"reward,omitempty"`
+	Done        json.RawMessage `json:"done,omitempty"`
+	Succeeded   json.RawMessage `json:"succeeded,omitempty"`
+	Info        json.RawMessage `json:"info,omitempty"`
+
 	// state (test extension of cartpole_server.py)
 	States [][]float64 `json:"states,omitempty"`
 }

@@ -76,6 +76,9 @@ type RemoteOptions struct {
 	// EnvOffset is the index of the connection's first sub-environment
 	// among all workers' (the hello's env_offset).
 	EnvOffset int
+	// MaxObservationBytes bounds a text environment's observation
+	// (env.args.max_observation_bytes of remote-text).
+	MaxObservationBytes int
 
 	Pool PoolOptions // several workers (env.args.workers and what goes with it)
 }
@@ -417,8 +420,9 @@ type RemoteEnv struct {
 
 	rbuf, wbuf, hbuf, payload []byte
 	steps                     int64
-	lastID                    uint64 // the id of the last request sent
-	broken                    error  // the stream failed: no more requests
+	lastID                    uint64    // the id of the last request sent
+	text                      *textConn // a text connection's state (version 4), or nil
+	broken                    error     // the stream failed: no more requests
 	closed                    bool
 }
 
@@ -428,8 +432,19 @@ func OpenRemote(n int, o RemoteOptions) (*RemoteEnv, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("the remote environment needs at least one sub-environment (env.num_envs), got %d", n)
 	}
+	o.fillDefaults(DefaultRemoteTimeout)
+	t, err := openTransport(o)
+	if err != nil {
+		return nil, err
+	}
+	return openRemote(t, n, o)
+}
+
+// fillDefaults sets the bounds left at zero: timeout (the request
+// timeout's default), the handshake timeout and the frame limit.
+func (o *RemoteOptions) fillDefaults(timeout time.Duration) {
 	if o.Timeout <= 0 {
-		o.Timeout = DefaultRemoteTimeout
+		o.Timeout = timeout
 	}
 	if o.HandshakeTimeout <= 0 {
 		o.HandshakeTimeout = DefaultRemoteHandshakeTimeout
@@ -437,17 +452,14 @@ func OpenRemote(n int, o RemoteOptions) (*RemoteEnv, error) {
 	if o.MaxFrameBytes <= 0 {
 		o.MaxFrameBytes = DefaultMaxFrameBytes
 	}
-	var t remoteTransport
-	var err error
+}
+
+// openTransport starts the server command or connects to the address.
+func openTransport(o RemoteOptions) (remoteTransport, error) {
 	if len(o.Command) > 0 {
-		t, err = startRemoteProcess(o)
-	} else {
-		t, err = dialRemote(o)
+		return startRemoteProcess(o)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return openRemote(t, n, o)
+	return dialRemote(o)
 }
 
 // openRemote performs the handshake over t, closing t when it fails.
@@ -504,7 +516,7 @@ func (r *RemoteEnv) handshake(o RemoteOptions) error {
 		return fail("the server speaks protocol version %d, this client speaks %d: use the protocol.py that comes with this agenttrainer (remote/protocol.py)", h.Protocol, RemoteProtocolVersion)
 	}
 	if !h.HasID { // call let it through for the version check above
-		return r.breakf("handshake", "%s", idMismatch(h, r.lastID))
+		return r.breakf("handshake", "%s", idMismatch(h, r.lastID, r.version()))
 	}
 	if h.NumEnvs != r.n {
 		return fail("the server serves %d sub-environments, env.num_envs asks for %d: set env.num_envs = %d or start the server without a fixed --num-envs", h.NumEnvs, r.n, h.NumEnvs)
@@ -707,10 +719,35 @@ func (r *RemoteEnv) Close() error {
 }
 
 // call sends one request and reads its reply within timeout. It gives the
-// request the next id and makes sure the reply echoes it. Any failure
-// breaks the connection for good and comes back as an error that names the
-// server, the request and what to check.
+// request the next id and makes sure the reply echoes it. Any failure, an
+// error reply included, breaks the connection for good and comes back as
+// an error that names the server, the request and what to check.
 func (r *RemoteEnv) call(header any, payload []byte, op string, timeout time.Duration) (frame, error) {
+	f, err := r.exchange(header, payload, op, timeout)
+	if err != nil {
+		return frame{}, err
+	}
+	if f.Header.Type == "error" {
+		return frame{}, r.breakf(op, "the server reported an error: %s", errorReplyText(&f.Header))
+	}
+	return f, nil
+}
+
+// errorReplyText is an error reply's message and traceback.
+func errorReplyText(h *frameHeader) string {
+	msg := strings.TrimSpace(h.Message)
+	if msg == "" {
+		msg = "(no message)"
+	}
+	if tb := strings.TrimSpace(h.Traceback); tb != "" {
+		msg += "\nserver traceback:\n" + indent(tb)
+	}
+	return msg
+}
+
+// exchange is call without its verdict on error replies, which it returns
+// as they came (a text session's error ends the session only).
+func (r *RemoteEnv) exchange(header any, payload []byte, op string, timeout time.Duration) (frame, error) {
 	if r.broken != nil {
 		return frame{}, r.broken
 	}
@@ -743,40 +780,43 @@ func (r *RemoteEnv) call(header any, payload []byte, op string, timeout time.Dur
 	// versions).
 	v1Hello := op == "handshake" && !f.Header.HasID
 	if !v1Hello && (!f.Header.HasID || f.Header.ID != r.lastID) {
-		return frame{}, r.breakf(op, "%s", idMismatch(&f.Header, r.lastID))
-	}
-	if f.Header.Type == "error" {
-		msg := strings.TrimSpace(f.Header.Message)
-		if msg == "" {
-			msg = "(no message)"
-		}
-		if tb := strings.TrimSpace(f.Header.Traceback); tb != "" {
-			msg += "\nserver traceback:\n" + indent(tb)
-		}
-		return frame{}, r.breakf(op, "the server reported an error: %s", msg)
+		return frame{}, r.breakf(op, "%s", idMismatch(&f.Header, r.lastID, r.version()))
 	}
 	return f, nil
 }
 
-// idMismatch describes a reply h whose id is not want, the request's.
-func idMismatch(h *frameHeader, want uint64) string {
+// idMismatch describes a reply h whose id is not want, the request's, on
+// a conversation of protocol version.
+func idMismatch(h *frameHeader, want uint64, version int) string {
 	what := fmt.Sprintf("the %q reply", h.Type)
 	if h.Type == "error" {
 		what = fmt.Sprintf("the error reply (%q)", strings.TrimSpace(h.Message))
 	}
 	if !h.HasID {
 		return fmt.Sprintf("%s carries no request id, want id %d: every reply must echo its request's id; the server breaks remote/PROTOCOL.md version %d",
-			what, want, RemoteProtocolVersion)
+			what, want, version)
 	}
 	return fmt.Sprintf("%s carries request id %d, want %d (the id of this request): the server answered an earlier request again, or out of order, so the conversation is out of step (remote/PROTOCOL.md version %d)",
-		what, h.ID, want, RemoteProtocolVersion)
+		what, h.ID, want, version)
+}
+
+// version is the protocol version the connection speaks.
+func (r *RemoteEnv) version() int {
+	if r.text != nil {
+		return TextProtocolVersion
+	}
+	return RemoteProtocolVersion
 }
 
 func (r *RemoteEnv) errorf(op, format string, args ...any) error {
 	if op == "step" { // the protocol's count, one per vector step
 		op = fmt.Sprintf("step request %d", r.steps)
 	}
-	return fmt.Errorf("remote environment %s, %s: %s", r.t, op, fmt.Sprintf(format, args...))
+	what := "remote environment"
+	if r.text != nil {
+		what = "remote text environment"
+	}
+	return fmt.Errorf("%s %s, %s: %s", what, r.t, op, fmt.Sprintf(format, args...))
 }
 
 // breakf records a failure that leaves the stream unusable and returns it.
@@ -817,7 +857,7 @@ func (r *RemoteEnv) ioFailure(op, doing string, timeout time.Duration, err error
 		if strings.Contains(fe.msg, "magic") {
 			msg += ": the server does not speak the agenttrainer remote protocol (remote/PROTOCOL.md), or something writes to its stdout (logs belong on stderr)"
 		} else {
-			msg += fmt.Sprintf(": the server breaks remote/PROTOCOL.md version %d", RemoteProtocolVersion)
+			msg += fmt.Sprintf(": the server breaks remote/PROTOCOL.md version %d", r.version())
 		}
 	case isClosedErr(err):
 		crashed = true
