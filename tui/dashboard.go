@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"math"
 	"strconv"
 	"strings"
@@ -557,7 +558,7 @@ func (d *dashboard) titleLine(r *run) string {
 func deviceName(s string) string { return strings.Replace(s, "(1 threads)", "(1 thread)", 1) }
 
 func (d *dashboard) runLine(r *run) string {
-	dir := r.info.RunDir
+	dir := termtext.Clean(r.info.RunDir)
 	if dir == "" {
 		dir = "(being created)"
 	}

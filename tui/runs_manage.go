@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"math"
 	"path/filepath"
 	"slices"
@@ -404,7 +405,7 @@ func (r *runsBrowser) viewDetail() string {
 		title += th.Dim.Render(cut("  "+info.Name, max(r.w-lipgloss.Width(title), 0)))
 	}
 	add(title)
-	add(th.Dim.Render(cut(info.Dir, r.w)))
+	add(th.Dim.Render(cut(termtext.Clean(info.Dir), r.w)))
 	if len(info.Meta.Tags) > 0 || info.Meta.Note != "" {
 		s := ""
 		if len(info.Meta.Tags) > 0 {

@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"math"
 	"os"
 	"path/filepath"
@@ -192,7 +193,7 @@ func readSweeps(runsDir string, gen int, host Host) tea.Cmd {
 }
 
 func readSweep(dir string) sweepSummary {
-	s := sweepSummary{dir: dir, name: filepath.Base(dir)}
+	s := sweepSummary{dir: dir, name: termtext.Clean(filepath.Base(dir))}
 	s.spec, s.err = sweep.ParseSpec(filepath.Join(dir, sweep.SpecFile))
 	if s.err != nil {
 		return s
