@@ -150,3 +150,43 @@ func TestDetachAttachEditStop(t *testing.T) {
 	}
 	t.Logf("%d iterations, edit at step %d, stopped cleanly", len(recs), edit.Step)
 }
+
+// TestDetachIntoANewRunDir detaches a training into a --run-dir that does
+// not exist yet: the directory is made, the run trains there to the end.
+func TestDetachIntoANewRunDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a background training process")
+	}
+	t.Setenv("AGENTTRAINER_RUN_MAIN", "1")
+	dir := filepath.Join(t.TempDir(), "new", "run")
+	code, out, stderr := runCLI("train", "--detach", "--run-dir", dir, "ppo.total_timesteps=2048")
+	if code != 0 {
+		t.Fatalf("detach into %s: exit %d: %s%s", dir, code, out, stderr)
+	}
+	defer func() {
+		if c, err := control.Dial(dir); err == nil {
+			c.Stop()
+			c.Close()
+		}
+	}()
+	if !strings.Contains(out, dir) {
+		t.Fatalf("detach did not name %s:\n%s", dir, out)
+	}
+	// The training ends by itself; wait for its last metrics record, with
+	// no clock: the run's end closes its socket.
+	for deadline := time.Now().Add(5 * time.Minute); ; {
+		c, err := control.Dial(dir)
+		if err == nil {
+			c.Close()
+		} else if _, err := os.Stat(filepath.Join(dir, runstore.MetricsFile)); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the detached training in %s did not finish", dir)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(dir, runstore.MetricsFile)); err != nil {
+		t.Fatalf("no metrics in %s: %v", dir, err)
+	}
+}

@@ -38,6 +38,11 @@ func Start(dir string, cfg *config.Config, resume bool, overrides []string, star
 		args = append(args, "--resume", dir)
 		args = append(args, overrides...)
 	} else {
+		// The child creates the run in dir; the config it reads and the log
+		// it writes live there from the start, so dir must exist first.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return 0, err
+		}
 		cfgFile := filepath.Join(dir, detachConfigFile)
 		if err := atomicfile.Write(cfgFile, []byte(cfg.TOML()), 0o644); err != nil {
 			return 0, err
