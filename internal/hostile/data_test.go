@@ -50,7 +50,8 @@ func dataCases() []hcase {
 		{name: "csv duplicate column", file: "t.csv", body: "seed,seed,size,p\n1,2,4,0.8\n"},
 		{name: "csv huge field", file: "t.csv", body: "seed,size,p\n1,4," + strings.Repeat("9", 4<<20) + "\n"},
 		{name: "csv binary", file: "t.csv", body: "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"},
-		{name: "unknown extension", file: "t.parquet", body: goodRow + "\n"},
+		{name: "JSON in a .parquet file", file: "t.parquet", body: goodRow + "\n"},
+		{name: "unknown extension", file: "t.xlsx", body: goodRow + "\n"},
 		{name: "missing file", file: "", body: ""},
 		{name: "directory", file: "dir/", body: ""},
 	}
