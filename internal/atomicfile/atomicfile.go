@@ -4,6 +4,8 @@
 package atomicfile
 
 import (
+	"bufio"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,12 +19,28 @@ const tempPrefix, tempInfix = ".", ".tmp"
 // into place and syncs the directory, so the new content is durable once
 // Write returns. perm applies to a file Write creates.
 func Write(path string, data []byte, perm os.FileMode) error {
+	return WriteFrom(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteFrom is Write for content produced by fill, which writes it to w
+// (buffered): a file too large to hold in memory twice, such as a model's
+// weights, streams into the temporary file. When fill fails, nothing
+// replaces path and its error is returned.
+func WriteFrom(path string, perm os.FileMode, fill func(w io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), tempPrefix+filepath.Base(path)+tempInfix+"*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
-	if _, err := tmp.Write(data); err != nil {
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	if err := fill(bw); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := bw.Flush(); err != nil {
 		tmp.Close()
 		return err
 	}
