@@ -1,0 +1,231 @@
+package gpu
+
+import (
+	"math"
+	"sync"
+)
+
+// attnBlock is the number of query rows whose scores against every key
+// they may see are held at once: 64 rows of a 2,048-token sequence are
+// 512 KB per core, where the whole score matrix of one head would be
+// 16 MB.
+const attnBlock = 64
+
+// attnScratch is one part's buffers: transposed keys and values of the
+// sequence and group in hand, and a block of scores and of their
+// gradients.
+type attnScratch struct {
+	kt, vt, s, dp, drow []float32
+}
+
+// attnUnits runs fn over every (sequence, key/value head) pair, the units
+// in turn across the pool's parts, each part with scratch of its own. A
+// unit owns its keys' and values' gradients, so parts never write the
+// same values.
+func (d *CPU) attnUnits(a AttentionArgs, fn func(s *attnScratch, b, g int)) {
+	units := a.Batch * a.KVHeads
+	parts := 1
+	if a.Batch*a.Seq*a.Seq*a.Heads*a.HeadDim >= lmMinParallel {
+		parts = min(d.pool.parts(), units)
+	}
+	d.pool.each(parts, func(part int) {
+		s := attnScratchPool.Get().(*attnScratch)
+		for u := part; u < units; u += parts {
+			fn(s, u/a.KVHeads, u%a.KVHeads)
+		}
+		attnScratchPool.Put(s)
+	})
+}
+
+// attnScratchPool keeps the parts' scratch between calls (a device's
+// parts run one op at a time, but devices are many: the pool serves all).
+var attnScratchPool = sync.Pool{New: func() any { return new(attnScratch) }}
+
+// roundUp16 rounds n up to a multiple of 16 (the kernels' column strip).
+func roundUp16(n int) int { return (n + 15) &^ 15 }
+
+// transposeHead writes the seq×hd block of rows starting at src (rows ld
+// apart) into dst as hd×ldt, zero beyond seq.
+func transposeHead(dst []float32, ldt int, src []float32, ld, seq, hd int) []float32 {
+	dst = grow(dst, hd*ldt)
+	for j := 0; j < hd; j++ {
+		row := dst[j*ldt : (j+1)*ldt]
+		for i := 0; i < seq; i++ {
+			row[i] = src[i*ld+j]
+		}
+		clear(row[seq:])
+	}
+	return dst
+}
+
+// Attention implements TransformerOps.
+func (d *CPU) Attention(a AttentionArgs) {
+	a.check(false)
+	qkv, out, lse := d.data(a.QKV), d.data(a.Out), d.data(a.LSE)
+	T, hd, w, ow := a.Seq, a.HeadDim, a.QKV.Cols, a.Out.Cols
+	group := a.Heads / a.KVHeads
+	tp := roundUp16(T)
+	d.attnUnits(a, func(s *attnScratch, b, g int) {
+		base := b * T
+		kcol, vcol := (a.Heads+g)*hd, (a.Heads+a.KVHeads+g)*hd
+		s.kt = transposeHead(s.kt, tp, qkv[base*w+kcol:], w, T, hd)
+		s.s = grow(s.s, attnBlock*tp)
+		for h := g * group; h < (g+1)*group; h++ {
+			for i0 := 0; i0 < T; i0 += attnBlock {
+				i1 := min(i0+attnBlock, T)
+				m, kend := i1-i0, i1
+				sp := roundUp16(kend)
+				sgemm(s.s, sp, qkv[(base+i0)*w+h*hd:], w, false, s.kt, tp, m, sp, hd, false)
+				for r := 0; r < m; r++ {
+					i := i0 + r
+					p := s.s[r*sp : r*sp+kend]
+					if a.Mask != nil && a.Mask[base+i] == 0 {
+						clear(p)
+						lse[(base+i)*a.Heads+h] = 0
+						continue
+					}
+					lse[(base+i)*a.Heads+h] = softmaxRow(p, a.Mask, base, a.Scale, i)
+				}
+				sgemm(out[(base+i0)*ow+h*hd:], ow, s.s, sp, false, qkv[base*w+vcol:], w, m, hd, kend, false)
+			}
+		}
+	})
+}
+
+// softmaxRow turns the scores p[0…i] of query i into probabilities in
+// place (zero where mask, from base, is 0, and beyond i), and returns the
+// log-sum-exp of the scaled scores it kept.
+func softmaxRow(p []float32, mask []int32, base int, scale float32, i int) float32 {
+	mx := float32(math.Inf(-1))
+	for j := 0; j <= i; j++ {
+		if mask != nil && mask[base+j] == 0 {
+			continue
+		}
+		mx = max(mx, p[j]*scale)
+	}
+	var sum float32
+	for j := 0; j <= i; j++ {
+		if mask != nil && mask[base+j] == 0 {
+			p[j] = 0
+			continue
+		}
+		e := exp32(p[j]*scale - mx)
+		p[j] = e
+		sum += e
+	}
+	clear(p[i+1:])
+	inv := 1 / sum
+	for j := 0; j <= i; j++ {
+		p[j] *= inv
+	}
+	return mx + float32(math.Log(float64(sum)))
+}
+
+// AttentionGrad implements TransformerOps: the scores of each block of
+// queries are computed again from the saved log-sum-exps (as
+// FlashAttention's backward does) rather than kept from the forward.
+func (d *CPU) AttentionGrad(a AttentionArgs) {
+	a.check(true)
+	qkv, out, lse, dout, dqkv := d.data(a.QKV), d.data(a.Out), d.data(a.LSE), d.data(a.DOut), d.data(a.DQKV)
+	T, hd, w, ow := a.Seq, a.HeadDim, a.QKV.Cols, a.Out.Cols
+	group := a.Heads / a.KVHeads
+	tp := roundUp16(T)
+	d.attnUnits(a, func(s *attnScratch, b, g int) {
+		base := b * T
+		kcol, vcol := (a.Heads+g)*hd, (a.Heads+a.KVHeads+g)*hd
+		s.kt = transposeHead(s.kt, tp, qkv[base*w+kcol:], w, T, hd)
+		s.vt = transposeHead(s.vt, tp, qkv[base*w+vcol:], w, T, hd)
+		s.s, s.dp, s.drow = grow(s.s, attnBlock*tp), grow(s.dp, attnBlock*tp), grow(s.drow, attnBlock)
+		for i := 0; i < T; i++ { // this unit's key and value gradients accumulate below
+			clear(dqkv[(base+i)*w+kcol : (base+i)*w+kcol+hd])
+			clear(dqkv[(base+i)*w+vcol : (base+i)*w+vcol+hd])
+		}
+		for h := g * group; h < (g+1)*group; h++ {
+			for i0 := 0; i0 < T; i0 += attnBlock {
+				i1 := min(i0+attnBlock, T)
+				m, kend := i1-i0, i1
+				sp := roundUp16(kend)
+				qb, dob := qkv[(base+i0)*w+h*hd:], dout[(base+i0)*ow+h*hd:]
+				sgemm(s.s, sp, qb, w, false, s.kt, tp, m, sp, hd, false)
+				sgemm(s.dp, sp, dob, ow, false, s.vt, tp, m, sp, hd, false)
+				for r := 0; r < m; r++ {
+					i := i0 + r
+					p, dp := s.s[r*sp:r*sp+sp], s.dp[r*sp:r*sp+sp]
+					if a.Mask != nil && a.Mask[base+i] == 0 {
+						clear(p)
+						clear(dp)
+						continue
+					}
+					l := lse[(base+i)*a.Heads+h]
+					o, do := out[(base+i)*ow+h*hd:(base+i)*ow+(h+1)*hd], dout[(base+i)*ow+h*hd:(base+i)*ow+(h+1)*hd]
+					di := dot(do, o) // Σ_j p_j·dp_j, as rowsum(dO ⊙ O)
+					for j := range p {
+						if j > i || a.Mask != nil && a.Mask[base+j] == 0 {
+							p[j], dp[j] = 0, 0
+							continue
+						}
+						pj := exp32(p[j]*a.Scale - l)
+						p[j] = pj
+						dp[j] = pj * (dp[j] - di) * a.Scale
+					}
+				}
+				// dQ = dS·K; dK += dSᵀ·Q; dV += Pᵀ·dO.
+				sgemm(dqkv[(base+i0)*w+h*hd:], w, s.dp, sp, false, qkv[base*w+kcol:], w, m, hd, kend, false)
+				sgemm(dqkv[base*w+kcol:], w, s.dp, sp, true, qb, w, kend, hd, m, true)
+				sgemm(dqkv[base*w+vcol:], w, s.s, sp, true, dob, ow, kend, hd, m, true)
+			}
+		}
+	})
+}
+
+// CacheAttention implements TransformerOps.
+func (d *CPU) CacheAttention(a CacheArgs) {
+	a.check()
+	qkv, out, kc, vc := d.data(a.QKV), d.data(a.Out), d.data(a.KCache), d.data(a.VCache)
+	hd, w, ow, kvw := a.HeadDim, a.QKV.Cols, a.Out.Cols, a.KVHeads*a.HeadDim
+	n := a.QKV.Rows
+	for i := 0; i < n; i++ {
+		row := (int(a.Slot[i])*a.MaxLen + int(a.Pos[i])) * kvw
+		copy(kc[row:row+kvw], qkv[i*w+a.Heads*hd:])
+		copy(vc[row:row+kvw], qkv[i*w+(a.Heads+a.KVHeads)*hd:])
+	}
+	group := a.Heads / a.KVHeads
+	units := n * a.KVHeads
+	var ctx int
+	for _, p := range a.Pos {
+		ctx += int(p) + 1
+	}
+	parts := 1
+	if ctx*a.Heads*hd >= lmMinParallel {
+		parts = min(d.pool.parts(), units)
+	}
+	d.pool.each(parts, func(part int) {
+		s := attnScratchPool.Get().(*attnScratch)
+		defer attnScratchPool.Put(s)
+		for u := part; u < units; u += parts {
+			i, g := u/a.KVHeads, u%a.KVHeads
+			keys := int(a.Pos[i]) + 1
+			first := int(a.Slot[i]) * a.MaxLen
+			s.s = grow(s.s, group*keys)
+			for hh := 0; hh < group; hh++ {
+				h := g*group + hh
+				q := qkv[i*w+h*hd : i*w+(h+1)*hd]
+				sc := s.s[hh*keys : (hh+1)*keys]
+				for j := range sc {
+					k := kc[(first+j)*kvw+g*hd : (first+j)*kvw+(g+1)*hd]
+					sc[j] = dot(q, k)
+				}
+				softmaxRow(sc, nil, 0, a.Scale, keys-1)
+				o := out[i*ow+h*hd : i*ow+(h+1)*hd]
+				clear(o)
+				for j, p := range sc {
+					v := vc[(first+j)*kvw+g*hd : (first+j)*kvw+(g+1)*hd]
+					v = v[:len(o)]
+					for c := range o {
+						o[c] += p * v[c]
+					}
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,388 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+)
+
+// The CPU device's TransformerOps. Each op splits its rows (or its
+// sequences and heads) across the worker pool when there are enough of
+// them; every split keeps each value's arithmetic as in one pass, so the
+// results do not depend on the number of cores.
+
+var _ TransformerOps = (*CPU)(nil)
+
+// lmMinParallel is the element count from which an elementwise or
+// row-wise op is split across the pool.
+const lmMinParallel = 1 << 15
+
+// rows runs fn over [0, n) in contiguous parts, across the pool when
+// work (elements touched) is at least lmMinParallel.
+func (d *CPU) rows(n, work int, fn func(lo, hi int)) {
+	parts := 1
+	if work >= lmMinParallel {
+		parts = min(d.pool.parts(), n)
+	}
+	if parts <= 1 {
+		fn(0, n)
+		return
+	}
+	d.pool.each(parts, func(part int) { fn(n*part/parts, n*(part+1)/parts) })
+}
+
+// Linear implements TransformerOps: a product with few rows (decoding)
+// is split across the pool by blocks of C's columns, where MatMul would
+// keep it on one core.
+func (d *CPU) Linear(c, a, b Tensor, beta float32) {
+	m, n, k := matMulShape(c, a, false, b, false)
+	parts := min(d.pool.parts(), n/64)
+	if !hasFMA || m >= 8*d.pool.parts() || parts < 2 || m*n*k < minParallelWork/4 || k == 0 {
+		d.MatMul(c, a, false, b, false, beta)
+		return
+	}
+	cd, ad, bd := d.data(c), d.data(a), d.data(b)
+	d.pool.each(parts, func(part int) {
+		j0, j1 := (n*part/parts)&^15, (n*(part+1)/parts)&^15
+		if part == parts-1 {
+			j1 = n
+		}
+		if beta != 0 && beta != 1 {
+			for i := 0; i < m; i++ {
+				row := cd[i*n+j0 : i*n+j1]
+				for j := range row {
+					row[j] *= beta
+				}
+			}
+		}
+		sgemm(cd[j0:], n, ad, k, false, bd[j0:], n, m, j1-j0, k, beta != 0)
+	})
+}
+
+// Add implements TransformerOps.
+func (d *CPU) Add(dst, src Tensor) {
+	x, y := d.data(dst), d.data(src)
+	if len(x) != len(y) {
+		panic("gpu: add of tensors of different length")
+	}
+	d.rows(len(x), len(x), func(lo, hi int) {
+		xs, ys := x[lo:hi], y[lo:hi]
+		ys = ys[:len(xs)]
+		for i := range xs {
+			xs[i] += ys[i]
+		}
+	})
+}
+
+// Embed implements TransformerOps.
+func (d *CPU) Embed(out, table Tensor, ids []int32, transposed bool) {
+	o, t := d.data(out), d.data(table)
+	h, v := table.Cols, table.Rows
+	if transposed {
+		h, v = v, h
+	}
+	if out.Rows != len(ids) || out.Cols != h {
+		panic(fmt.Sprintf("gpu: embedding of %d ids into %d×%d from a table of %d×%d", len(ids), out.Rows, out.Cols, table.Rows, table.Cols))
+	}
+	checkIDs(ids, v)
+	d.rows(len(ids), len(o), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row, id := o[i*h:(i+1)*h], int(ids[i])
+			if !transposed {
+				copy(row, t[id*h:(id+1)*h])
+				continue
+			}
+			for j := range row {
+				row[j] = t[j*v+id]
+			}
+		}
+	})
+}
+
+func checkIDs(ids []int32, v int) {
+	for _, id := range ids {
+		if id < 0 || int(id) >= v {
+			panic(fmt.Sprintf("gpu: token id %d outside a vocabulary of %d", id, v))
+		}
+	}
+}
+
+// EmbedGrad implements TransformerOps. The parts take blocks of the
+// hidden columns, so two rows with the same id never race, and each
+// element's sum runs over the rows in order.
+func (d *CPU) EmbedGrad(dtable, dout Tensor, ids []int32, transposed bool) {
+	g, t := d.data(dout), d.data(dtable)
+	h, v := dtable.Cols, dtable.Rows
+	if transposed {
+		h, v = v, h
+	}
+	if dout.Rows != len(ids) || dout.Cols != h {
+		panic("gpu: embedding gradient shapes differ")
+	}
+	checkIDs(ids, v)
+	d.rows(h, len(g), func(lo, hi int) {
+		for i, id := range ids {
+			src := g[i*h+lo : i*h+hi]
+			if !transposed {
+				dst := t[int(id)*h+lo : int(id)*h+hi]
+				dst = dst[:len(src)]
+				for j := range src {
+					dst[j] += src[j]
+				}
+				continue
+			}
+			for j, x := range src {
+				t[(lo+j)*v+int(id)] += x
+			}
+		}
+	})
+}
+
+// RMSNorm implements TransformerOps.
+func (d *CPU) RMSNorm(a NormArgs) {
+	a.check(false)
+	x, y, w, rs := d.data(a.X), d.data(a.Y), d.data(a.W), d.data(a.RStd)
+	c, width, groups := a.X.Cols, a.Width, a.Groups
+	inv := 1 / float32(width)
+	d.rows(a.X.Rows, len(x), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			for g := 0; g < groups; g++ {
+				off := i*c + a.Col + g*width
+				xs, ys := x[off:off+width], y[off:off+width]
+				r := rsqrt32(dot(xs, xs)*inv + a.Eps)
+				rs[i*groups+g] = r
+				ys, w := ys[:len(xs)], w[:len(xs)]
+				for j, v := range xs {
+					ys[j] = v * r * w[j]
+				}
+			}
+		}
+	})
+}
+
+func rsqrt32(v float32) float32 { return float32(1 / math.Sqrt(float64(v))) }
+
+// normChunk is the number of rows whose weight gradient RMSNormGrad sums
+// in one chain; the chunks' sums are added in order, so the sum does not
+// depend on how many cores took the chunks.
+const normChunk = 64
+
+// RMSNormGrad implements TransformerOps.
+func (d *CPU) RMSNormGrad(a NormArgs) {
+	a.check(true)
+	x, w, rs, dy, dx, dw := d.data(a.X), d.data(a.W), d.data(a.RStd), d.data(a.DY), d.data(a.DX), d.data(a.DW)
+	c, width, groups, n := a.X.Cols, a.Width, a.Groups, a.X.Rows
+	chunks := (n + normChunk - 1) / normChunk
+	partial := make([]float32, chunks*width)
+	inv := 1 / float32(width)
+	d.rows(chunks, len(x), func(lo, hi int) {
+		g := make([]float32, width)
+		for ch := lo; ch < hi; ch++ {
+			pw := partial[ch*width : (ch+1)*width]
+			for i := ch * normChunk; i < min((ch+1)*normChunk, n); i++ {
+				for gr := 0; gr < groups; gr++ {
+					off := i*c + a.Col + gr*width
+					xs, dys, dxs := x[off:off+width], dy[off:off+width], dx[off:off+width]
+					r := rs[i*groups+gr]
+					var s float32
+					for j, v := range dys {
+						g[j] = v * w[j]
+						pw[j] += v * xs[j] * r
+					}
+					s = dot(g, xs)
+					k := s * r * r * inv
+					for j := range g {
+						v := r * (g[j] - xs[j]*k)
+						if a.AddDX {
+							dxs[j] += v
+						} else {
+							dxs[j] = v
+						}
+					}
+				}
+			}
+		}
+	})
+	for ch := 0; ch < chunks; ch++ {
+		pw := partial[ch*width : (ch+1)*width]
+		for j, v := range pw {
+			dw[j] += v
+		}
+	}
+}
+
+// Rope implements TransformerOps.
+func (d *CPU) Rope(a RopeArgs) {
+	a.check()
+	x, cs, sn := d.data(a.X), d.data(a.Cos), d.data(a.Sin)
+	half, c := a.HeadDim/2, a.X.Cols
+	d.rows(a.X.Rows, a.X.Rows*a.Heads*a.HeadDim, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			p := int(a.Pos[i])
+			cr, sr := cs[p*half:(p+1)*half], sn[p*half:(p+1)*half]
+			for h := 0; h < a.Heads; h++ {
+				off := i*c + a.Col + h*a.HeadDim
+				x1, x2 := x[off:off+half], x[off+half:off+2*half]
+				x2, cr, sr := x2[:len(x1)], cr[:len(x1)], sr[:len(x1)]
+				if a.Inverse {
+					for j, u := range x1 {
+						v := x2[j]
+						x1[j] = u*cr[j] + v*sr[j]
+						x2[j] = v*cr[j] - u*sr[j]
+					}
+					continue
+				}
+				for j, u := range x1 {
+					v := x2[j]
+					x1[j] = u*cr[j] - v*sr[j]
+					x2[j] = v*cr[j] + u*sr[j]
+				}
+			}
+		}
+	})
+}
+
+// SwiGLU implements TransformerOps.
+func (d *CPU) SwiGLU(h, gu Tensor) {
+	hd, g := d.data(h), d.data(gu)
+	w := h.Cols
+	if gu.Rows != h.Rows || gu.Cols != 2*w {
+		panic("gpu: swiglu shapes differ")
+	}
+	d.rows(h.Rows, len(g), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			gs, us, hs := g[i*2*w:i*2*w+w], g[i*2*w+w:(i+1)*2*w], hd[i*w:(i+1)*w]
+			us, hs = us[:len(gs)], hs[:len(gs)]
+			for j, x := range gs {
+				hs[j] = x / (1 + exp32(-x)) * us[j]
+			}
+		}
+	})
+}
+
+// SwiGLUGrad implements TransformerOps.
+func (d *CPU) SwiGLUGrad(dgu, dh, gu Tensor) {
+	dg, dhd, g := d.data(dgu), d.data(dh), d.data(gu)
+	w := dh.Cols
+	if gu.Rows != dh.Rows || gu.Cols != 2*w || dgu.Rows != dh.Rows || dgu.Cols != 2*w {
+		panic("gpu: swiglu gradient shapes differ")
+	}
+	d.rows(dh.Rows, len(g), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			gs, us, dhs := g[i*2*w:i*2*w+w], g[i*2*w+w:(i+1)*2*w], dhd[i*w:(i+1)*w]
+			dgs, dus := dg[i*2*w:i*2*w+w], dg[i*2*w+w:(i+1)*2*w]
+			us, dhs, dgs, dus = us[:len(gs)], dhs[:len(gs)], dgs[:len(gs)], dus[:len(gs)]
+			for j, x := range gs {
+				s := 1 / (1 + exp32(-x))
+				dgs[j] = dhs[j] * us[j] * s * (1 + x*(1-s))
+				dus[j] = dhs[j] * x * s
+			}
+		}
+	})
+}
+
+// LogProbs implements TransformerOps.
+func (d *CPU) LogProbs(a LogProbArgs) {
+	a.check(false)
+	z, lp := d.data(a.Logits), d.data(a.LogP)
+	var ent []float32
+	if a.Entropy.Len() > 0 {
+		ent = d.data(a.Entropy)
+	}
+	v := a.Logits.Cols
+	d.rows(a.Logits.Rows, len(z), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row := z[i*v : (i+1)*v]
+			lse, h := logSumExp(row, a.InvTemp, ent != nil)
+			lp[i] = float32(float64(row[a.Targets[i]]*a.InvTemp) - lse)
+			if ent != nil {
+				ent[i] = float32(h)
+			}
+		}
+	})
+}
+
+// logSumExp returns log Σ exp(t·z) over row and, when entropy, the
+// entropy of softmax(t·z), accumulated in float64.
+func logSumExp(row []float32, t float32, entropy bool) (lse, h float64) {
+	mx := row[0] * t
+	for _, x := range row {
+		mx = max(mx, x*t)
+	}
+	var s, sz float64
+	for _, x := range row {
+		e := float64(exp32(x*t - mx))
+		s += e
+		if entropy {
+			sz += e * float64(x*t-mx)
+		}
+	}
+	lse = float64(mx) + math.Log(s)
+	if entropy {
+		// H = −Σ p·(z − lse) = lse − Σ p·z, written about the max.
+		h = math.Log(s) - sz/s
+	}
+	return lse, h
+}
+
+// LogProbsGrad implements TransformerOps.
+func (d *CPU) LogProbsGrad(a LogProbArgs) {
+	a.check(true)
+	z, dlp := d.data(a.Logits), d.data(a.DLogP)
+	var dent []float32
+	if a.DEntropy.Len() > 0 {
+		dent = d.data(a.DEntropy)
+	}
+	v, t := a.Logits.Cols, a.InvTemp
+	d.rows(a.Logits.Rows, len(z), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row := z[i*v : (i+1)*v]
+			lse, h := logSumExp(row, t, dent != nil)
+			gl := float64(dlp[i])
+			var ge float64
+			if dent != nil {
+				ge = float64(dent[i])
+			}
+			tgt := int(a.Targets[i])
+			for j, x := range row {
+				l := float64(x*t) - lse // log p_j
+				p := math.Exp(l)
+				g := -gl * p
+				if ge != 0 {
+					g -= ge * p * (l + h) // dH/dz_j = −p_j(log p_j + H)
+				}
+				if j == tgt {
+					g += gl
+				}
+				row[j] = float32(g * float64(t))
+			}
+		}
+	})
+}
+
+// exp32 is e^x in float32 to within a few ulps: e^x = 2^n·e^r with
+// |r| ≤ ln2/2, e^r by a degree-7 polynomial. It saturates to 0 below
+// −87 and to +Inf above 88.7.
+func exp32(x float32) float32 {
+	const (
+		log2e = 1.44269504088896341
+		ln2hi = 0.693359375
+		ln2lo = -2.12194440e-4
+	)
+	if x < -87 { // e^-87 is near float32's smallest normal
+		return 0
+	}
+	if x > 88.72283 {
+		return float32(math.Inf(1))
+	}
+	n := float32(math.Floor(float64(x*log2e + 0.5)))
+	r := x - n*ln2hi
+	r -= n * ln2lo
+	p := float32(1.9875691500e-4)
+	p = p*r + 1.3981999507e-3
+	p = p*r + 8.3334519073e-3
+	p = p*r + 4.1665795894e-2
+	p = p*r + 1.6666665459e-1
+	p = p*r + 5.0000001201e-1
+	p = p*r*r + r + 1
+	return math.Float32frombits(math.Float32bits(p) + uint32(int32(n))<<23)
+}
