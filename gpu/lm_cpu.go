@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"math"
+	"sync"
 )
 
 // The CPU device's TransformerOps. Each op splits its rows (or its
@@ -30,16 +31,25 @@ func (d *CPU) rows(n, work int, fn func(lo, hi int)) {
 	d.pool.each(parts, func(part int) { fn(n*part/parts, n*(part+1)/parts) })
 }
 
-// Linear implements TransformerOps: a product with few rows (decoding)
-// is split across the pool by blocks of C's columns, where MatMul would
-// keep it on one core.
+// Linear implements TransformerOps. A product of few rows (decoding,
+// batched sampling) reads each weight once from memory and does little
+// with it, so the pool splits it by blocks of C's columns (each core reads
+// its half of B, where a split by rows would have both read all of it) and
+// every block walks B's rows in order: one row of A at a time as a
+// streaming matrix-vector product for up to gemvRows rows, packed strips
+// of B under the tiles above that. Many rows go to MatMul. Every route
+// gives each element the same chain of multiply-adds: the same bits.
 func (d *CPU) Linear(c, a, b Tensor, beta float32) {
 	m, n, k := matMulShape(c, a, false, b, false)
 	parts := min(d.pool.parts(), n/64)
-	if !hasFMA || m >= 8*d.pool.parts() || parts < 2 || m*n*k < minParallelWork/4 || k == 0 {
+	if !hasFMA || m > smallRows || k == 0 || n < 16 {
 		d.MatMul(c, a, false, b, false, beta)
 		return
 	}
+	if m*n*k < minParallelWork/8 {
+		parts = 1
+	}
+	parts = max(parts, 1)
 	cd, ad, bd := d.data(c), d.data(a), d.data(b)
 	d.pool.each(parts, func(part int) {
 		j0, j1 := (n*part/parts)&^15, (n*(part+1)/parts)&^15
@@ -54,8 +64,86 @@ func (d *CPU) Linear(c, a, b Tensor, beta float32) {
 				}
 			}
 		}
-		sgemm(cd[j0:], n, ad, k, false, bd[j0:], n, m, j1-j0, k, beta != 0)
+		if m <= gemvRows {
+			gemvBlock(cd, ad, bd, m, n, k, j0, j1, beta != 0)
+			return
+		}
+		s := packPool.Get().(*[]float32)
+		packedBlock(cd, ad, bd, m, n, k, j0, j1, beta != 0, s)
+		packPool.Put(s)
 	})
+}
+
+// smallRows is the most rows Linear splits by columns; gemvRows the most
+// it takes one at a time.
+const smallRows, gemvRows = 128, 6
+
+// gemvStrip is the columns of C a matrix-vector pass keeps in L1 (4 KB of
+// each row of C) while B's rows stream through.
+const gemvStrip = 1024
+
+// gemvBlock computes columns [j0, j1) of C (m×n) = A·B (+ C when add) one
+// row of A at a time, in strips of gemvStrip columns and panels of gemmKC
+// rows of B, so that a strip of a panel (1 MB at most) stays in L2 while
+// the rows of A take it in turn.
+func gemvBlock(c, a, b []float32, m, n, k, j0, j1 int, add bool) {
+	for s0 := j0; s0 < j1; s0 += gemvStrip {
+		s1 := min(s0+gemvStrip, j1)
+		w := (s1 - s0) &^ 15
+		if !add {
+			for i := 0; i < m; i++ {
+				clear(c[i*n+s0 : i*n+s1])
+			}
+		}
+		if w > 0 {
+			_ = b[(k-1)*n+s0+w-1] // the kernel's last read, in bounds
+			for k0 := 0; k0 < k; k0 += gemmKC {
+				kc := min(gemmKC, k-k0)
+				for i := 0; i < m; i++ {
+					_ = a[i*k+k0+kc-1]
+					gemv4(&c[i*n+s0], &a[i*k+k0], &b[k0*n+s0], n, kc, w)
+				}
+			}
+		}
+		if s0+w < s1 { // the last columns, as the portable kernel does them
+			for i := 0; i < m; i++ {
+				ci := c[i*n+s0+w : i*n+s1]
+				for p := 0; p < k; p++ {
+					av, br := a[i*k+p], b[p*n+s0+w:p*n+s1]
+					ci := ci[:len(br)]
+					for j, bv := range br {
+						ci[j] += av * bv
+					}
+				}
+			}
+		}
+	}
+}
+
+// packStrip is the columns of B a packed pass copies at once: a panel of
+// gemmKC rows of it is 256 KB, kept in L2 while every row of A meets it.
+const packStrip = 256
+
+// packPool keeps the parts' packing buffers between calls.
+var packPool = sync.Pool{New: func() any { s := make([]float32, gemmKC*packStrip); return &s }}
+
+// packedBlock computes columns [j0, j1) of C = A·B (+ C when add) for a
+// few dozen rows: each panel of B's block is copied row by row (a read in
+// order from memory) into a contiguous strip, which the tiles then read
+// from L2.
+func packedBlock(c, a, b []float32, m, n, k, j0, j1 int, add bool, buf *[]float32) {
+	for s0 := j0; s0 < j1; s0 += packStrip {
+		s1 := min(s0+packStrip, j1)
+		w := s1 - s0
+		for k0 := 0; k0 < k; k0 += gemmKC {
+			kc := min(gemmKC, k-k0)
+			pk := (*buf)[:kc*w]
+			for p := 0; p < kc; p++ {
+				copy(pk[p*w:(p+1)*w], b[(k0+p)*n+s0:(k0+p)*n+s1])
+			}
+			sgemm(c[s0:], n, a[k0:], k, false, pk, w, m, w, kc, add || k0 > 0)
+		}
+	}
 }
 
 // Add implements TransformerOps.
