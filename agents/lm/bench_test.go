@@ -12,9 +12,9 @@ import (
 // benchShape is a model of the speed table, with random weights: Llama
 // layers (SmolLM's family), tied embeddings.
 type benchShape struct {
-	name                                          string
+	name                                         string
 	vocab, hidden, inter, layers, heads, kvHeads int
-	rows, seq                                     int // a training step's batch
+	rows, seq                                    int // a training step's batch
 }
 
 var benchShapes = []benchShape{
