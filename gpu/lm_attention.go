@@ -69,7 +69,7 @@ func (d *CPU) Attention(a AttentionArgs) {
 		base := b * T
 		kcol, vcol := (a.Heads+g)*hd, (a.Heads+a.KVHeads+g)*hd
 		s.kt = transposeHead(s.kt, tp, qkv[base*w+kcol:], w, T, hd)
-		s.s = grow(s.s, attnBlock*tp)
+		s.s, s.drow = grow(s.s, attnBlock*tp), grow(s.drow, attnBlock)
 		for h := g * group; h < (g+1)*group; h++ {
 			for i0 := 0; i0 < T; i0 += attnBlock {
 				i1 := min(i0+attnBlock, T)
@@ -81,44 +81,44 @@ func (d *CPU) Attention(a AttentionArgs) {
 					p := s.s[r*sp : r*sp+kend]
 					if a.Mask != nil && a.Mask[base+i] == 0 {
 						clear(p)
-						lse[(base+i)*a.Heads+h] = 0
+						lse[(base+i)*a.Heads+h], s.drow[r] = 0, 0
 						continue
 					}
-					lse[(base+i)*a.Heads+h] = softmaxRow(p, a.Mask, base, a.Scale, i)
+					lse[(base+i)*a.Heads+h], s.drow[r] = softmaxRow(p, a.Mask, base, a.Scale, i)
 				}
-				sgemm(out[(base+i0)*ow+h*hd:], ow, s.s, sp, false, qkv[base*w+vcol:], w, m, hd, kend, false)
+				o := out[(base+i0)*ow+h*hd:]
+				sgemm(o, ow, s.s, sp, false, qkv[base*w+vcol:], w, m, hd, kend, false)
+				for r := 0; r < m; r++ {
+					scaleRow(o[r*ow:r*ow+hd], s.drow[r])
+				}
 			}
 		}
 	})
 }
 
-// softmaxRow turns the scores p[0…i] of query i into probabilities in
-// place (zero where mask, from base, is 0, and beyond i), and returns the
-// log-sum-exp of the scaled scores it kept.
-func softmaxRow(p []float32, mask []int32, base int, scale float32, i int) float32 {
+func scaleRow(x []float32, c float32) {
+	for j := range x {
+		x[j] *= c
+	}
+}
+
+// softmaxRow turns the scores p[0…i] of query i into unnormalised
+// probabilities e^(score·scale − max) in place (zero where mask, from
+// base, is 0, and beyond i), and returns the log-sum-exp of the scaled
+// scores it kept and 1/Σ, the normalisation left to the caller (cheaper
+// on a row of the output than on the scores).
+func softmaxRow(p []float32, mask []int32, base int, scale float32, i int) (lse, inv float32) {
 	mx := float32(math.Inf(-1))
 	for j := 0; j <= i; j++ {
 		if mask != nil && mask[base+j] == 0 {
+			p[j] = mx // −Inf: its exponential is 0
 			continue
 		}
 		mx = max(mx, p[j]*scale)
 	}
-	var sum float32
-	for j := 0; j <= i; j++ {
-		if mask != nil && mask[base+j] == 0 {
-			p[j] = 0
-			continue
-		}
-		e := exp32(p[j]*scale - mx)
-		p[j] = e
-		sum += e
-	}
+	sum := ExpSum(p[:i+1], p[:i+1], scale, mx)
 	clear(p[i+1:])
-	inv := 1 / sum
-	for j := 0; j <= i; j++ {
-		p[j] *= inv
-	}
-	return mx + float32(math.Log(float64(sum)))
+	return mx + float32(math.Log(float64(sum))), 1 / sum
 }
 
 // AttentionGrad implements TransformerOps: the scores of each block of
@@ -159,15 +159,20 @@ func (d *CPU) AttentionGrad(a AttentionArgs) {
 					l := lse[(base+i)*a.Heads+h]
 					o, do := out[(base+i)*ow+h*hd:(base+i)*ow+(h+1)*hd], dout[(base+i)*ow+h*hd:(base+i)*ow+(h+1)*hd]
 					di := dot(do, o) // Σ_j p_j·dp_j, as rowsum(dO ⊙ O)
-					for j := range p {
-						if j > i || a.Mask != nil && a.Mask[base+j] == 0 {
-							p[j], dp[j] = 0, 0
-							continue
+					if a.Mask != nil {
+						for j := 0; j <= i; j++ {
+							if a.Mask[base+j] == 0 {
+								p[j] = float32(math.Inf(-1))
+							}
 						}
-						pj := exp32(p[j]*a.Scale - l)
-						p[j] = pj
-						dp[j] = pj * (dp[j] - di) * a.Scale
 					}
+					ExpSum(p[:i+1], p[:i+1], a.Scale, l)
+					clear(p[i+1:])
+					dpi := dp[:i+1]
+					for j, pj := range p[:len(dpi)] {
+						dpi[j] = pj * (dpi[j] - di) * a.Scale
+					}
+					clear(dp[i+1:])
 				}
 				// dQ = dS·K; dK += dSᵀ·Q; dV += Pᵀ·dO.
 				sgemm(dqkv[(base+i0)*w+h*hd:], w, s.dp, sp, false, qkv[base*w+kcol:], w, m, hd, kend, false)
@@ -178,16 +183,22 @@ func (d *CPU) AttentionGrad(a AttentionArgs) {
 	})
 }
 
-// CacheAttention implements TransformerOps.
+// CacheAttention implements TransformerOps. A new token's scores against
+// its sequence's keys are one product of its group's query heads with the
+// transposed key cache, and its output one product of the probabilities
+// with the values.
 func (d *CPU) CacheAttention(a CacheArgs) {
 	a.check()
 	qkv, out, kc, vc := d.data(a.QKV), d.data(a.Out), d.data(a.KCache), d.data(a.VCache)
-	hd, w, ow, kvw := a.HeadDim, a.QKV.Cols, a.Out.Cols, a.KVHeads*a.HeadDim
+	hd, w, ow, kvw, ml := a.HeadDim, a.QKV.Cols, a.Out.Cols, a.KVHeads*a.HeadDim, a.MaxLen
 	n := a.QKV.Rows
 	for i := 0; i < n; i++ {
-		row := (int(a.Slot[i])*a.MaxLen + int(a.Pos[i])) * kvw
-		copy(kc[row:row+kvw], qkv[i*w+a.Heads*hd:])
-		copy(vc[row:row+kvw], qkv[i*w+(a.Heads+a.KVHeads)*hd:])
+		slot, pos := int(a.Slot[i]), int(a.Pos[i])
+		k := qkv[i*w+a.Heads*hd : i*w+a.Heads*hd+kvw]
+		for c, v := range k {
+			kc[(slot*kvw+c)*ml+pos] = v
+		}
+		copy(vc[(slot*ml+pos)*kvw:(slot*ml+pos+1)*kvw], qkv[i*w+(a.Heads+a.KVHeads)*hd:])
 	}
 	group := a.Heads / a.KVHeads
 	units := n * a.KVHeads
@@ -204,27 +215,18 @@ func (d *CPU) CacheAttention(a CacheArgs) {
 		defer attnScratchPool.Put(s)
 		for u := part; u < units; u += parts {
 			i, g := u/a.KVHeads, u%a.KVHeads
-			keys := int(a.Pos[i]) + 1
-			first := int(a.Slot[i]) * a.MaxLen
-			s.s = grow(s.s, group*keys)
-			for hh := 0; hh < group; hh++ {
-				h := g*group + hh
-				q := qkv[i*w+h*hd : i*w+(h+1)*hd]
-				sc := s.s[hh*keys : (hh+1)*keys]
-				for j := range sc {
-					k := kc[(first+j)*kvw+g*hd : (first+j)*kvw+(g+1)*hd]
-					sc[j] = dot(q, k)
-				}
-				softmaxRow(sc, nil, 0, a.Scale, keys-1)
-				o := out[i*ow+h*hd : i*ow+(h+1)*hd]
-				clear(o)
-				for j, p := range sc {
-					v := vc[(first+j)*kvw+g*hd : (first+j)*kvw+(g+1)*hd]
-					v = v[:len(o)]
-					for c := range o {
-						o[c] += p * v[c]
-					}
-				}
+			slot, keys := int(a.Slot[i]), int(a.Pos[i])+1
+			kp := min(roundUp16(keys), ml) // whole strips of the kernels; the scores past keys are not read
+			s.s, s.drow = grow(s.s, group*kp), grow(s.drow, group)
+			q := qkv[i*w+g*group*hd:]
+			sgemm(s.s, kp, q, hd, false, kc[(slot*kvw+g*hd)*ml:], ml, group, kp, hd, false)
+			for r := 0; r < group; r++ {
+				_, s.drow[r] = softmaxRow(s.s[r*kp:(r+1)*kp], nil, 0, a.Scale, keys-1)
+			}
+			o := out[i*ow+g*group*hd:]
+			sgemm(o, hd, s.s, kp, false, vc[slot*ml*kvw+g*hd:], kvw, group, hd, keys, false)
+			for r := 0; r < group; r++ {
+				scaleRow(o[r*hd:(r+1)*hd], s.drow[r])
 			}
 		}
 	})

@@ -357,7 +357,7 @@ func TestCacheAttentionMatchesAttention(t *testing.T) {
 	full := AttentionArgs{QKV: tensorFrom(d, seqs*seq, w, qkv), Out: d.Alloc(seqs*seq, heads*hd), LSE: d.Alloc(seqs*seq, heads),
 		Batch: seqs, Seq: seq, Heads: heads, KVHeads: kvHeads, HeadDim: hd, Scale: scale}
 	d.Attention(full)
-	kc, vc := d.Alloc(4*maxLen, kvHeads*hd), d.Alloc(4*maxLen, kvHeads*hd)
+	kc, vc := d.Alloc(4*kvHeads*hd, maxLen), d.Alloc(4*maxLen, kvHeads*hd)
 	slots := []int32{2, 0, 3} // sequence s lives in slot slots[s]
 	got := make([]float32, seqs*seq*heads*hd)
 	// A prompt of 6 tokens per sequence in one call, then one token each.
@@ -416,16 +416,44 @@ func TestLogProbsAndGrad(t *testing.T) {
 	}
 }
 
-func TestExp32(t *testing.T) {
+// exp32 and the SIMD kernel behind ExpSum are within a few float32 ulps
+// of e^x from −87 to 88, 0 below and +Inf above.
+func TestExp32AndExpSum(t *testing.T) {
+	var xs []float32
+	for x := -87.0; x < 88; x += 0.000731 {
+		xs = append(xs, float32(x))
+	}
+	xs = append(xs, -90, -87.5, 88.5, 1000, float32(math.Inf(-1)), 0)
+	simd := make([]float32, len(xs))
+	sum := ExpSum(simd, xs, 1, 0)
 	var worst float64
-	for x := -87.0; x < 88.7; x += 0.000731 {
-		got, want := float64(exp32(float32(x))), math.Exp(float64(float32(x)))
-		worst = math.Max(worst, math.Abs(got-want)/want)
+	for i, x := range xs {
+		w := math.Exp(float64(x))
+		if x < -87 || x > 88 {
+			if w = 0; x > 88 {
+				w = math.Inf(1)
+			}
+			if float64(exp32(x)) != w || float64(simd[i]) != w {
+				t.Fatalf("e^%v: exp32 %v, ExpSum %v, want %v", x, exp32(x), simd[i], w)
+			}
+			continue
+		}
+		for _, got := range []float32{exp32(x), simd[i]} {
+			worst = math.Max(worst, math.Abs(float64(got)-w)/w)
+		}
 	}
 	if worst > 4e-7 {
-		t.Errorf("exp32's largest relative error is %.3g", worst)
+		t.Errorf("largest relative error %.3g", worst)
 	}
-	if exp32(-100) != 0 || !math.IsInf(float64(exp32(100)), 1) || exp32(0) != 1 {
-		t.Errorf("exp32 at the ends: %v %v %v", exp32(-100), exp32(100), exp32(0))
+	if !math.IsInf(float64(sum), 1) {
+		t.Errorf("sum %v with an infinite term", sum)
+	}
+	sum = ExpSum(simd[:len(xs)-6], xs[:len(xs)-6], 0.5, 3)
+	var w float64
+	for _, x := range xs[:len(xs)-6] {
+		w += math.Exp(float64(x)*0.5 - 3)
+	}
+	if math.Abs(float64(sum)-w)/w > 1e-5 {
+		t.Errorf("ExpSum's sum %v, want %v", sum, w)
 	}
 }

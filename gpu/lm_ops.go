@@ -153,11 +153,14 @@ func (a AttentionArgs) check(grad bool) {
 
 // CacheArgs are attention over a KV cache: row i of QKV (laid out as in
 // AttentionArgs) is a new token of the sequence in cache slot Slot[i] at
-// position Pos[i]. Its key and value go into row Slot[i]·MaxLen + Pos[i]
-// of KCache and VCache (Slots·MaxLen × KVHeads·HeadDim, one layer's), then
-// it attends to that slot's rows 0…Pos[i], so several new tokens of one
+// position Pos[i]. Its key and value go into that slot's caches, then it
+// attends to the slot's positions 0…Pos[i], so several new tokens of one
 // sequence (a prompt) attend causally to each other. Out is N ×
-// Heads·HeadDim.
+// Heads·HeadDim. The caches hold one layer of Slots sequences of up to
+// MaxLen tokens: VCache (Slots·MaxLen × KVHeads·HeadDim) a value per row,
+// KCache (Slots·KVHeads·HeadDim × MaxLen) the keys transposed, row
+// (slot·KVHeads + g)·HeadDim + c holding component c of key head g at every
+// position, so that a query's scores are one product with it.
 type CacheArgs struct {
 	QKV, Out, KCache, VCache Tensor
 	Slot, Pos                []int32
@@ -170,10 +173,11 @@ func (a CacheArgs) check() {
 	n, kv := a.QKV.Rows, a.KVHeads*a.HeadDim
 	if a.KVHeads < 1 || a.Heads%a.KVHeads != 0 || a.QKV.Cols != (a.Heads+2*a.KVHeads)*a.HeadDim || a.Out.Rows != n ||
 		a.Out.Cols != a.Heads*a.HeadDim || len(a.Slot) != n || len(a.Pos) != n || a.MaxLen < 1 ||
-		a.KCache.Cols != kv || a.VCache.Cols != kv || a.KCache.Rows%a.MaxLen != 0 || a.VCache.Rows != a.KCache.Rows {
-		panic(fmt.Sprintf("gpu: cache attention of %d rows over qkv %d×%d, caches %d×%d", n, a.QKV.Rows, a.QKV.Cols, a.KCache.Rows, a.KCache.Cols))
+		a.VCache.Cols != kv || a.VCache.Rows%a.MaxLen != 0 || a.KCache.Cols != a.MaxLen || a.KCache.Rows*a.MaxLen != a.VCache.Rows*kv {
+		panic(fmt.Sprintf("gpu: cache attention of %d rows over qkv %d×%d, caches %d×%d and %d×%d", n, a.QKV.Rows, a.QKV.Cols,
+			a.KCache.Rows, a.KCache.Cols, a.VCache.Rows, a.VCache.Cols))
 	}
-	slots := a.KCache.Rows / a.MaxLen
+	slots := a.VCache.Rows / a.MaxLen
 	for i := range a.Slot {
 		if a.Slot[i] < 0 || int(a.Slot[i]) >= slots || a.Pos[i] < 0 || int(a.Pos[i]) >= a.MaxLen {
 			panic(fmt.Sprintf("gpu: cache row %d: slot %d position %d outside %d slots of %d", i, a.Slot[i], a.Pos[i], slots, a.MaxLen))

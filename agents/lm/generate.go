@@ -91,7 +91,7 @@ func (m *Model) NewGenerator(slots, maxLen int) (*Generator, error) {
 	d, dev := dimsOf(m.Config), m.Dev
 	g := &Generator{m: m, slots: slots, maxLen: maxLen, maxRows: rows}
 	for l := 0; l < m.Config.Layers; l++ {
-		g.kc = append(g.kc, dev.Alloc(slots*maxLen, d.kv))
+		g.kc = append(g.kc, dev.Alloc(slots*d.kv, maxLen))
 		g.vc = append(g.vc, dev.Alloc(slots*maxLen, d.kv))
 	}
 	g.x, g.norm, g.qkv = dev.Alloc(rows, d.h), dev.Alloc(rows, d.h), dev.Alloc(rows, d.qkv)
@@ -289,14 +289,14 @@ type sampler struct {
 }
 
 type sampleScratch struct {
-	w    []float64
-	cand []int32
+	w, sel []float32
+	cand   []int32
 }
 
 func newSampler(vocab int) *sampler {
 	s := &sampler{}
 	for i := 0; i < 2; i++ {
-		s.scratch = append(s.scratch, &sampleScratch{w: make([]float64, vocab)})
+		s.scratch = append(s.scratch, &sampleScratch{w: make([]float32, vocab)})
 	}
 	return s
 }
@@ -344,39 +344,42 @@ func sampleRow(z []float32, opt *SampleOptions, r *rand.Rand, sc *sampleScratch)
 			mx, arg = v, j
 		}
 	}
-	var sum float64
-	for _, v := range z {
-		sum += math.Exp(float64(v - mx))
-	}
-	lse := float64(mx) + math.Log(sum)
-	logp := func(j int) float32 { return float32(float64(z[j]) - lse) }
+	sc.w = growF(sc.w, len(z))
+	w := sc.w
+	lse := mx + float32(math.Log(float64(gpu.ExpSum(w, z, 1, mx))))
+	logp := func(j int) float32 { return z[j] - lse }
 	if opt.Temperature == 0 || opt.TopK == 1 {
 		return int32(arg), logp(arg)
+	}
+	if opt.Temperature != 1 {
+		inv := float32(1 / opt.Temperature)
+		gpu.ExpSum(w, z, inv, mx*inv)
 	}
 	// Candidates: every token, or those at least as likely as the k-th.
 	thr := float32(math.Inf(-1))
 	if opt.TopK > 0 && opt.TopK < len(z) {
-		thr = kthLargest(z, opt.TopK, sc)
+		sc.sel = growF(sc.sel, len(z))
+		copy(sc.sel, z)
+		thr = kthLargest(sc.sel, opt.TopK)
 	}
-	inv := 1 / opt.Temperature
-	w, cand := sc.w[:len(z)], sc.cand[:0]
+	cand := sc.cand[:0]
 	var total float64
 	for j, v := range z {
-		if v < thr {
-			w[j] = 0
-			continue
+		if v >= thr && w[j] > 0 {
+			cand = append(cand, int32(j))
+			total += float64(w[j])
 		}
-		w[j] = math.Exp(float64(v-mx) * inv)
-		total += w[j]
-		cand = append(cand, int32(j))
+	}
+	sc.cand = cand
+	if len(cand) == 0 { // every weight underflowed: the most likely token
+		return int32(arg), logp(arg)
 	}
 	if opt.TopP > 0 && opt.TopP < 1 {
 		cand, total = nucleus(cand, w, total, opt.TopP)
 	}
-	sc.cand = cand
 	u := r.Float64() * total
 	for _, j := range cand {
-		u -= w[j]
+		u -= float64(w[j])
 		if u < 0 {
 			return j, logp(int(j))
 		}
@@ -385,29 +388,46 @@ func sampleRow(z []float32, opt *SampleOptions, r *rand.Rand, sc *sampleScratch)
 	return last, logp(int(last))
 }
 
-// kthLargest is the k-th largest value of z.
-func kthLargest(z []float32, k int, sc *sampleScratch) float32 {
-	vals := make([]float32, len(z))
-	copy(vals, z)
-	slices.SortFunc(vals, func(a, b float32) int {
-		switch {
-		case a > b:
-			return -1
-		case a < b:
-			return 1
+// kthLargest is the k-th largest value of vals (which it reorders):
+// quickselect, linear on average where sorting a 150,000-token vocabulary
+// for every draw would not be.
+func kthLargest(vals []float32, k int) float32 {
+	lo, hi, want := 0, len(vals)-1, k-1
+	for lo < hi {
+		pivot := vals[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for vals[i] > pivot {
+				i++
+			}
+			for vals[j] < pivot {
+				j--
+			}
+			if i <= j {
+				vals[i], vals[j] = vals[j], vals[i]
+				i++
+				j--
+			}
 		}
-		return 0
-	})
-	return vals[k-1]
+		switch {
+		case want <= j:
+			hi = j
+		case want >= i:
+			lo = i
+		default:
+			return vals[want]
+		}
+	}
+	return vals[want]
 }
 
 // nucleus keeps the most likely candidates until their weight reaches p
 // of total (at least one), sorting only the likeliest ones where that
 // suffices: those of weight ≥ cut, for a cut lowered until they hold p.
-func nucleus(cand []int32, w []float64, total, p float64) ([]int32, float64) {
-	maxW := 0.0
+func nucleus(cand []int32, w []float32, total, p float64) ([]int32, float64) {
+	var maxW float32
 	for _, j := range cand {
-		maxW = math.Max(maxW, w[j])
+		maxW = max(maxW, w[j])
 	}
 	var top []int32
 	for cut := maxW * 1e-3; ; cut *= 1e-3 {
@@ -416,7 +436,7 @@ func nucleus(cand []int32, w []float64, total, p float64) ([]int32, float64) {
 		for _, j := range cand {
 			if w[j] >= cut {
 				top = append(top, j)
-				mass += w[j]
+				mass += float64(w[j])
 			}
 		}
 		if mass >= p*total || len(top) == len(cand) || cut == 0 {
@@ -434,7 +454,7 @@ func nucleus(cand []int32, w []float64, total, p float64) ([]int32, float64) {
 	})
 	var kept float64
 	for i, j := range top {
-		kept += w[j]
+		kept += float64(w[j])
 		if kept >= p*total {
 			return top[:i+1], kept
 		}

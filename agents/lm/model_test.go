@@ -273,7 +273,7 @@ func TestSamplingFollowsTheDistribution(t *testing.T) {
 		const draws = 40000
 		counts := make([]float64, len(z))
 		r := rand.New(rand.NewPCG(5, 6))
-		sc := &sampleScratch{w: make([]float64, len(z))}
+		sc := &sampleScratch{}
 		lse, _ := rowLSE(z)
 		for i := 0; i < draws; i++ {
 			tok, lp := sampleRow(z, &opt, r, sc)
@@ -477,5 +477,22 @@ func TestInitFromScratch(t *testing.T) {
 	}
 	if back.Config.HeadDim != 32 || back.Config.Tied {
 		t.Errorf("config back: head_dim %d tied %v", back.Config.HeadDim, back.Config.Tied)
+	}
+}
+
+func TestKthLargest(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for trial := 0; trial < 200; trial++ {
+		n := 1 + r.IntN(300)
+		vals := make([]float32, n)
+		for i := range vals {
+			vals[i] = float32(r.IntN(20)) // many ties
+		}
+		sorted := slices.Clone(vals)
+		slices.Sort(sorted)
+		k := 1 + r.IntN(n)
+		if got, want := kthLargest(vals, k), sorted[n-k]; got != want {
+			t.Fatalf("k=%d of %d: %v, want %v", k, n, got, want)
+		}
 	}
 }
