@@ -10,7 +10,9 @@ func expSum8(dst *float32, src *float32, n int, scale float32, shift float32) fl
 	panic("gpu: no SIMD kernel on this platform")
 }
 
-func swiglu8(h *float32, gate *float32, up *float32, n int) { panic("gpu: no SIMD kernel on this platform") }
+func swiglu8(h *float32, gate *float32, up *float32, n int) {
+	panic("gpu: no SIMD kernel on this platform")
+}
 
 func swigluGrad8(dg *float32, du *float32, dh *float32, gate *float32, up *float32, n int) {
 	panic("gpu: no SIMD kernel on this platform")
