@@ -394,6 +394,7 @@ def cmd_bench(a):
     (prompt of prompt tokens, gen new tokens, greedy, KV cache) and batch-1
     decode. Prints one JSON line of tokens per second."""
     from threadpoolctl import threadpool_info
+    torch.set_num_threads(a.threads or os.cpu_count())
     torch.manual_seed(0)
     raw = {"architectures": ["LlamaForCausalLM"], "vocab_size": a.vocab, "hidden_size": a.hidden,
            "intermediate_size": a.intermediate, "num_hidden_layers": a.layers, "num_attention_heads": a.heads,
@@ -477,6 +478,7 @@ def main():
                  ("rows", 8), ("seq", 256), ("gen-batch", 64), ("prompt", 16), ("gen", 64), ("repeat", 3)):
         bn.add_argument("--" + k, type=int, default=v)
     bn.add_argument("--tied", action="store_true")
+    bn.add_argument("--threads", type=int, default=0, help="torch threads (0: every core)")
     bn.add_argument("--what", default="train,gen,decode")
     a = ap.parse_args()
     {"make": cmd_make, "golden": cmd_golden, "logprobs": cmd_logprobs, "bench": cmd_bench}[a.cmd](a)
