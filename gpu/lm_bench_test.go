@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -53,5 +54,19 @@ func BenchmarkLinear(b *testing.B) {
 				b.ReportMetric(4*float64(s.n*s.k)*float64(b.N)/sec/1e9, "GB/s")
 			})
 		}
+	}
+}
+
+// BenchmarkMemoryBandwidth reports MeasureBandwidth on one core and on
+// all: the yardstick of batch-1 decoding (agents/lm's BenchmarkGenerate).
+func BenchmarkMemoryBandwidth(b *testing.B) {
+	for _, cores := range []int{1, runtime.GOMAXPROCS(0)} {
+		b.Run(fmt.Sprintf("cores=%d", cores), func(b *testing.B) {
+			var bw Bandwidth
+			for i := 0; i < b.N; i++ {
+				bw = MeasureBandwidth(cores, 300*time.Millisecond)
+			}
+			b.ReportMetric(bw.GBps, "GB/s")
+		})
 	}
 }

@@ -338,9 +338,9 @@ def read_batch(path):
     return b, ids, mask, targets
 
 
-def scores(m, ids, mask, targets, temperature=1.0):
+def scores(m, ids, mask, targets, temperature=1.0, dtype=torch.float64):
     logits = m(ids, mask) / temperature
-    logp = torch.log_softmax(logits.double(), dim=-1)
+    logp = torch.log_softmax(logits.to(dtype), dim=-1)
     sel = targets >= 0
     lp = logp[sel].gather(-1, targets[sel].unsqueeze(-1)).squeeze(-1)
     ent = -(logp[sel].exp() * logp[sel]).sum(-1)
@@ -416,8 +416,8 @@ def cmd_bench(a):
 
         def step():
             opt.zero_grad()
-            lp, _ = scores(m, ids, mask, tgt)
-            (-lp.sum()).backward()
+            lp, _ = scores(m, ids, mask, tgt, dtype=torch.float32)
+            (-lp.mean()).backward()
             opt.step()
         step()
         times = []
@@ -432,14 +432,19 @@ def cmd_bench(a):
                 continue
             ids = torch.randint(0, c.vocab, (batch, a.prompt))
             times = []
+
+            def sample(logits):
+                # What agents/lm's Generate does per step: draw from the
+                # softmax (temperature 1) and keep the token's log-prob.
+                logp = torch.log_softmax(logits[:, -1], dim=-1)
+                tok = torch.multinomial(logp.exp(), 1)
+                return tok, logp.gather(-1, tok)
             for _ in range(a.repeat):
                 caches = []
                 t0 = time.perf_counter()
-                logits = m(ids, None, caches, 0)
-                tok = logits[:, -1].argmax(-1, keepdim=True)
-                for i in range(a.gen):
-                    logits = m(tok, None, caches, a.prompt + i)
-                    tok = logits[:, -1].argmax(-1, keepdim=True)
+                tok, _ = sample(m(ids, None, caches, 0))
+                for i in range(a.gen - 1):
+                    tok, _ = sample(m(tok, None, caches, a.prompt + i))
                 times.append(time.perf_counter() - t0)
             out[kind + "_tokens_per_s"] = batch * a.gen / sorted(times)[len(times) // 2]
     print(json.dumps(out))

@@ -20,7 +20,7 @@ type benchShape struct {
 var benchShapes = []benchShape{
 	{"5M", 2048, 256, 688, 6, 4, 2, 8, 256},
 	{"20M", 4096, 512, 1408, 6, 8, 4, 8, 256},
-	{"SmolLM-135M", 49152, 576, 1536, 30, 9, 3, 4, 256},
+	{"SmolLM-135M", 49152, 576, 1536, 30, 9, 3, 2, 256},
 }
 
 func benchModel(b *testing.B, dev gpu.Device, s benchShape) *Model {
@@ -36,13 +36,15 @@ func benchModel(b *testing.B, dev gpu.Device, s benchShape) *Model {
 	return m
 }
 
-// matrixParams is the parameters products multiply by, per token: every
-// layer's projections and the head.
-func matrixParams(c *hf.Config) float64 {
+// layerParams is the parameters a token's products in the layers multiply
+// by, and headParams those of the head (for the tokens whose logits are
+// computed).
+func layerParams(c *hf.Config) float64 {
 	d := dimsOf(c)
-	per := d.h*d.qkv + d.q*d.h + 3*d.h*d.inter
-	return float64(c.Layers*per + d.h*d.vocab)
+	return float64(c.Layers * (d.h*d.qkv + d.q*d.h + 3*d.h*d.inter))
 }
+
+func headParams(c *hf.Config) float64 { return float64(c.Hidden * c.VocabSize) }
 
 // attnFlops is the forward attention work of one token at context ctx.
 func attnFlops(c *hf.Config, ctx float64) float64 {
@@ -51,8 +53,9 @@ func attnFlops(c *hf.Config, ctx float64) float64 {
 
 // BenchmarkTrain is one training step over rows×seq tokens of random ids:
 // forward, backward to every parameter, Adam. tokens/s and GFLOP/s count
-// the model's useful work (6 FLOPs per token and matrix parameter, three
-// times the causal attention forward), not the recomputations.
+// the model's useful work (6 FLOPs per token and layer matrix parameter,
+// 6 per scored token and head parameter, three times the causal attention
+// forward), not the recomputations.
 func BenchmarkTrain(b *testing.B) {
 	for _, s := range benchShapes {
 		b.Run(s.name, func(b *testing.B) {
@@ -92,7 +95,8 @@ func BenchmarkTrain(b *testing.B) {
 				step(i + 1)
 			}
 			tokens := float64(s.rows*s.seq) * float64(b.N)
-			flops := tokens*6*matrixParams(m.Config) + 3*tokens*attnFlops(m.Config, float64(s.seq+1)/2)
+			c := m.Config
+			flops := 6*tokens*layerParams(c) + 6*float64(scored*b.N)*headParams(c) + 3*tokens*attnFlops(c, float64(s.seq+1)/2)
 			b.ReportMetric(tokens/b.Elapsed().Seconds(), "tokens/s")
 			b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
@@ -121,7 +125,6 @@ func BenchmarkGenerate(b *testing.B) {
 				r := rand.New(rand.NewPCG(2, 2))
 				prompts := testPrompts(r, s.vocab, repeat(promptLen, batch)...)
 				opt := SampleOptions{MaxNewTokens: newTokens, Temperature: 1}
-				g.Generate(prompts, opt)
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					opt.Seed = uint64(i)
@@ -131,9 +134,9 @@ func BenchmarkGenerate(b *testing.B) {
 				}
 				sec := b.Elapsed().Seconds()
 				gen := float64(batch*newTokens) * float64(b.N)
-				all := float64(batch*(promptLen+newTokens)) * float64(b.N)
+				fed := float64(batch*(promptLen+newTokens-1)) * float64(b.N) // the last token is sampled, not fed
 				c := m.Config
-				flops := all*2*matrixParams(c) + all*attnFlops(c, float64(promptLen+newTokens)/2)
+				flops := 2*fed*layerParams(c) + 2*gen*headParams(c) + fed*attnFlops(c, float64(promptLen+newTokens)/2)
 				b.ReportMetric(gen/sec, "tokens/s")
 				b.ReportMetric(flops/sec/1e9, "GFLOP/s")
 				if batch == 1 {

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/agenttrainer/agenttrainer/agents/lm/hf"
 	"github.com/agenttrainer/agenttrainer/gpu"
@@ -205,7 +206,7 @@ func (m *Model) Init(seed uint64) {
 	host := make([]float32, m.Params.Len())
 	for _, p := range m.params {
 		v := host[p.off : p.off+p.rows*p.cols]
-		isNorm := len(p.parts) == 1 && (hasSuffix(p.parts[0].name, "layernorm.weight") || hasSuffix(p.parts[0].name, "norm.weight"))
+		isNorm := len(p.parts) == 1 && strings.HasSuffix(p.parts[0].name, "norm.weight")
 		switch {
 		case isNorm:
 			for i := range v {
@@ -218,10 +219,6 @@ func (m *Model) Init(seed uint64) {
 		}
 	}
 	m.Dev.Upload(m.Params, host)
-}
-
-func hasSuffix(s, suffix string) bool {
-	return len(s) >= len(suffix) && s[len(s)-len(suffix):] == suffix
 }
 
 // LoadOptions say how Load reads a model directory.

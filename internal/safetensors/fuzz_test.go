@@ -7,11 +7,13 @@ import (
 	"testing"
 )
 
-// FuzzDecode feeds arbitrary bytes to the reader: it must refuse or decode,
-// never panic or allocate past what the data holds (two float32 bytes per
-// byte of the narrowest dtype), and what it decodes must encode and decode
-// back to the same tensors.
-func FuzzDecode(f *testing.F) {
+// FuzzDecodeSafetensors feeds arbitrary bytes to the reader, as a model's
+// file (every dtype it reads) and as a checkpoint (F32 only, as
+// trainer/runstore reads them): it must refuse or decode, never panic or
+// allocate past what the data holds (two float32 bytes per byte of the
+// narrowest dtype), and what it decodes must encode and decode back to the
+// same tensors. The corpus lives in testdata/fuzz/FuzzDecodeSafetensors.
+func FuzzDecodeSafetensors(f *testing.F) {
 	good, _ := Encode([]Tensor{
 		{Name: "w", Shape: []int{2, 2}, Data: []float32{1, 2, 3, 4}},
 		{Name: "b", Shape: []int{2}, Data: []float32{-1, 0.5}},
@@ -27,11 +29,19 @@ func FuzzDecode(f *testing.F) {
 	} {
 		f.Add(file(header, 8))
 	}
+	f.Add(file(`{"w":{"dtype":"F16","shape":[4],"data_offsets":[0,8]},"__metadata__":{"format":"pt"}}`, 8))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
+		f32, _, errF32 := Decode(b, Options{DTypes: []DType{F32}})
 		tensors, meta, err := Decode(b, Options{})
 		if err != nil {
+			if errF32 == nil {
+				t.Fatalf("a checkpoint decodes but the same bytes as a model do not: %v", err)
+			}
 			return
+		}
+		if errF32 == nil && len(f32) != len(tensors) {
+			t.Fatalf("%d tensors as a checkpoint, %d as a model", len(f32), len(tensors))
 		}
 		total := 0
 		var list []Tensor

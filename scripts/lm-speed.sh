@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The language-model speed table: agents/lm's benchmarks beside the PyTorch
+# reference (scripts/lm_reference.py bench) doing the same work on the same
+# machine, alternated round by round with the machine's float32 peak
+# (gpu BenchmarkSustainedPeak) and memory bandwidth (BenchmarkMemoryBandwidth)
+# measured in each round; medians of ROUNDS rounds (default 3).
+#
+#   train   forward, backward and Adam over rows×seq tokens (5M, 20M: 8×256;
+#           SmolLM-135M: 2×256), tokens/s and useful GFLOP/s
+#   gen     64 prompts of 16 tokens, 64 new tokens each, sampled at
+#           temperature 1 with the token's log-prob, KV cache
+#   decode  the same for one prompt: tokens/s and the weights' and cache's
+#           bytes read per second
+#
+# PyTorch runs on its best kernels: OpenBLAS when the system's libblas is the
+# reference implementation (LD_LIBRARY_PATH for the torch command alone),
+# OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset; threadpoolctl's report of the
+# kernel is printed. Needs python3-torch and python3-threadpoolctl.
+#
+#   scripts/lm-speed.sh                 # every shape
+#   SHAPES="20M" ROUNDS=5 scripts/lm-speed.sh
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+rounds=${ROUNDS:-3}
+shapes=${SHAPES:-"5M 20M SmolLM-135M"}
+py=${PYTHON:-/usr/bin/python3}
+out=$(mktemp -d /tmp/lm-speed.XXXXXX)
+raw=$out/raw.jsonl
+echo "lm-speed: raw figures in $raw"
+go test -c -o "$out/lm.test" ./agents/lm
+go test -c -o "$out/gpu.test" ./gpu
+
+openblas=
+if [ -d /usr/lib/x86_64-linux-gnu/openblas-pthread ] && ! readlink -f /lib/x86_64-linux-gnu/libblas.so.3 | grep -q openblas; then
+  openblas=/usr/lib/x86_64-linux-gnu/openblas-pthread
+fi
+torchbench() {
+  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ${openblas:+LD_LIBRARY_PATH=$openblas} \
+    "$py" scripts/lm_reference.py bench --tied --repeat 1 "$@"
+}
+
+# shape NAME → the reference's arguments (as agents/lm's benchShapes).
+shape() {
+  case $1 in
+    5M) echo "--vocab 2048 --hidden 256 --intermediate 688 --layers 6 --heads 4 --kv-heads 2 --rows 8 --seq 256" ;;
+    20M) echo "--vocab 4096 --hidden 512 --intermediate 1408 --layers 6 --heads 8 --kv-heads 4 --rows 8 --seq 256" ;;
+    SmolLM-135M) echo "--vocab 49152 --hidden 576 --intermediate 1536 --layers 30 --heads 9 --kv-heads 3 --rows 2 --seq 256" ;;
+    *) echo "lm-speed: unknown shape $1" >&2; exit 2 ;;
+  esac
+}
+
+# gobench BINARY PATTERN KIND SHAPE ROUND: one benchmark run, its metrics
+# as a JSON line.
+gobench() {
+  "$1" -test.run '^$' -test.bench "$2" -test.benchtime "${6:-1x}" | awk -v kind="$3" -v shape="$4" -v round="$5" '
+    /^Benchmark/ { printf "{\"side\":\"go\",\"kind\":\"%s\",\"shape\":\"%s\",\"round\":%d", kind, shape, round
+      for (i = 4; i < NF; i += 2) printf ",\"%s\":%s", $(i+1), $i
+      print "}" }' >> "$raw"
+}
+
+for r in $(seq 1 "$rounds"); do
+  echo "lm-speed: round $r of $rounds ($(uptime | sed 's/.*load/load/'))"
+  gobench "$out/gpu.test" 'SustainedPeak' peak all "$r" 2s
+  gobench "$out/gpu.test" 'MemoryBandwidth/cores=2$' bandwidth all "$r"
+  for s in $shapes; do
+    args=$(shape "$s")
+    gobench "$out/lm.test" "Train/$s\$" train "$s" "$r"
+    torchbench $args --what train | sed "s/^{/{\"side\":\"torch\",\"kind\":\"train\",\"shape\":\"$s\",\"round\":$r,/" >> "$raw"
+    gobench "$out/lm.test" "Generate/$s/batch=64\$" gen "$s" "$r"
+    torchbench $args --what gen | sed "s/^{/{\"side\":\"torch\",\"kind\":\"gen\",\"shape\":\"$s\",\"round\":$r,/" >> "$raw"
+    gobench "$out/lm.test" "Generate/$s/batch=1\$" decode "$s" "$r"
+    torchbench $args --what decode | sed "s/^{/{\"side\":\"torch\",\"kind\":\"decode\",\"shape\":\"$s\",\"round\":$r,/" >> "$raw"
+  done
+done
+
+"$py" - "$raw" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+med = lambda xs: statistics.median(xs) if xs else float("nan")
+peak = med([r["GFLOP/s"] for r in rows if r["kind"] == "peak"])
+bw = med([r["GB/s"] for r in rows if r["kind"] == "bandwidth"])
+blas = next((r["blas"] for r in rows if r.get("side") == "torch"), [])
+print(f"float32 peak (BenchmarkSustainedPeak, median): {peak:.0f} GFLOP/s; memory bandwidth (2 cores): {bw:.1f} GB/s")
+print("torch kernels (threadpoolctl): " + "; ".join(f"{b['internal_api']} {b.get('version') or ''} {b.get('architecture') or ''} ×{b['num_threads']}" for b in blas))
+print()
+print("| model | work | agenttrainer tokens/s | fraction | PyTorch tokens/s | ratio | rounds |")
+print("|---|---|---:|---:|---:|---:|---:|")
+shapes = []
+for r in rows:
+    if r["kind"] not in ("peak", "bandwidth") and r["shape"] not in shapes:
+        shapes.append(r["shape"])
+for s in shapes:
+    for kind in ("train", "gen", "decode"):
+        go = [r for r in rows if r["side"] == "go" and r["shape"] == s and r["kind"] == kind]
+        pt = [r[kind + "_tokens_per_s"] for r in rows if r["side"] == "torch" and r["shape"] == s and r["kind"] == kind]
+        if not go:
+            continue
+        tps = med([r["tokens/s"] for r in go])
+        if kind == "decode":
+            frac = f"{med([r['GB/s'] for r in go]) / bw:.0%} of bandwidth"
+        else:
+            frac = f"{med([r['GFLOP/s'] for r in go]) / peak:.0%} of peak"
+        ptm = med(pt)
+        print(f"| {s} | {kind} | {tps:.1f} | {frac} | {ptm:.1f} | {tps / ptm:.1f}× | {len(go)} |")
+PY
