@@ -55,21 +55,21 @@ shape() {
 gobench() {
   "$1" -test.run '^$' -test.bench "$2" -test.benchtime "${6:-1x}" | awk -v kind="$3" -v shape="$4" -v round="$5" '
     /^Benchmark/ { printf "{\"side\":\"go\",\"kind\":\"%s\",\"shape\":\"%s\",\"round\":%d", kind, shape, round
-      for (i = 4; i < NF; i += 2) printf ",\"%s\":%s", $(i+1), $i
+      for (i = 3; i < NF; i += 2) printf ",\"%s\":%s", $(i+1), $i
       print "}" }' >> "$raw"
 }
 
 for r in $(seq 1 "$rounds"); do
   echo "lm-speed: round $r of $rounds ($(uptime | sed 's/.*load/load/'))"
-  gobench "$out/gpu.test" 'SustainedPeak' peak all "$r" 2s
-  gobench "$out/gpu.test" 'MemoryBandwidth/cores=2$' bandwidth all "$r"
+  gobench "$out/gpu.test" '^BenchmarkSustainedPeak$' peak all "$r" 2s
+  gobench "$out/gpu.test" '^BenchmarkMemoryBandwidth$/^cores=2$' bandwidth all "$r"
   for s in $shapes; do
     args=$(shape "$s")
-    gobench "$out/lm.test" "Train/$s\$" train "$s" "$r"
+    gobench "$out/lm.test" "^BenchmarkTrain\$/^$s\$" train "$s" "$r"
     torchbench $args --what train | sed "s/^{/{\"side\":\"torch\",\"kind\":\"train\",\"shape\":\"$s\",\"round\":$r,/" >> "$raw"
-    gobench "$out/lm.test" "Generate/$s/batch=64\$" gen "$s" "$r"
+    gobench "$out/lm.test" "^BenchmarkGenerate\$/^$s\$/^batch=64\$" gen "$s" "$r"
     torchbench $args --what gen | sed "s/^{/{\"side\":\"torch\",\"kind\":\"gen\",\"shape\":\"$s\",\"round\":$r,/" >> "$raw"
-    gobench "$out/lm.test" "Generate/$s/batch=1\$" decode "$s" "$r"
+    gobench "$out/lm.test" "^BenchmarkGenerate\$/^$s\$/^batch=1\$" decode "$s" "$r"
     torchbench $args --what decode | sed "s/^{/{\"side\":\"torch\",\"kind\":\"decode\",\"shape\":\"$s\",\"round\":$r,/" >> "$raw"
   done
 done

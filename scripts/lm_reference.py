@@ -232,7 +232,9 @@ class Model(torch.nn.Module):
             pos = torch.clamp(torch.cumsum(mask, dim=-1) - 1, min=0)
         else:
             pos = torch.arange(start, start + T).unsqueeze(0).expand(B, T)
-        freqs = pos[:, :, None].float() * inv_freq(c)[None, None, :]
+        if not hasattr(self, "inv"):
+            self.inv = inv_freq(c)
+        freqs = pos[:, :, None].float() * self.inv[None, None, :]
         emb = torch.cat((freqs, freqs), dim=-1)
         cos, sin = emb.cos()[:, None], emb.sin()[:, None]
         x = F.embedding(ids, self.w("model.embed_tokens.weight"))
@@ -240,9 +242,11 @@ class Model(torch.nn.Module):
             keys = mask.bool()[:, None, None, :]
             causal = torch.ones(T, T, dtype=torch.bool).tril()[None, None]
             allowed = keys & causal
-        else:
+        elif T > 1:
             S = start + T
             allowed = torch.ones(T, S, dtype=torch.bool).tril(diagonal=start)[None, None]
+        else:
+            allowed = None  # one new token sees every cached key
         scale = c.head_dim ** -0.5
         for l in range(c.layers):
             p = "model.layers.%d." % l
@@ -265,7 +269,8 @@ class Model(torch.nn.Module):
             rep = c.heads // c.kv_heads  # query head h reads key/value head h // rep
             k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
             s = torch.matmul(q, k.transpose(2, 3)) * scale
-            s = s.masked_fill(~allowed, float("-inf"))
+            if allowed is not None:
+                s = s.masked_fill(~allowed, float("-inf"))
             pr = torch.softmax(s, dim=-1)
             pr = torch.nan_to_num(pr)  # a padding query sees no key
             a = torch.matmul(pr, v).transpose(1, 2).reshape(B, T, c.heads * c.head_dim)
