@@ -110,6 +110,9 @@ func (f *File) Read(name string, dst []float32) error {
 	if !ok {
 		return fmt.Errorf("%s holds no tensor %s", f.Path, name)
 	}
+	if !e.DType.readable() {
+		return fmt.Errorf("%s: %v", f.Path, notFloat(name, e.DType))
+	}
 	if int64(len(dst)) != e.Elements() {
 		return fmt.Errorf("%s: tensor %s holds %d values, not the %d asked for", f.Path, name, e.Elements(), len(dst))
 	}

@@ -110,11 +110,15 @@ type Options struct {
 	Finite bool
 }
 
+// accepts says whether a header may hold a tensor of dtype t: one of
+// DTypes when they are given, else any dtype the format defines (a model
+// file may carry an integer buffer beside its weights; reading that one
+// tensor as float32 is refused).
 func (o Options) accepts(t DType) bool {
 	if len(o.DTypes) > 0 {
 		return slices.Contains(o.DTypes, t)
 	}
-	return t.readable()
+	return t.Size() > 0
 }
 
 func (o Options) dtypeError(name string, t DType) error {
@@ -128,6 +132,12 @@ func (o Options) dtypeError(name string, t DType) error {
 		}
 		return fmt.Errorf("tensor %s has dtype %s; only %s is supported here", name, t, strings.Join(list, ", "))
 	}
+	return notFloat(name, t)
+}
+
+// notFloat refuses reading a tensor of a dtype that is not a float of 16
+// or 32 bits.
+func notFloat(name string, t DType) error {
 	return fmt.Errorf("tensor %s has dtype %s; only F32, BF16 and F16 can be read (convert the model to one of them)", name, t)
 }
 
@@ -281,6 +291,9 @@ func Decode(b []byte, opt Options) (map[string]Tensor, map[string]string, error)
 	}
 	out := make(map[string]Tensor, len(hdr.Entries))
 	for _, e := range hdr.Entries {
+		if !e.DType.readable() {
+			return nil, nil, notFloat(e.Name, e.DType)
+		}
 		vals := make([]float32, e.Elements())
 		if err := convert(vals, data[e.Begin:e.End], e.DType); err != nil {
 			return nil, nil, fmt.Errorf("tensor %s: %v", e.Name, err)

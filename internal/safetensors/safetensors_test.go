@@ -180,7 +180,6 @@ func TestRefusesCraftedHeaders(t *testing.T) {
 		{"reversed range", `{"w":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}}`, 8, Options{}, "does not fit"},
 		{"three offsets", `{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4,8]}}`, 8, Options{}, "data_offsets"},
 		{"dtype outside a restriction", `{"w":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}}`, 8, Options{DTypes: []DType{F32}}, "only F32"},
-		{"integer dtype", `{"w":{"dtype":"I8","shape":[8],"data_offsets":[0,8]}}`, 8, Options{}, "only F32, BF16 and F16"},
 		{"unknown dtype", `{"w":{"dtype":"F12","shape":[8],"data_offsets":[0,8]}}`, 8, Options{}, "does not define"},
 		{"gap in the data", `{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`, 8, Options{}, "cover 4 of 8"},
 		{"not JSON", `{"w":`, 0, Options{}, "bad safetensors header"},
@@ -211,6 +210,31 @@ func TestRefusesCraftedHeaders(t *testing.T) {
 	}
 	if _, _, err := Decode(binary.LittleEndian.AppendUint64(nil, 1<<40), Options{}); err == nil || !strings.Contains(err.Error(), "past the end") {
 		t.Errorf("truncated header: %v", err)
+	}
+}
+
+// A file may hold an integer tensor beside its weights: it opens, its
+// floats read, and reading the integer one as float32 is refused by name.
+func TestIntegerTensorsOpenButDoNotRead(t *testing.T) {
+	b := file(`{"ids":{"dtype":"I64","shape":[1],"data_offsets":[0,8]},"w":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}}`, 12)
+	path := filepath.Join(t.TempDir(), "m.safetensors")
+	os.WriteFile(path, b, 0o644)
+	f, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Read("w", make([]float32, 1)); err != nil {
+		t.Errorf("the float tensor: %v", err)
+	}
+	if err := f.Read("ids", make([]float32, 1)); err == nil || !strings.Contains(err.Error(), "tensor ids has dtype I64; only F32, BF16 and F16") {
+		t.Errorf("the integer tensor: %v", err)
+	}
+	if _, _, err := Decode(b, Options{}); err == nil || !strings.Contains(err.Error(), "tensor ids has dtype I64") {
+		t.Errorf("Decode: %v", err)
+	}
+	if _, err := Open(path, Options{DTypes: []DType{F32}}); err == nil || !strings.Contains(err.Error(), "only F32 is supported") {
+		t.Errorf("as a checkpoint: %v", err)
 	}
 }
 
