@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/agenttrainer/agenttrainer/internal/safetensors"
@@ -311,5 +312,60 @@ func TestGenerationConfig(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, GenerationName), []byte(`{"eos_token_id":12}`), 0o644)
 	if _, err := ReadGenerationConfig(dir, 10); err == nil || !strings.Contains(err.Error(), "outside the vocabulary") {
 		t.Errorf("eos outside: %v", err)
+	}
+}
+
+// Files that are not what a model directory holds are refused, never read
+// forever: a named pipe, a device, a directory where a file belongs, a
+// config larger than a config can be.
+func TestOpenRefusesOddFiles(t *testing.T) {
+	c := tinyConfig(t, Llama, true)
+	cj, _ := c.JSON()
+	tests := []struct {
+		name string
+		make func(dir string)
+		want string
+	}{
+		{"config is a pipe", func(dir string) { syscall.Mkfifo(filepath.Join(dir, ConfigName), 0o644) }, "not a regular file"},
+		{"config is a directory", func(dir string) { os.Mkdir(filepath.Join(dir, ConfigName), 0o755) }, "not a regular file"},
+		{"config is huge", func(dir string) {
+			os.WriteFile(filepath.Join(dir, ConfigName), append(cj[:len(cj)-2], append([]byte(`,"pad":"`), append(make([]byte, 2<<20), '"', '}')...)...), 0o644)
+		}, "at most"},
+		{"weights are a pipe", func(dir string) {
+			os.WriteFile(filepath.Join(dir, ConfigName), cj, 0o644)
+			syscall.Mkfifo(filepath.Join(dir, safetensors.SingleName), 0o644)
+		}, "not a regular file"},
+		{"weights are /dev/zero", func(dir string) {
+			os.WriteFile(filepath.Join(dir, ConfigName), cj, 0o644)
+			os.Symlink("/dev/zero", filepath.Join(dir, safetensors.SingleName))
+		}, "not a regular file"},
+		{"a shard is a pipe", func(dir string) {
+			os.WriteFile(filepath.Join(dir, ConfigName), cj, 0o644)
+			safetensors.WriteDir(dir, tinyTensors(c), nil, safetensors.F32, 4000)
+			shards, _ := filepath.Glob(filepath.Join(dir, "model-00001-of-*.safetensors"))
+			shard := shards[0]
+			os.Remove(shard)
+			syscall.Mkfifo(shard, 0o644)
+		}, "not a regular file"},
+		{"weights cut short", func(dir string) {
+			os.WriteFile(filepath.Join(dir, ConfigName), cj, 0o644)
+			safetensors.WriteDir(dir, tinyTensors(c), nil, safetensors.F32, 0)
+			p := filepath.Join(dir, safetensors.SingleName)
+			st, _ := os.Stat(p)
+			os.Truncate(p, st.Size()-10)
+		}, "truncated?"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tt.make(dir)
+			m, err := Open(dir, true)
+			if err == nil {
+				m.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want one mentioning %q", err, tt.want)
+			}
+		})
 	}
 }
