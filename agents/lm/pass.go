@@ -59,7 +59,7 @@ type Pass struct {
 	sel, selNorm, rstdF, logits, logp, ent, dlogp, dent gpu.Tensor
 
 	// The batch in hand.
-	n, m0        int
+	n            int
 	ids, pos     []int32
 	mask         []int32
 	rows, seq    int
@@ -119,7 +119,7 @@ type Scores struct {
 	Entropy  []float32 // nil unless asked for
 }
 
-// rows returns the first n rows of t.
+// first returns the first n rows of t.
 func first(t gpu.Tensor, n int) gpu.Tensor { return t.RowRange(0, n) }
 
 // check validates a batch against the model and the pass's size, and
@@ -310,7 +310,6 @@ func (p *Pass) Backward(dLogP, dEntropy []float32) error {
 		// The head, chunk by chunk: the logits again (unless the buffer
 		// still holds them), their gradient in their place, then the
 		// gradients of the normed hidden states (into sel) and the head.
-		dsel := first(p.sel, s) // its values are not needed again
 		dnorm := first(p.norm, s)
 		chunk := p.logits.Rows
 		for c0 := (s - 1) / chunk * chunk; c0 >= 0; c0 -= chunk { // the last chunk first: the buffer may hold it
@@ -328,9 +327,9 @@ func (p *Pass) Backward(dLogP, dEntropy []float32) error {
 			m.Dev.MatMul(dnorm.RowRange(c0, c1), a.Logits, false, m.w.head, true, 0)
 			m.Dev.MatMul(m.g.head, p.selNorm.RowRange(c0, c1), true, a.Logits, false, 1)
 		}
-		// The final norm, recomputed on the scored rows from x.
-		m.Dev.GatherRows(dsel, first(p.x[c.Layers], n), p.selIdx)
-		ops.RMSNormGrad(gpu.NormArgs{X: dsel, W: m.w.normF, RStd: first(p.rstdF, s), Groups: 1, Width: d.h,
+		// The final norm's backward, over the scored rows' hidden states
+		// (sel still holds them from Forward).
+		ops.RMSNormGrad(gpu.NormArgs{X: first(p.sel, s), W: m.w.normF, RStd: first(p.rstdF, s), Groups: 1, Width: d.h,
 			DY: dnorm, DX: dnorm, DW: m.g.normF})
 		ops.EmbedGrad(dx, dnorm, p.selIdx, false) // scatter into the scored rows
 	}
