@@ -19,22 +19,23 @@ type attnScratch struct {
 }
 
 // attnUnits runs fn over every (sequence, key/value head) pair, the units
-// in turn across the pool's parts, each part with scratch of its own. A
-// unit owns its keys' and values' gradients, so parts never write the
-// same values.
+// taken in turn by the caller and the device's helpers, each with scratch
+// of its own. A unit owns its keys' and values' gradients, so no two write
+// the same values.
 func (d *CPU) attnUnits(a AttentionArgs, fn func(s *attnScratch, b, g int)) {
 	units := a.Batch * a.KVHeads
-	parts := 1
-	if a.Batch*a.Seq*a.Seq*a.Heads*a.HeadDim >= lmMinParallel {
-		parts = min(d.pool.parts(), units)
-	}
-	d.pool.each(parts, func(part int) {
+	run := func(u int) {
 		s := attnScratchPool.Get().(*attnScratch)
-		for u := part; u < units; u += parts {
-			fn(s, u/a.KVHeads, u%a.KVHeads)
-		}
+		fn(s, u/a.KVHeads, u%a.KVHeads)
 		attnScratchPool.Put(s)
-	})
+	}
+	if a.Batch*a.Seq*a.Seq*a.Heads*a.HeadDim < lmMinParallel {
+		for u := 0; u < units; u++ {
+			run(u)
+		}
+		return
+	}
+	d.stealer().run(units, run)
 }
 
 // attnScratchPool keeps the parts' scratch between calls (a device's
@@ -206,14 +207,14 @@ func (d *CPU) CacheAttention(a CacheArgs) {
 	for _, p := range a.Pos {
 		ctx += int(p) + 1
 	}
-	parts := 1
+	chunks := 1
 	if ctx*a.Heads*hd >= lmMinParallel {
-		parts = min(d.pool.parts(), units)
+		chunks = min(units, 4*d.pool.parts())
 	}
-	d.pool.each(parts, func(part int) {
+	d.stealer().run(chunks, func(chunk int) {
 		s := attnScratchPool.Get().(*attnScratch)
 		defer attnScratchPool.Put(s)
-		for u := part; u < units; u += parts {
+		for u := units * chunk / chunks; u < units*(chunk+1)/chunks; u++ {
 			i, g := u/a.KVHeads, u%a.KVHeads
 			slot, keys := int(a.Slot[i]), int(a.Pos[i])+1
 			kp := min(roundUp16(keys), ml) // whole strips of the kernels; the scores past keys are not read

@@ -17,45 +17,50 @@ var _ TransformerOps = (*CPU)(nil)
 // row-wise op is split across the pool.
 const lmMinParallel = 1 << 15
 
-// rows runs fn over [0, n) in contiguous parts, across the pool when
-// work (elements touched) is at least lmMinParallel.
+// rows runs fn over [0, n) in contiguous chunks, shared with the
+// device's helpers (lm_steal.go) when work (elements touched) is at least
+// lmMinParallel.
 func (d *CPU) rows(n, work int, fn func(lo, hi int)) {
-	parts := 1
+	chunks := 1
 	if work >= lmMinParallel {
-		parts = min(d.pool.parts(), n)
+		chunks = min(n, 4*d.pool.parts())
 	}
-	if parts <= 1 {
+	if chunks <= 1 {
 		fn(0, n)
 		return
 	}
-	d.pool.each(parts, func(part int) { fn(n*part/parts, n*(part+1)/parts) })
+	d.stealer().run(chunks, func(c int) { fn(n*c/chunks, n*(c+1)/chunks) })
 }
 
 // Linear implements TransformerOps. A product of few rows (decoding,
 // batched sampling) reads each weight once from memory and does little
-// with it, so the pool splits it by blocks of C's columns (each core reads
-// its half of B, where a split by rows would have both read all of it) and
-// every block walks B's rows in order: one row of A at a time as a
+// with it, so it is split by blocks of C's columns, which the caller and
+// the device's helpers take in turn (each block of B read by one core,
+// where a split by rows would have every core read all of it), and every
+// block walks B's rows in order: one row of A at a time as a
 // streaming matrix-vector product for up to gemvRows rows, packed strips
 // of B under the tiles above that. Many rows go to MatMul. Every route
 // gives each element the same chain of multiply-adds: the same bits.
 func (d *CPU) Linear(c, a, b Tensor, beta float32) {
 	m, n, k := matMulShape(c, a, false, b, false)
-	parts := min(d.pool.parts(), n/64)
 	if !hasFMA || m > smallRows || k == 0 || n < 16 {
 		d.MatMul(c, a, false, b, false, beta)
 		return
 	}
-	if m*n*k < minParallelWork/8 {
-		parts = 1
+	// Blocks of columns: strips of the packed path, or about eight per
+	// core for the matrix-vector path (whole SIMD steps), all of them in
+	// one chunk when the product is too small to share.
+	width := packStrip
+	if m <= gemvRows {
+		width = max(64, (n/(8*d.pool.parts())+15)&^15)
 	}
-	parts = max(parts, 1)
+	chunks := (n + width - 1) / width
+	if m*n*k < minParallelWork/8 || d.pool.parts() == 1 {
+		width, chunks = n, 1
+	}
 	cd, ad, bd := d.data(c), d.data(a), d.data(b)
-	d.pool.each(parts, func(part int) {
-		j0, j1 := (n*part/parts)&^15, (n*(part+1)/parts)&^15
-		if part == parts-1 {
-			j1 = n
-		}
+	d.stealer().run(chunks, func(chunk int) {
+		j0, j1 := chunk*width, min((chunk+1)*width, n)
 		if beta != 0 && beta != 1 {
 			for i := 0; i < m; i++ {
 				row := cd[i*n+j0 : i*n+j1]
