@@ -34,28 +34,27 @@ func (d *CPU) rows(n, work int, fn func(lo, hi int)) {
 
 // Linear implements TransformerOps. A product of few rows (decoding,
 // batched sampling) reads each weight once from memory and does little
-// with it, so it is split by blocks of C's columns, which the caller and
-// the device's helpers take in turn (each block of B read by one core,
-// where a split by rows would have every core read all of it), and every
-// block walks B's rows in order: one row of A at a time as a
-// streaming matrix-vector product for up to gemvRows rows, packed strips
-// of B under the tiles above that. Many rows go to MatMul. Every route
-// gives each element the same chain of multiply-adds: the same bits.
+// with it, so every route walks B's rows in order: up to gemvRows rows of
+// A as streaming matrix-vector products, more as packed strips of B under
+// the tiles, those strips (blocks of C's columns) taken in turn by the
+// caller and the device's helpers, so each is read by one core where a
+// split by rows would have every core read all of B. Many rows go to
+// MatMul. Every route gives each element the same chain of multiply-adds:
+// the same bits.
 func (d *CPU) Linear(c, a, b Tensor, beta float32) {
 	m, n, k := matMulShape(c, a, false, b, false)
 	if !hasFMA || m > smallRows || k == 0 || n < 16 {
 		d.MatMul(c, a, false, b, false, beta)
 		return
 	}
-	// Blocks of columns: strips of the packed path, or about eight per
-	// core for the matrix-vector path (whole SIMD steps), all of them in
-	// one chunk when the product is too small to share.
-	width := packStrip
-	if m <= gemvRows {
-		width = max(64, (n/(8*d.pool.parts())+15)&^15)
-	}
-	chunks := (n + width - 1) / width
-	if m*n*k < minParallelWork/8 || d.pool.parts() == 1 {
+	// Blocks of columns: strips of the packed path, which the caller and
+	// the helpers share. A matrix-vector product stays on the caller: it
+	// streams B from memory, which one core nearly saturates, and a second
+	// core's share cost more in hand-offs than it gave (SmolLM-135M
+	// decoding: 15–16 tokens/s on one core, 10–13 on two, alternated on a
+	// loaded machine).
+	width, chunks := packStrip, (n+packStrip-1)/packStrip
+	if m <= gemvRows || m*n*k < minParallelWork/8 || d.pool.parts() == 1 {
 		width, chunks = n, 1
 	}
 	cd, ad, bd := d.data(c), d.data(a), d.data(b)
@@ -83,14 +82,17 @@ func (d *CPU) Linear(c, a, b Tensor, beta float32) {
 // it takes one at a time.
 const smallRows, gemvRows = 128, 6
 
-// gemvStrip is the columns of C a matrix-vector pass keeps in L1 (4 KB of
-// each row of C) while B's rows stream through.
-const gemvStrip = 1024
+// gemvStrip is the columns of C a matrix-vector pass keeps in cache (64 KB
+// of a row of C, in L2) while B's rows stream through: each row of B is
+// then read in runs of 64 KB, where runs of 4 KB (1,024 columns) left a
+// third of the memory's rate unused (SmolLM-135M's head: 8.2 → 10.9 GB/s
+// on one core).
+const gemvStrip = 16384
 
 // gemvBlock computes columns [j0, j1) of C (m×n) = A·B (+ C when add) one
 // row of A at a time, in strips of gemvStrip columns and panels of gemmKC
-// rows of B, so that a strip of a panel (1 MB at most) stays in L2 while
-// the rows of A take it in turn.
+// rows of B, so that the rows of A after the first meet a strip of a panel
+// in cache.
 func gemvBlock(c, a, b []float32, m, n, k, j0, j1 int, add bool) {
 	for s0 := j0; s0 < j1; s0 += gemvStrip {
 		s1 := min(s0+gemvStrip, j1)
