@@ -18,13 +18,14 @@
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset; threadpoolctl's report of the
 # kernel is printed. Needs python3-torch and python3-threadpoolctl.
 #
-#   scripts/lm-speed.sh                 # every shape
-#   SHAPES="20M" ROUNDS=5 scripts/lm-speed.sh
+#   scripts/lm-speed.sh                 # every shape and kind of work
+#   SHAPES="20M" KINDS="train gen" ROUNDS=5 scripts/lm-speed.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 rounds=${ROUNDS:-3}
 shapes=${SHAPES:-"5M 20M SmolLM-135M"}
+kinds=" ${KINDS:-train gen decode} "
 py=${PYTHON:-/usr/bin/python3}
 out=$(mktemp -d /tmp/lm-speed.XXXXXX)
 raw=$out/raw.jsonl
@@ -66,14 +67,20 @@ for r in $(seq 1 "$rounds"); do
   gobench "$out/gpu.test" '^BenchmarkMemoryBandwidth$/^cores=2$' bandwidth all "$r"
   for s in $shapes; do
     args=$(shape "$s")
-    gobench "$out/lm.test" "^BenchmarkTrain\$/^$s\$" train "$s" "$r"
-    torchbench $args --what train | sed "s/^{/{\"side\":\"torch\",\"kind\":\"train\",\"shape\":\"$s\",\"round\":$r,/" >> "$raw"
-    gobench "$out/lm.test" "^BenchmarkGenerate\$/^$s\$/^batch=64\$" gen "$s" "$r"
-    torchbench $args --what gen | sed "s/^{/{\"side\":\"torch\",\"kind\":\"gen\",\"shape\":\"$s\",\"round\":$r,/" >> "$raw"
-    gobench "$out/lm.test" "^BenchmarkGenerate\$/^$s\$/^batch=1\$" decode "$s" "$r"
-    for th in 1 2; do # one sequence: PyTorch's two OpenMP threads can cost more than they give
-      torchbench $args --what decode --threads $th | sed "s/^{/{\"side\":\"torch\",\"kind\":\"decode\",\"shape\":\"$s\",\"round\":$r,/" >> "$raw"
-    done
+    if [[ $kinds == *" train "* ]]; then
+      gobench "$out/lm.test" "^BenchmarkTrain\$/^$s\$" train "$s" "$r"
+      torchbench $args --what train | sed "s/^{/{\"side\":\"torch\",\"kind\":\"train\",\"shape\":\"$s\",\"round\":$r,/" >> "$raw"
+    fi
+    if [[ $kinds == *" gen "* ]]; then
+      gobench "$out/lm.test" "^BenchmarkGenerate\$/^$s\$/^batch=64\$" gen "$s" "$r"
+      torchbench $args --what gen | sed "s/^{/{\"side\":\"torch\",\"kind\":\"gen\",\"shape\":\"$s\",\"round\":$r,/" >> "$raw"
+    fi
+    if [[ $kinds == *" decode "* ]]; then
+      gobench "$out/lm.test" "^BenchmarkGenerate\$/^$s\$/^batch=1\$" decode "$s" "$r"
+      for th in 1 2; do # one sequence: PyTorch's two OpenMP threads can cost more than they give
+        torchbench $args --what decode --threads $th | sed "s/^{/{\"side\":\"torch\",\"kind\":\"decode\",\"shape\":\"$s\",\"round\":$r,/" >> "$raw"
+      done
+    fi
   done
 done
 
