@@ -3,7 +3,9 @@
 # reference (scripts/lm_reference.py bench) doing the same work on the same
 # machine, alternated round by round with the machine's float32 peak
 # (gpu BenchmarkSustainedPeak) and memory bandwidth (BenchmarkMemoryBandwidth)
-# measured in each round; medians of ROUNDS rounds (default 3).
+# measured in each round. Fractions of peak or bandwidth and ratios to
+# PyTorch are taken within each round (side by side), then their median over
+# ROUNDS rounds (default 3), with their range.
 #
 #   train   forward, backward and Adam over rows×seq tokens (5M, 20M: 8×256;
 #           SmolLM-135M: 2×256), tokens/s and useful GFLOP/s
@@ -86,15 +88,22 @@ done
 
 "$py" - "$raw" <<'PY'
 import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
+rows = []
+for path in sys.argv[1:]:
+    rows += [json.loads(l) for l in open(path)]
 med = lambda xs: statistics.median(xs) if xs else float("nan")
-peak = med([r["GFLOP/s"] for r in rows if r["kind"] == "peak"])
-bw = med([r["GB/s"] for r in rows if r["kind"] == "bandwidth"])
+def per_round(kind):
+    return {(r.get("file", ""), r["round"]): r for r in rows if r["kind"] == kind}
+peak = {r["round"]: r["GFLOP/s"] for r in rows if r["kind"] == "peak"}
+bw = {r["round"]: r["GB/s"] for r in rows if r["kind"] == "bandwidth"}
 blas = next((r["blas"] for r in rows if r.get("side") == "torch"), [])
-print(f"float32 peak (BenchmarkSustainedPeak, median): {peak:.0f} GFLOP/s; memory bandwidth (2 cores): {bw:.1f} GB/s")
+print(f"float32 peak (BenchmarkSustainedPeak) per round: {', '.join(f'{v:.0f}' for v in peak.values())} GFLOP/s; "
+      f"memory bandwidth (2 cores): {', '.join(f'{v:.1f}' for v in bw.values())} GB/s")
 print("torch kernels (threadpoolctl): " + "; ".join(f"{b['internal_api']} {b.get('version') or ''} {b.get('architecture') or ''} ×{b['num_threads']}" for b in blas))
 print()
-print("| model | work | agenttrainer tokens/s | fraction | PyTorch tokens/s | ratio | rounds |")
+print("Medians over rounds of each round's figures; fractions and ratios are taken within a round (side by side), then their median.")
+print()
+print("| model | work | agenttrainer tokens/s | fraction (per round) | PyTorch tokens/s | ratio (per round) | rounds |")
 print("|---|---|---:|---:|---:|---:|---:|")
 shapes = []
 for r in rows:
@@ -102,17 +111,21 @@ for r in rows:
         shapes.append(r["shape"])
 for s in shapes:
     for kind in ("train", "gen", "decode"):
-        go = [r for r in rows if r["side"] == "go" and r["shape"] == s and r["kind"] == kind]
-        # PyTorch's best run per round (decode runs on one and two threads).
-        pt = [max(r[kind + "_tokens_per_s"] for r in rows if r["side"] == "torch" and r["shape"] == s and r["kind"] == kind and r["round"] == n)
-              for n in sorted({r["round"] for r in go})]
+        go = {r["round"]: r for r in rows if r["side"] == "go" and r["shape"] == s and r["kind"] == kind}
         if not go:
             continue
-        tps = med([r["tokens/s"] for r in go])
+        pt = {}
+        for r in rows:
+            if r["side"] == "torch" and r["shape"] == s and r["kind"] == kind:
+                pt[r["round"]] = max(pt.get(r["round"], 0), r[kind + "_tokens_per_s"])
+        rounds = sorted(go)
         if kind == "decode":
-            frac = f"{med([r['GB/s'] for r in go]) / bw:.0%} of bandwidth"
+            fr = [go[n]["GB/s"] / bw[n] for n in rounds]
+            frac = f"{med(fr):.0%} of bandwidth ({min(fr):.0%}–{max(fr):.0%})"
         else:
-            frac = f"{med([r['GFLOP/s'] for r in go]) / peak:.0%} of peak"
-        ptm = med(pt)
-        print(f"| {s} | {kind} | {tps:.1f} | {frac} | {ptm:.1f} | {tps / ptm:.1f}× | {len(go)} |")
+            fr = [go[n]["GFLOP/s"] / peak[n] for n in rounds]
+            frac = f"{med(fr):.0%} of peak ({min(fr):.0%}–{max(fr):.0%})"
+        ratios = [go[n]["tokens/s"] / pt[n] for n in rounds if n in pt]
+        print(f"| {s} | {kind} | {med([go[n]['tokens/s'] for n in rounds]):.1f} | {frac} | {med(list(pt.values())):.1f} | "
+              f"{med(ratios):.1f}× ({min(ratios):.1f}–{max(ratios):.1f}) | {len(rounds)} |")
 PY
