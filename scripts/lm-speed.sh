@@ -92,8 +92,6 @@ rows = []
 for path in sys.argv[1:]:
     rows += [json.loads(l) for l in open(path)]
 med = lambda xs: statistics.median(xs) if xs else float("nan")
-def per_round(kind):
-    return {(r.get("file", ""), r["round"]): r for r in rows if r["kind"] == kind}
 peak = {r["round"]: r["GFLOP/s"] for r in rows if r["kind"] == "peak"}
 bw = {r["round"]: r["GB/s"] for r in rows if r["kind"] == "bandwidth"}
 blas = next((r["blas"] for r in rows if r.get("side") == "torch"), [])
