@@ -3,9 +3,11 @@
 # libraries (gpu/standin; no GPU, no NVIDIA driver):
 #
 #   1. builds the stand-in libcuda.so.1, libcublas.so.11 and libnvrtc.so.11.2;
-#   2. go test -tags cuda ./gpu ./trainer against it: every op's parity with
-#      the CPU device (gpu/cuda_test.go), the whole PPO update's parity
-#      (trainer/cuda_parity_test.go), the kernels' signatures, and with
+#   2. go test -tags cuda ./gpu ./trainer ./agents/lm against it: every op's
+#      parity with the CPU device (gpu/cuda_test.go, gpu/lm_cuda_test.go), the
+#      whole PPO update's parity (trainer/cuda_parity_test.go), the language
+#      model's log-probs, gradients and generation (agents/lm/cuda_test.go),
+#      the kernels' signatures, and with
 #      CUDA_VISIBLE_DEVICES= the fallback of trainer.device=auto when cuInit
 #      fails. A TestCUDA* that skips is a failure here;
 #   3. ./agenttrainer (-tags cuda) trains 10 CartPole iterations with
@@ -43,8 +45,8 @@ cd "$root"
 export CGO_ENABLED=1 CGO_CFLAGS="-I$cache/include ${CGO_CFLAGS:-}" CGO_LDFLAGS="-L$cache/lib ${CGO_LDFLAGS:-}"
 export LD_LIBRARY_PATH=$work/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} CUDA_STANDIN_CACHE=$work/kernels
 
-log "go test -tags cuda ./gpu ./trainer on the stand-in"
-if ! go test -tags cuda -count=1 -v -timeout 15m -run 'CUDA|KernelsCompile' ./gpu ./trainer > "$logs/test.log" 2>&1; then
+log "go test -tags cuda ./gpu ./trainer ./agents/lm on the stand-in"
+if ! go test -tags cuda -count=1 -v -timeout 15m -run 'CUDA|KernelsCompile' ./gpu ./trainer ./agents/lm > "$logs/test.log" 2>&1; then
   grep -E -B2 -A12 -- '--- FAIL|^panic|cuda-standin:' "$logs/test.log" | head -80
   log "FAILED (log: $logs/test.log)"; exit 1
 fi

@@ -28,7 +28,9 @@ func Write(path string, data []byte, perm os.FileMode) error {
 }
 
 // Stream is Write for content made as it is written: write gets the
-// temporary file (buffered), and its error leaves path as it was.
+// temporary file (buffered), so a file too large to hold in memory twice,
+// such as a model's weights, streams into place; its error leaves path as
+// it was.
 func Stream(path string, perm os.FileMode, write func(io.Writer) error) error {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return fmt.Errorf("%s is a directory; name a file to write", path)
@@ -38,7 +40,7 @@ func Stream(path string, perm os.FileMode, write func(io.Writer) error) error {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
-	bw := bufio.NewWriterSize(tmp, 256<<10)
+	bw := bufio.NewWriterSize(tmp, 1<<20)
 	if err := write(bw); err != nil {
 		tmp.Close()
 		return err

@@ -1,6 +1,8 @@
 package atomicfile
 
 import (
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -53,5 +55,27 @@ func TestRemoveStaleKeepsOtherFiles(t *testing.T) {
 		if left[i] != want[i] {
 			t.Fatalf("left %v, want %v", left, want)
 		}
+	}
+}
+
+func TestStreamFailureKeepsTheOldFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "model.safetensors")
+	if err := Write(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("out of disk")
+	err := Stream(path, 0o644, func(w io.Writer) error {
+		w.Write([]byte("half of the new"))
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("error %v, want the fill's", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "old" {
+		t.Errorf("file holds %q after a failed write, want the old content", got)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("directory holds %d entries, want only the file", len(entries))
 	}
 }

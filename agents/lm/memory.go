@@ -1,0 +1,87 @@
+package lm
+
+import (
+	"fmt"
+
+	"github.com/agenttrainer/agenttrainer/agents/lm/hf"
+)
+
+// Memory is estimated before anything large is allocated, so that a model
+// or a batch that cannot fit is refused with the figures instead of ending
+// in Go's fatal out-of-memory error.
+
+// modelBytes is the weights and their gradients, as float32, with the
+// largest tensor staged once more while loading.
+func modelBytes(c *hf.Config) int64 {
+	d := dimsOf(c)
+	return 8*c.Params() + 4*int64(max(d.vocab*d.h, d.h*2*d.inter))
+}
+
+// TrainBytes adds Adam's two moments to the weights and gradients: what a
+// training of c holds besides its passes.
+func TrainBytes(c *hf.Config) int64 { return modelBytes(c) + 8*c.Params() }
+
+// logitsBudget bounds the logits a pass holds at once (its chunk).
+const logitsBudget = 64 << 20
+
+// passChunk is the number of selected rows whose logits a pass holds at
+// once for a vocabulary of v.
+func passChunk(v, selected int) int {
+	return max(1, min(selected, logitsBudget/(4*v)))
+}
+
+// PassBytes is what a Pass for up to tokens tokens, selected of them
+// scored, holds: every layer's saved activations, the scratch of one
+// layer's backward, and a chunk of logits.
+func PassBytes(c *hf.Config, tokens, selected int) int64 {
+	d := dimsOf(c)
+	n, l := int64(tokens), int64(c.Layers)
+	saved := 2*d.h + d.qkv + d.q + d.heads + 2*d.inter + 2
+	scratch := 3*d.h + 2*d.qkv + d.q + d.heads + d.kvHeads + 2*d.inter + 2*d.inter + d.h
+	sel := int64(selected) * int64(2*d.h+4)
+	return 4 * (n*l*int64(saved) + n*int64(d.h) + n*int64(scratch) + sel + int64(passChunk(d.vocab, selected))*int64(d.vocab))
+}
+
+// GeneratorBytes is what a Generator of slots sequences of up to maxLen
+// tokens holds: its KV cache, one step's scratch for up to rows tokens,
+// and the logits of every slot.
+func GeneratorBytes(c *hf.Config, slots, maxLen, rows int) int64 {
+	d := dimsOf(c)
+	cache := 2 * int64(c.Layers) * int64(slots) * int64(maxLen) * int64(d.kv)
+	step := int64(rows) * int64(2*d.h+d.qkv+d.q+d.heads+d.kvHeads+3*d.inter)
+	return 4 * (cache + step + 2*int64(slots)*int64(d.vocab))
+}
+
+// checkMemory refuses a plan of need bytes beyond the model's limit (with
+// the model's own weights counted), naming what and how to shrink it.
+func (m *Model) checkMemory(need int64, what, fix string) error {
+	if m.MemoryLimit <= 0 {
+		return nil
+	}
+	if total := need + modelBytes(m.Config); total > m.MemoryLimit {
+		return fmt.Errorf("%s would need about %s besides the model's %s, more than the %s available; %s",
+			what, bytesText(need), bytesText(modelBytes(m.Config)), bytesText(m.MemoryLimit), fix)
+	}
+	return nil
+}
+
+func bytesText(b int64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20))
+	}
+	return fmt.Sprintf("%.0f KiB", float64(b)/(1<<10))
+}
+
+// count writes a parameter count as people do: 135M, 1.2B.
+func count(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.1fB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.0fM", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%dK", n/1000)
+}

@@ -1,0 +1,239 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// func gemv4(y *float32, x *float32, b *float32, ldb int, k int, w int)
+//
+// y[0:w] += Σ_{p<k} x[p]·B[p, 0:w] for B's rows ldb apart, w a multiple of
+// 16: four rows of B a pass, each element of y taking its multiply-adds in
+// order of p (one fused multiply-add each, as the product kernels do), so
+// a row of a product computed here has the bits the tiles give it. B's
+// rows stream in order, the weights of a decoding step read once.
+TEXT ·gemv4(SB), NOSPLIT, $0-48
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ b+16(FP), DX
+	MOVQ ldb+24(FP), R8
+	SHLQ $2, R8
+	MOVQ k+32(FP), CX
+	MOVQ w+40(FP), BX
+	SHLQ $2, BX
+
+gemv4rows:
+	CMPQ CX, $4
+	JL   gemv4one
+	VBROADCASTSS 0(SI), Y8
+	VBROADCASTSS 4(SI), Y9
+	VBROADCASTSS 8(SI), Y10
+	VBROADCASTSS 12(SI), Y11
+	LEAQ (DX)(R8*1), R10
+	LEAQ (R10)(R8*1), R11
+	LEAQ (R11)(R8*1), R12
+	XORQ AX, AX
+
+gemv4cols:
+	VMOVUPS     (DI)(AX*1), Y0
+	VMOVUPS     32(DI)(AX*1), Y1
+	VFMADD231PS (DX)(AX*1), Y8, Y0
+	VFMADD231PS 32(DX)(AX*1), Y8, Y1
+	VFMADD231PS (R10)(AX*1), Y9, Y0
+	VFMADD231PS 32(R10)(AX*1), Y9, Y1
+	VFMADD231PS (R11)(AX*1), Y10, Y0
+	VFMADD231PS 32(R11)(AX*1), Y10, Y1
+	VFMADD231PS (R12)(AX*1), Y11, Y0
+	VFMADD231PS 32(R12)(AX*1), Y11, Y1
+	VMOVUPS     Y0, (DI)(AX*1)
+	VMOVUPS     Y1, 32(DI)(AX*1)
+	ADDQ        $64, AX
+	CMPQ        AX, BX
+	JL          gemv4cols
+	ADDQ        $16, SI
+	LEAQ        (R12)(R8*1), DX
+	SUBQ        $4, CX
+	JMP         gemv4rows
+
+gemv4one:
+	TESTQ CX, CX
+	JZ    gemv4done
+	VBROADCASTSS (SI), Y8
+	XORQ AX, AX
+
+gemv4onecols:
+	VMOVUPS     (DI)(AX*1), Y0
+	VMOVUPS     32(DI)(AX*1), Y1
+	VFMADD231PS (DX)(AX*1), Y8, Y0
+	VFMADD231PS 32(DX)(AX*1), Y8, Y1
+	VMOVUPS     Y0, (DI)(AX*1)
+	VMOVUPS     Y1, 32(DI)(AX*1)
+	ADDQ        $64, AX
+	CMPQ        AX, BX
+	JL          gemv4onecols
+	ADDQ        $4, SI
+	ADDQ        R8, DX
+	DECQ        CX
+	JMP         gemv4one
+
+gemv4done:
+	VZEROUPPER
+	RET
+
+// EXP8 sets Y3 to e^Y0 in eight lanes (Y0 is clobbered), as exp32 computes
+// it: e^x = 2ⁿ·e^r, n = ⌊x·log₂e + ½⌋, r = x − n·ln2 in two parts, e^r by
+// Cephes' polynomial; 0 below −87 (Y5 ← x ≥ −87) and +Inf above 88 (Y6 ←
+// x > 88). It needs Y10–Y15 loaded with 88, −87, ln2lo, ln2hi, ½, log₂e
+// and uses Y1, Y2, Y4.
+#define EXP8 \
+	VCMPPS       $13, Y11, Y0, Y5;            \
+	VCMPPS       $14, Y10, Y0, Y6;            \
+	VMAXPS       Y11, Y0, Y0;                 \
+	VMINPS       Y10, Y0, Y0;                 \
+	VMOVAPS      Y14, Y1;                     \
+	VFMADD231PS  Y15, Y0, Y1;                 \
+	VROUNDPS     $1, Y1, Y1;                  \
+	VMOVAPS      Y0, Y2;                      \
+	VFNMADD231PS Y13, Y1, Y2;                 \
+	VFNMADD231PS Y12, Y1, Y2;                 \
+	VBROADCASTSS ·expConsts+24(SB), Y3;       \
+	VBROADCASTSS ·expConsts+28(SB), Y4;       \
+	VFMADD213PS  Y4, Y2, Y3;                  \
+	VBROADCASTSS ·expConsts+32(SB), Y4;       \
+	VFMADD213PS  Y4, Y2, Y3;                  \
+	VBROADCASTSS ·expConsts+36(SB), Y4;       \
+	VFMADD213PS  Y4, Y2, Y3;                  \
+	VBROADCASTSS ·expConsts+40(SB), Y4;       \
+	VFMADD213PS  Y4, Y2, Y3;                  \
+	VBROADCASTSS ·expConsts+44(SB), Y4;       \
+	VFMADD213PS  Y4, Y2, Y3;                  \
+	VMULPS       Y2, Y2, Y4;                  \
+	VFMADD213PS  Y2, Y4, Y3;                  \
+	VBROADCASTSS ·expConsts+48(SB), Y4;       \
+	VADDPS       Y4, Y3, Y3;                  \
+	VCVTTPS2DQ   Y1, Y1;                      \
+	VPSLLD       $23, Y1, Y1;                 \
+	VPADDD       Y1, Y3, Y3;                  \
+	VANDPS       Y5, Y3, Y3;                  \
+	VBROADCASTSS ·expConsts+52(SB), Y4;       \
+	VBLENDVPS    Y6, Y4, Y3, Y3
+
+#define EXP_CONSTS \
+	VBROADCASTSS ·expConsts+0(SB), Y15;  \
+	VBROADCASTSS ·expConsts+4(SB), Y14;  \
+	VBROADCASTSS ·expConsts+8(SB), Y13;  \
+	VBROADCASTSS ·expConsts+12(SB), Y12; \
+	VBROADCASTSS ·expConsts+16(SB), Y11; \
+	VBROADCASTSS ·expConsts+20(SB), Y10
+
+// func expSum8(dst *float32, src *float32, n int, scale float32, shift float32) float32
+//
+// dst[i] = e^(src[i]·scale − shift) for i < n (a multiple of 8; dst may be
+// src), returning their sum (eight running sums, added at the end).
+TEXT ·expSum8(SB), NOSPLIT, $0-36
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	SHRQ         $3, CX
+	VBROADCASTSS scale+24(FP), Y9
+	VBROADCASTSS shift+28(FP), Y8
+	EXP_CONSTS
+	VXORPS       Y7, Y7, Y7
+
+expsumloop:
+	TESTQ       CX, CX
+	JE          expsumdone
+	VMOVUPS     (SI), Y0
+	VFMSUB213PS Y8, Y9, Y0 // x·scale − shift
+	EXP8
+	VMOVUPS     Y3, (DI)
+	VADDPS      Y3, Y7, Y7
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	DECQ        CX
+	JMP         expsumloop
+
+expsumdone:
+	VEXTRACTF128 $1, Y7, X1
+	VADDPS       X1, X7, X7
+	VHADDPS      X7, X7, X7
+	VHADDPS      X7, X7, X7
+	MOVSS        X7, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func swiglu8(h *float32, gate *float32, up *float32, n int)
+//
+// h[i] = g[i] / (1 + e^(−g[i])) · u[i] for i < n (a multiple of 8).
+TEXT ·swiglu8(SB), NOSPLIT, $0-32
+	MOVQ         h+0(FP), DI
+	MOVQ         gate+8(FP), SI
+	MOVQ         up+16(FP), DX
+	MOVQ         n+24(FP), CX
+	SHRQ         $3, CX
+	EXP_CONSTS
+	VBROADCASTSS ·expConsts+48(SB), Y9 // 1
+	VXORPS       Y8, Y8, Y8
+
+swigluloop:
+	TESTQ   CX, CX
+	JE      swiglulast
+	VMOVUPS (SI), Y7
+	VSUBPS  Y7, Y8, Y0 // −g
+	EXP8
+	VADDPS  Y9, Y3, Y3 // 1 + e^(−g)
+	VDIVPS  Y3, Y7, Y7 // g / (1 + e^(−g))
+	VMULPS  (DX), Y7, Y7
+	VMOVUPS Y7, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	DECQ    CX
+	JMP     swigluloop
+
+swiglulast:
+	VZEROUPPER
+	RET
+
+// func swigluGrad8(dg *float32, du *float32, dh *float32, gate *float32, up *float32, n int)
+//
+// With s = 1/(1 + e^(−g)): dg = dh·u·s·(1 + g·(1 − s)), du = dh·g·s, for
+// i < n (a multiple of 8).
+TEXT ·swigluGrad8(SB), NOSPLIT, $0-48
+	MOVQ         dg+0(FP), DI
+	MOVQ         du+8(FP), R8
+	MOVQ         dh+16(FP), R9
+	MOVQ         gate+24(FP), SI
+	MOVQ         up+32(FP), DX
+	MOVQ         n+40(FP), CX
+	SHRQ         $3, CX
+	EXP_CONSTS
+	VBROADCASTSS ·expConsts+48(SB), Y9 // 1
+	VXORPS       Y8, Y8, Y8
+
+swiglugradloop:
+	TESTQ   CX, CX
+	JE      swiglugraddone
+	VMOVUPS (SI), Y7   // g
+	VSUBPS  Y7, Y8, Y0 // −g
+	EXP8
+	VADDPS  Y9, Y3, Y3 // 1 + e^(−g)
+	VDIVPS  Y3, Y9, Y3 // s
+	VMOVUPS (R9), Y4   // dh
+	VMULPS  Y3, Y4, Y4 // dh·s
+	VMULPS  Y7, Y4, Y5 // dh·g·s
+	VMOVUPS Y5, (R8)
+	VSUBPS  Y3, Y9, Y6 // 1 − s
+	VMULPS  Y7, Y6, Y6 // g·(1 − s)
+	VADDPS  Y9, Y6, Y6 // 1 + g·(1 − s)
+	VMULPS  (DX), Y4, Y4
+	VMULPS  Y6, Y4, Y4 // dh·s·u·(1 + g·(1 − s))
+	VMOVUPS Y4, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	ADDQ    $32, R8
+	ADDQ    $32, R9
+	DECQ    CX
+	JMP     swiglugradloop
+
+swiglugraddone:
+	VZEROUPPER
+	RET

@@ -1,0 +1,72 @@
+package gpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// threadCPU is the calling thread's CPU time in seconds: on a machine
+// other work loads, a single-threaded kernel's rate per CPU second says
+// how fast it is where the wall clock cannot.
+func threadCPU() float64 {
+	var ts syscall.Timespec
+	const clockThreadCPUTime = 3
+	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTime, uintptr(unsafe.Pointer(&ts)), 0)
+	return float64(ts.Sec) + float64(ts.Nsec)*1e-9
+}
+
+// BenchmarkLinear times the projections of decoding (1 row) and batched
+// sampling (64 rows) on a 20M model's and SmolLM-135M's widest weights,
+// through Linear and, for comparison, MatMul: GFLOP/s, and the weights'
+// bytes read per second.
+func BenchmarkLinear(b *testing.B) {
+	for _, s := range []struct{ m, n, k int }{
+		{1, 2816, 512}, {1, 4096, 512}, {1, 3072, 576}, {1, 49152, 576}, {1, 576, 1536}, {1, 960, 576},
+		{64, 2816, 512}, {64, 4096, 512}, {64, 3072, 576}, {64, 49152, 576},
+	} {
+		for _, route := range []string{"Linear", "MatMul"} {
+			b.Run(fmt.Sprintf("%dx%dx%d/%s", s.m, s.n, s.k, route), func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				d := NewCPU(benchThreads)
+				defer d.Close()
+				r := rand.New(rand.NewPCG(1, 2))
+				a, w, c := tensorFrom(d, s.m, s.k, randSlice(r, s.m*s.k, 1)), tensorFrom(d, s.k, s.n, randSlice(r, s.k*s.n, 1)), d.Alloc(s.m, s.n)
+				b.ResetTimer()
+				cpu := threadCPU()
+				for i := 0; i < b.N; i++ {
+					if route == "Linear" {
+						d.Linear(c, a, w, 0)
+					} else {
+						d.MatMul(c, a, false, w, false, 0)
+					}
+				}
+				sec := b.Elapsed().Seconds()
+				if benchThreads == 1 {
+					b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/(threadCPU()-cpu)/1e9, "GFLOP/cpu-s")
+				}
+				b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/sec/1e9, "GFLOP/s")
+				b.ReportMetric(4*float64(s.n*s.k)*float64(b.N)/sec/1e9, "GB/s")
+			})
+		}
+	}
+}
+
+// BenchmarkMemoryBandwidth reports MeasureBandwidth on one core and on
+// all: the yardstick of batch-1 decoding (agents/lm's BenchmarkGenerate).
+func BenchmarkMemoryBandwidth(b *testing.B) {
+	for _, cores := range []int{1, runtime.GOMAXPROCS(0)} {
+		b.Run(fmt.Sprintf("cores=%d", cores), func(b *testing.B) {
+			var bw Bandwidth
+			for i := 0; i < b.N; i++ {
+				bw = MeasureBandwidth(cores, 300*time.Millisecond)
+			}
+			b.ReportMetric(bw.GBps, "GB/s")
+		})
+	}
+}
