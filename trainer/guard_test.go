@@ -247,7 +247,7 @@ func TestStopReachesRolloutAndMinibatches(t *testing.T) {
 	events, _ := tr.Subscribe(16)
 	tr.stopping.Store(true)
 	var m Metrics
-	if done := tr.update(batch, samples, &p.opt, 1e-4, &m); done != 0 {
+	if done, _ := tr.update(batch, samples, &p.opt, 1e-4, &m); done != 0 {
 		t.Errorf("update ran %d minibatches after the stop", done)
 	}
 	if e := <-events; !strings.Contains(e.Message, "cut the update after 0 of 40000 minibatches") {

@@ -211,12 +211,13 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		updateStart := time.Now()
 		m := Metrics{Iter: iter, Step: p.step, LR: Float(lr), RolloutS: Float(updateStart.Sub(rolloutStart).Seconds())}
 		if t.learner != nil {
-			if done := t.update(b, samples, &p.opt, lr, &m); done == 0 {
+			done, skipped := t.update(b, samples, &p.opt, lr, &m)
+			if done == 0 && !skipped {
 				t.logf("iteration %d: stopped before its update; it is not recorded", iter)
 				break
 			}
 			m.UpdateS = Float(time.Since(updateStart).Seconds())
-			if err := checkFinite(m, c.Grouped()); err != nil {
+			if err := checkFinite(m, c.Grouped()); !skipped && err != nil {
 				return sum, fmt.Errorf("iteration %d: %w; the last checkpoint is the last good state", iter, err)
 			}
 		}
@@ -451,17 +452,25 @@ func computeGAE(buf *rollout, nSteps, nEnvs int, gamma, lambda float64) {
 
 // update runs update_epochs passes of minibatch PPO over the rollout in b and
 // fills the loss fields of m. A stop cuts it short between two minibatches
-// (the figures then cover those done); it returns how many ran.
-func (t *Trainer) update(b *batch, samples []int32, opt *adam, lr float64, m *Metrics) (minibatches int) {
+// (the figures then cover those done); it returns how many ran. With fewer
+// samples than ppo.num_minibatches (grouped estimators keep only the steps
+// inside episodes, which short episodes make few) there is no minibatch to
+// train on: the update is skipped, nothing changes, and m's loss fields are
+// undefined (null in metrics.jsonl).
+func (t *Trainer) update(b *batch, samples []int32, opt *adam, lr float64, m *Metrics) (minibatches int, skipped bool) {
 	c := &t.cfg.PPO
 	dev, agent := t.dev, t.learner
 	n := len(samples)
 	mbSize := n / c.NumMinibatches
 	if mbSize == 0 {
-		t.logf("iteration %d: %d samples cannot make %d minibatches; skipping the update", m.Iter, n, c.NumMinibatches)
+		if !t.warnedSkip {
+			t.warnedSkip = true
+			t.logf("iteration %d: its %d samples cannot make ppo.num_minibatches = %d minibatches, so its update is skipped; so is every such update from now on (their losses are null in metrics.jsonl). Fewer ppo.num_minibatches, or more env.num_envs, train on every iteration",
+				m.Iter, n, c.NumMinibatches)
+		}
 		nan := Float(math.NaN())
 		m.PolicyLoss, m.ValueLoss, m.Entropy, m.ApproxKL, m.ClipFrac, m.GradNorm = nan, nan, nan, nan, nan, nan
-		return -1
+		return 0, true
 	}
 	for _, u := range b.uploads {
 		dev.Upload(u.dst, u.src)
@@ -528,7 +537,7 @@ epochs:
 		}
 	}
 	if minibatches == 0 {
-		return 0
+		return 0, false
 	}
 	dev.Download(b.hostStats, b.stats)
 	s, k := b.hostStats, float64(minibatches)
@@ -538,7 +547,7 @@ epochs:
 	if t.cfg.Grouped() {
 		m.ValueLoss = Float(math.NaN())
 	}
-	return minibatches
+	return minibatches, false
 }
 
 // errCut says that a stop arrived in the middle of a rollout.

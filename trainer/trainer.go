@@ -99,6 +99,7 @@ type Trainer struct {
 	resume         *resumePoint // set by Resume
 	resumeAdam     [2][]float32 // Adam moments from the checkpoint
 	warnedSnapshot bool         // said once that the envs cannot be saved
+	warnedSkip     bool         // said once that an update was skipped for want of samples
 	notes          []string     // said in the log when the run starts (skipped checkpoints)
 
 	mu        sync.Mutex
