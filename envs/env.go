@@ -166,6 +166,17 @@ type SuccessReporter interface {
 	Succeeded() bool
 }
 
+// StatsReporter is implemented by environments that report figures of their
+// own when an episode ends (PufferLib's infos: a score, a distance, …); it
+// is asked before the episode's automatic reset. The trainer averages each
+// figure over an iteration's episodes and records it as env/<name> in every
+// sink of the metric registry: metrics.jsonl, TensorBoard, the CSV export,
+// the progress line and the app. A name is letters, digits, '_', '.', '-'
+// and '/'.
+type StatsReporter interface {
+	EpisodeStats(report func(name string, value float64))
+}
+
 // Stateful is implemented by environments whose internal state can be read
 // and set; the golden tests replay recorded Gymnasium trajectories with it.
 type Stateful interface {

@@ -238,6 +238,9 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		mean, lo, hi, length := p.episodes.stats()
 		m.Episodes, m.EpReturnMean, m.EpReturnMin, m.EpReturnMax, m.EpLengthMean =
 			p.episodes.total, Float(mean), Float(lo), Float(hi), Float(length)
+		t.reports.ask("agent", t.agent)
+		t.reports.ask("workflow", t.workflow)
+		t.reports.record(&m)
 		rowWritten = validated || t.logDue(stepBefore, p.step, iter) // a validation's figures are never dropped
 		if rowWritten {
 			if err := t.logMetrics(f, &m); err != nil {
@@ -326,6 +329,7 @@ func (t *Trainer) rollout(buf *rollout, p *progress) ([]int32, error) {
 		t.bootstrapTruncated(buf, row)
 		for _, ep := range v.Finished {
 			p.episodes.add(ep.Return, ep.Length)
+			t.reports.episode(v, ep.Env)
 			if t.tasks.rows != nil { // a finished slot takes the next task
 				e, seed, err := t.tasks.next()
 				if err == nil {

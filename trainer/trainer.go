@@ -84,6 +84,7 @@ type Trainer struct {
 	dev                gpu.Device
 	devInfo            string
 	broker             *broker
+	reports            *reports // the figures envs, the agent and the workflow report this iteration
 
 	// Random streams: action sampling and minibatch shuffling, with their
 	// sources kept so checkpoints can save them.
@@ -157,6 +158,7 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	}
 	t := &Trainer{cfg: cfg, opts: opts, tasks: newTaskSource(&cfg, trainRows, makeEnv), valRows: valRows,
 		workflow: opts.Workflow, broker: newBroker(), wake: make(chan struct{}, 1)}
+	t.reports = newReports(t.logf)
 	switch {
 	case t.workflow != nil:
 		t.obsSpace, t.actSpace = t.workflow.Spaces()

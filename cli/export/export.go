@@ -3,6 +3,7 @@ package export
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -10,11 +11,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
-	"strings"
+	"slices"
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
-	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
@@ -64,24 +63,51 @@ func Run(_ context.Context, o Options, stdout, stderr io.Writer) error {
 	return metricsToCSV(src, w)
 }
 
-// metricsColumns are the metric names in the order of the record type.
-func metricsColumns() []string {
-	var cols []string
-	t := reflect.TypeOf(trainer.Metrics{})
-	for i := 0; i < t.NumField(); i++ {
-		cols = append(cols, strings.Split(t.Field(i).Tag.Get("json"), ",")[0])
+// metricsColumns are the registry's metrics in its order, then the
+// figures that environments, agents and workflows reported in r's records
+// (sorted by name); r is left at its start.
+func metricsColumns(r io.ReadSeeker) ([]string, error) {
+	cols := runstore.MetricNames()
+	var reported []string
+	sc := newScanner(r)
+	for sc.Scan() {
+		if bytes.IndexByte(sc.Bytes(), '/') < 0 { // reported names have a namespace
+			continue
+		}
+		var rec map[string]json.RawMessage
+		if json.Unmarshal(sc.Bytes(), &rec) != nil {
+			continue // said in the second pass
+		}
+		for k := range rec {
+			if m, ok := runstore.LookupMetric(k); ok && m.Reported() && !slices.Contains(reported, k) {
+				reported = append(reported, k)
+			}
+		}
 	}
-	return cols
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	slices.Sort(reported)
+	_, err := r.Seek(0, io.SeekStart)
+	return append(cols, reported...), err
+}
+
+func newScanner(r io.Reader) *bufio.Scanner {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<16), 1<<24)
+	return sc
 }
 
 // metricsToCSV converts metrics records to CSV, numbers as written (null as
 // an empty cell), stopping quietly at a torn last line.
-func metricsToCSV(r io.Reader, w io.Writer) error {
-	cols := metricsColumns()
+func metricsToCSV(r io.ReadSeeker, w io.Writer) error {
+	cols, err := metricsColumns(r)
+	if err != nil {
+		return err
+	}
 	cw := csv.NewWriter(w)
 	cw.Write(cols)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<16), 1<<24)
+	sc := newScanner(r)
 	row := make([]string, len(cols))
 	for line := 1; sc.Scan(); line++ {
 		var rec map[string]json.RawMessage
