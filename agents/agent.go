@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agenttrainer/agenttrainer/agents/layers"
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/gpu"
 )
@@ -45,70 +46,8 @@ type Learner interface {
 	Tensors() []NamedTensor
 }
 
-// NamedTensor is one parameter tensor for export. Weights are stored
-// in×out on the device; Transposed says the exported (PyTorch) layout is
-// out×in. Shape and Index, when set, give any other exported layout (a
-// convolution's out×in×kh×kw): the exported tensor has shape Shape and its
-// element e is element Index[e] of T.
-type NamedTensor struct {
-	Name       string
-	T          gpu.Tensor
-	Transposed bool
-	Shape      []int
-	Index      []int
-}
-
-// ExportShape is the shape of the exported tensor: Shape when set, out×in
-// for a transposed weight, a vector for a single row (biases, log-stds),
-// else rows×cols.
-func (nt NamedTensor) ExportShape() []int {
-	switch {
-	case nt.Shape != nil:
-		return nt.Shape
-	case nt.Transposed:
-		return []int{nt.T.Cols, nt.T.Rows}
-	case nt.T.Rows == 1:
-		return []int{nt.T.Cols}
-	}
-	return []int{nt.T.Rows, nt.T.Cols}
-}
-
-// Export writes the stored values src (T.Len() of them, in T's layout) into
-// dst in the exported layout.
-func (nt NamedTensor) Export(dst, src []float32) {
-	switch {
-	case nt.Index != nil:
-		for e, i := range nt.Index {
-			dst[e] = src[i]
-		}
-	case nt.Transposed:
-		for r := 0; r < nt.T.Rows; r++ {
-			for c := 0; c < nt.T.Cols; c++ {
-				dst[c*nt.T.Rows+r] = src[r*nt.T.Cols+c]
-			}
-		}
-	default:
-		copy(dst, src)
-	}
-}
-
-// Import is Export's inverse: exported values src into dst in T's layout.
-func (nt NamedTensor) Import(dst, src []float32) {
-	switch {
-	case nt.Index != nil:
-		for e, i := range nt.Index {
-			dst[i] = src[e]
-		}
-	case nt.Transposed:
-		for r := 0; r < nt.T.Rows; r++ {
-			for c := 0; c < nt.T.Cols; c++ {
-				dst[r*nt.T.Cols+c] = src[c*nt.T.Rows+r]
-			}
-		}
-	default:
-		copy(dst, src)
-	}
-}
+// NamedTensor is one parameter tensor for export (layers.NamedTensor).
+type NamedTensor = layers.NamedTensor
 
 // Build is what an agent constructor gets.
 type Build struct {

@@ -43,7 +43,7 @@ func TestCNNGradients(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, dev := newTestCNN(t, tc.act, tc.noCritic)
-			a.chunk = 4 // patches for 4 images, then 2: the chunked passes are checked too
+			a.setChunk(4) // patches for 4 images, then 2: the chunked passes are checked too
 			r := rand.New(rand.NewPCG(3, 4))
 			const B = 6
 			ad, od := tc.act.Size(), testImage.Dim
@@ -289,7 +289,7 @@ func TestCNNRoutesGiveTheSameBits(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !route.direct { // the CPU behind the wrapper
-				a.blocked, a.chunk = true, route.chunk
+				a.setPlan(route.chunk, true)
 			}
 			up := func(rows, cols int, v []float32) gpu.Tensor { x := dev.Alloc(rows, cols); dev.Upload(x, v); return x }
 			zeros := make([]float32, B)
@@ -307,6 +307,21 @@ func TestCNNRoutesGiveTheSameBits(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// setPlan makes every convolution take the patch route's plan given.
+func (a *CNN) setPlan(chunk int, blocked bool) {
+	for _, c := range a.convs {
+		c.SetPlan(chunk, blocked)
+	}
+}
+
+// setChunk changes the chunk of every convolution's patch route alone.
+func (a *CNN) setChunk(chunk int) {
+	for _, c := range a.convs {
+		_, blocked := c.Plan()
+		c.SetPlan(chunk, blocked)
 	}
 }
 

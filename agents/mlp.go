@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/agenttrainer/agenttrainer/agents/layers"
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/gpu"
 )
@@ -17,95 +18,19 @@ func init() {
 	})
 }
 
-// linear is one fully connected layer. W is stored in×out so the forward
-// product needs no transpose; export transposes to PyTorch's out×in.
-type linear struct {
-	in, out int
-	w, b    gpu.Tensor // parameters (views into the flat parameter tensor)
-	dw, db  gpu.Tensor // gradients (views into the flat gradient tensor)
-}
-
-// network is a stack of linear layers with an activation between them and
-// none after the last.
-type network struct {
-	layers []linear
-	act    gpu.Activation
-	// Per-layer outputs of the last forward pass and the gradient buffers
-	// of the backward pass, sized for cap rows.
-	outs, grads []gpu.Tensor
-	cap         int
-	input       gpu.Tensor
-}
-
-func (n *network) reserve(dev gpu.Device, rows int) {
-	if rows <= n.cap {
-		return
-	}
-	n.outs, n.grads = n.outs[:0], n.grads[:0]
-	for _, l := range n.layers {
-		n.outs = append(n.outs, dev.Alloc(rows, l.out))
-		n.grads = append(n.grads, dev.Alloc(rows, l.out))
-	}
-	n.cap = rows
-}
-
-// forward returns the output for x (rows×in), keeping activations.
-func (n *network) forward(dev gpu.Device, x gpu.Tensor) gpu.Tensor {
-	n.reserve(dev, x.Rows)
-	n.input = x
-	h := x
-	for i, l := range n.layers {
-		y := n.outs[i].RowRange(0, x.Rows)
-		dev.MatMul(y, h, false, l.w, false, 0)
-		act := n.act
-		if i == len(n.layers)-1 {
-			act = gpu.Identity
-		}
-		dev.BiasAct(y, l.b, act)
-		h = y
-	}
-	return h
-}
-
-// outGrad is the buffer the loss writes the output gradient into.
-func (n *network) outGrad(rows int) gpu.Tensor {
-	return n.grads[len(n.layers)-1].RowRange(0, rows)
-}
-
-// backward turns the gradient in outGrad into parameter gradients.
-func (n *network) backward(dev gpu.Device) {
-	rows := n.input.Rows
-	for i := len(n.layers) - 1; i >= 0; i-- {
-		l := n.layers[i]
-		dy := n.grads[i].RowRange(0, rows)
-		prev := n.input
-		if i > 0 {
-			prev = n.outs[i-1].RowRange(0, rows)
-		}
-		dev.MatMul(l.dw, prev, true, dy, false, 0)
-		dev.ColSum(l.db, dy, 0)
-		if i > 0 {
-			dprev := n.grads[i-1].RowRange(0, rows)
-			dev.MatMul(dprev, dy, false, l.w, true, 0)
-			dev.ActGrad(dprev, prev, n.act)
-		}
-	}
-}
-
 // ActorCritic is CleanRL's PPO agent: separate actor and critic MLPs,
 // orthogonal initialisation (gain √2 for hidden layers, 0.01 for the policy
 // head, 1 for the value head), zero biases, and either a categorical head
 // (discrete actions) or a Gaussian with a state-independent log-std.
 type ActorCritic struct {
 	dev           gpu.Device
-	actor, critic network
+	actor, critic layers.Stack
 	hasCritic     bool
 	discrete      bool
 	obsDim, nOut  int
 
-	params, grads   gpu.Tensor
-	logStd, dLogStd gpu.Tensor // Gaussian only
-	names           []NamedTensor
+	params layers.Params
+	logStd *layers.Param // Gaussian only
 
 	actBuffers // for acting
 
@@ -140,31 +65,36 @@ func NewActorCritic(b Build) (*ActorCritic, error) {
 	if a.discrete, a.nOut, err = policyWidth(b.Act); err != nil {
 		return nil, err
 	}
-	actorSizes := append(append([]int{a.obsDim}, b.Hidden...), a.nOut)
-	criticSizes := append(append([]int{a.obsDim}, b.Hidden...), 1)
-	total := countParams(actorSizes)
+	a.actor = mlpStack(&a.params, "actor", a.obsDim, b.Hidden, a.nOut, act, 0.01, b.RNG)
 	if a.hasCritic {
-		total += countParams(criticSizes)
+		a.critic = mlpStack(&a.params, "critic", a.obsDim, b.Hidden, 1, act, 1, b.RNG)
 	}
 	if !a.discrete {
-		total += a.nOut
+		a.logStd = a.params.Add("actor_logstd", 1, a.nOut, layers.NamedTensor{})
+		layers.Fill(b.LogStdInit)(a.logStd)
 	}
-	a.params = b.Device.Alloc(1, total)
-	a.grads = b.Device.Alloc(1, total)
-	host := make([]float32, total)
-	off := 0
-	a.actor = a.layout("actor", actorSizes, act, &off, host, b.RNG, 0.01)
-	if a.hasCritic {
-		a.critic = a.layout("critic", criticSizes, act, &off, host, b.RNG, 1)
-	}
-	if !a.discrete {
-		a.logStd, a.dLogStd = layoutLogStd(a.params, a.grads, off, a.nOut, b.LogStdInit, host)
-		a.names = append(a.names, NamedTensor{Name: "actor_logstd", T: a.logStd})
-	}
-	b.Device.Upload(a.params, host)
+	a.params.Build(b.Device)
 	a.actorPass, a.criticPass = a.runActor, a.runCritic
 	a.policyStep, a.valueStep = a.actPolicy, a.actValues
 	return a, nil
+}
+
+// mlpStack is one network of dense layers from in through hidden to out,
+// act between them and none after the last, initialised as CleanRL's
+// (orthogonal, gain √2, the head's headGain). PyTorch numbers a
+// Sequential's modules: Linear layers sit at even indices with the
+// activations between them.
+func mlpStack(p *layers.Params, name string, in int, hidden []int, out int, act gpu.Activation, headGain float64, rng *rand.Rand) layers.Stack {
+	sizes := append(append([]int{in}, hidden...), out)
+	var s layers.Stack
+	for i := 1; i < len(sizes); i++ {
+		gain, a := math.Sqrt2, act
+		if i == len(sizes)-1 {
+			gain, a = headGain, gpu.Identity
+		}
+		s = append(s, layers.NewDense(p, fmt.Sprintf("%s.%d", name, 2*(i-1)), sizes[i-1], sizes[i], a, layers.Orthogonal(gain, rng)))
+	}
+	return s
 }
 
 // policyWidth is the policy head's width for act: the number of actions
@@ -179,74 +109,14 @@ func policyWidth(act envs.Space) (discrete bool, n int, err error) {
 	return true, act.N, nil
 }
 
-// layoutLogStd carves a Gaussian policy's n log-stds out of the flat tensors
-// at off, the last parameters, and sets them to init in host.
-func layoutLogStd(params, grads gpu.Tensor, off, n int, init float64, host []float32) (logStd, dLogStd gpu.Tensor) {
-	for j := 0; j < n; j++ {
-		host[off+j] = float32(init)
-	}
-	return params.Slice(off, 1, n), grads.Slice(off, 1, n)
-}
-
-// newLinear is the in×out layer whose weight and then bias start at off in
-// the flat parameter and gradient tensors.
-func newLinear(params, grads gpu.Tensor, off, in, out int) linear {
-	return linear{in: in, out: out,
-		w: params.Slice(off, in, out), dw: grads.Slice(off, in, out),
-		b: params.Slice(off+in*out, 1, out), db: grads.Slice(off+in*out, 1, out)}
-}
-
-// storeTransposed writes a PyTorch out×in weight torch into host, stored in×out.
-func storeTransposed(host, torch []float32, in, out int) {
-	for o := 0; o < out; o++ {
-		for j := 0; j < in; j++ {
-			host[j*out+o] = torch[o*in+j]
-		}
-	}
-}
-
-func countParams(sizes []int) int {
-	n := 0
-	for i := 1; i < len(sizes); i++ {
-		n += sizes[i-1]*sizes[i] + sizes[i]
-	}
-	return n
-}
-
-// layout carves one network's layers out of the flat tensors and
-// initialises their weights in host (biases stay zero).
-func (a *ActorCritic) layout(name string, sizes []int, act gpu.Activation, off *int, host []float32, rng *rand.Rand, headGain float64) network {
-	n := network{act: act}
-	for i := 1; i < len(sizes); i++ {
-		in, out := sizes[i-1], sizes[i]
-		l := newLinear(a.params, a.grads, *off, in, out)
-		gain := math.Sqrt2
-		if i == len(sizes)-1 {
-			gain = headGain
-		}
-		torch := make([]float32, in*out)
-		orthogonal(torch, out, in, gain, rng) // PyTorch's out×in
-		storeTransposed(host[*off:], torch, in, out)
-		// PyTorch numbers a Sequential's modules: Linear layers sit at
-		// even indices with the activations between them.
-		idx := 2 * (i - 1)
-		a.names = append(a.names,
-			NamedTensor{Name: fmt.Sprintf("%s.%d.weight", name, idx), T: l.w, Transposed: true},
-			NamedTensor{Name: fmt.Sprintf("%s.%d.bias", name, idx), T: l.b})
-		*off += in*out + out
-		n.layers = append(n.layers, l)
-	}
-	return n
-}
-
 // Params implements Learner.
-func (a *ActorCritic) Params() gpu.Tensor { return a.params }
+func (a *ActorCritic) Params() gpu.Tensor { return a.params.Flat() }
 
 // Grads implements Learner.
-func (a *ActorCritic) Grads() gpu.Tensor { return a.grads }
+func (a *ActorCritic) Grads() gpu.Tensor { return a.params.Grads() }
 
 // Tensors implements Learner.
-func (a *ActorCritic) Tensors() []NamedTensor { return a.names }
+func (a *ActorCritic) Tensors() []NamedTensor { return a.params.Named() }
 
 // minParallelRows is the minibatch size from which Gradients runs actor and
 // critic on two cores: below it, handing the critic to the other core costs
@@ -271,14 +141,14 @@ func (a *ActorCritic) Gradients(obs gpu.Tensor, p gpu.PPOPolicyArgs, v *gpu.Valu
 // runActor is the policy's forward pass, fused loss and backward pass.
 func (a *ActorCritic) runActor(dev gpu.Device) {
 	p, rows := a.mb.policy, a.mb.obs.Rows
-	p.Out, p.DOut = a.actor.forward(dev, a.mb.obs), a.actor.outGrad(rows)
+	p.Out, p.DOut = a.actor.Forward(dev, a.mb.obs), a.actor.Grad(rows)
 	if a.discrete {
 		dev.CategoricalPPO(p)
 	} else {
-		p.LogStd, p.DLogStd = a.logStd, a.dLogStd
+		p.LogStd, p.DLogStd = a.logStd.T, a.logStd.G
 		dev.GaussianPPO(p)
 	}
-	a.actor.backward(dev)
+	a.actor.Backward(dev, p.DOut, layers.InputGrad{})
 }
 
 // runCritic is the critic's forward pass, value loss and backward pass;
@@ -286,15 +156,12 @@ func (a *ActorCritic) runActor(dev gpu.Device) {
 func (a *ActorCritic) runCritic(dev gpu.Device) {
 	v, rows := a.mb.value, a.mb.obs.Rows
 	if v == nil {
-		for _, l := range a.critic.layers {
-			dev.Fill(l.dw, 0)
-			dev.Fill(l.db, 0)
-		}
+		a.critic.ZeroGrads(dev)
 		return
 	}
-	v.Value, v.DValue = a.critic.forward(dev, a.mb.obs), a.critic.outGrad(rows)
+	v.Value, v.DValue = a.critic.Forward(dev, a.mb.obs), a.critic.Grad(rows)
 	dev.ValueLoss(*v)
-	a.critic.backward(dev)
+	a.critic.Backward(dev, v.DValue, layers.InputGrad{})
 }
 
 func (a *ActorCritic) reserveAct(n int) { a.actBuffers.grow(a.dev, n, a.obsDim, a.nOut) }
@@ -358,9 +225,9 @@ type acting struct {
 func (a *ActorCritic) actPolicy(dev gpu.Device) {
 	p, n := &a.acting, a.acting.obs.Rows
 	out := a.hostOut[:n*a.nOut]
-	dev.Download(out, a.actor.forward(dev, p.obs))
+	dev.Download(out, a.actor.Forward(dev, p.obs))
 	if !a.discrete {
-		dev.Download(a.hostLogStd, a.logStd)
+		dev.Download(a.hostLogStd, a.logStd.T)
 	}
 	sampleActions(out, a.hostLogStd, a.probs, a.discrete, p.rng, p.deterministic, p.actions, p.logp)
 }
@@ -388,7 +255,7 @@ func (a *ActorCritic) actValues(dev gpu.Device) {
 		clear(a.acting.values)
 		return
 	}
-	dev.Download(a.acting.values, a.critic.forward(dev, a.acting.obs))
+	dev.Download(a.acting.values, a.critic.Forward(dev, a.acting.obs))
 }
 
 // sampleCategorical draws an index from softmax(logits) and returns it with
