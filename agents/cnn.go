@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/agenttrainer/agenttrainer/agents/dist"
 	"github.com/agenttrainer/agenttrainer/agents/layers"
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/gpu"
@@ -15,8 +16,44 @@ func init() {
 	Register(Spec{
 		Name:        "cnn",
 		Description: "convolutional actor-critic for image observations (MinAtar): conv layers, a shared torso, policy and value heads",
+		Keys:        append([]Key{convKey}, actorCriticKeys...),
 		New:         func(b Build) (Agent, error) { return NewCNN(b) },
+		Estimate:    cnnEstimate,
 	})
+}
+
+// convKey is agent.conv, the cnn's own key.
+var convKey = Key{Name: "conv", Default: [][]int{{16, 3, 1}},
+	Check:    "layers of [out_channels, kernel, stride] or [out_channels, kernel, stride, padding]",
+	Validate: func(v any) error { return checkConv(v.([][]int)) },
+	Doc:      "Convolution layers of the cnn agent, in order: [out_channels, kernel, stride] or [out_channels, kernel, stride, padding] each (square kernels, ReLU after each), followed by the fully connected layers."}
+
+// checkConv checks agent.conv's layers one by one; whether they fit the
+// observation is NewCNN's to say.
+func checkConv(layers [][]int) error {
+	if len(layers) == 0 {
+		return errors.New("needs at least one layer, e.g. [[16, 3, 1]] (out_channels, kernel, stride[, padding])")
+	}
+	for i, l := range layers {
+		if len(l) != 3 && len(l) != 4 {
+			return fmt.Errorf("layer %d is %v: give [out_channels, kernel, stride] or [out_channels, kernel, stride, padding]", i+1, l)
+		}
+		pad := 0
+		if len(l) == 4 {
+			pad = l[3]
+		}
+		switch {
+		case l[0] < 1 || l[0] > 65536:
+			return fmt.Errorf("layer %d has %d output channels; give 1 to 65536", i+1, l[0])
+		case l[1] < 1 || l[1] > 64:
+			return fmt.Errorf("layer %d has kernel size %d; give 1 to 64", i+1, l[1])
+		case l[2] < 1 || l[2] > 64:
+			return fmt.Errorf("layer %d has stride %d; give 1 to 64", i+1, l[2])
+		case pad < 0 || pad >= l[1]:
+			return fmt.Errorf("layer %d has padding %d; give 0 to kernel−1 (%d)", i+1, pad, l[1]-1)
+		}
+	}
+	return nil
 }
 
 // CNN is a convolutional actor-critic for image observations (a Box with a
@@ -66,16 +103,15 @@ func init() {
 // "actor_logstd"; without a critic (grpo, rloo) there is no "critic.*".
 type CNN struct {
 	dev       gpu.Device
-	discrete  bool
 	hasCritic bool
 	obsDim    int
-	nOut      int
 
 	convs  []*layers.Conv
 	dense  layers.Stack // hidden layers (*layers.Dense)
 	pi, vf *layers.Dense
+	head   *dist.Head
 	params layers.Params
-	logStd *layers.Param // Gaussian only
+	obsDev gpu.Tensor // observations being acted on, for the most rows yet
 
 	// fused: the last convolution hands its output to the first hidden
 	// layer block by block (a direct layer; layers.Conv.ForwardDense).
@@ -83,8 +119,6 @@ type CNN struct {
 	// The last forward pass: its rows and the heads' outputs.
 	rows         int
 	piOut, vfOut gpu.Tensor
-
-	actBuffers
 }
 
 // NewCNN builds the agent on b.Device.
@@ -96,29 +130,31 @@ func NewCNN(b Build) (*CNN, error) {
 	if H*W*C != b.Obs.Dim || H < 1 || W < 1 || C < 1 {
 		return nil, fmt.Errorf("observation shape %v does not hold its %d values", b.Obs.Shape, b.Obs.Dim)
 	}
-	if len(b.Conv) == 0 {
+	conv, hidden := b.Config.Layers("conv"), b.Config.Ints("hidden")
+	if len(conv) == 0 {
 		return nil, errors.New("cnn needs at least one convolution layer (agent.conv)")
 	}
-	if len(b.Hidden) == 0 {
+	if len(hidden) == 0 {
 		return nil, errors.New("cnn needs at least one hidden layer (agent.hidden)")
 	}
-	act, err := gpu.ParseActivation(b.Activation)
+	act, err := gpu.ParseActivation(b.Config.String("activation"))
+	if err != nil {
+		return nil, err
+	}
+	d, err := b.distribution()
 	if err != nil {
 		return nil, err
 	}
 	a := &CNN{dev: b.Device, obsDim: b.Obs.Dim, hasCritic: !b.NoCritic}
-	if a.discrete, a.nOut, err = policyWidth(b.Act); err != nil {
-		return nil, err
-	}
 	// The shapes, layer by layer, before anything is allocated.
-	geoms, err := convGeometry(b.Conv, H, W, C)
+	geoms, err := convGeometry(conv, H, W, C)
 	if err != nil {
 		return nil, err
 	}
 	relu := layers.Orthogonal(math.Sqrt2, b.RNG)
 	chunk := 0 // the smallest over the layers: patches of a chunk of images go through them all
 	for i, g := range geoms {
-		c := layers.NewConv(&a.params, fmt.Sprintf("torso.%d", 2*i), g, b.Conv[i][0], b.Device, relu)
+		c := layers.NewConv(&a.params, fmt.Sprintf("torso.%d", 2*i), g, conv[i][0], b.Device, relu)
 		if ch, _ := c.Plan(); ch > 0 && (chunk == 0 || ch < chunk) {
 			chunk = ch
 		}
@@ -131,7 +167,7 @@ func NewCNN(b Build) (*CNN, error) {
 	last := a.convs[len(a.convs)-1]
 	h, w, c := last.OutShape()
 	in := last.Width()
-	for i, out := range b.Hidden {
+	for i, out := range hidden {
 		name := fmt.Sprintf("torso.%d", 2*len(a.convs)+1+2*i)
 		if i == 0 { // exported as PyTorch's Linear after nn.Flatten
 			a.dense = append(a.dense, layers.NewDenseOnImage(&a.params, name, h, w, c, out, act, relu))
@@ -140,14 +176,11 @@ func NewCNN(b Build) (*CNN, error) {
 		}
 		in = out
 	}
-	a.pi = layers.NewDense(&a.params, "actor", in, a.nOut, gpu.Identity, layers.Orthogonal(0.01, b.RNG))
+	a.pi = layers.NewDense(&a.params, "actor", in, d.Width(), gpu.Identity, layers.Orthogonal(0.01, b.RNG))
 	if a.hasCritic {
 		a.vf = layers.NewDense(&a.params, "critic", in, 1, gpu.Identity, layers.Orthogonal(1, b.RNG))
 	}
-	if !a.discrete {
-		a.logStd = a.params.Add("actor_logstd", 1, a.nOut, layers.NamedTensor{})
-		layers.Fill(b.LogStdInit)(a.logStd)
-	}
+	a.head = dist.NewHead(d, &a.params, "actor_logstd", layers.Fill(b.Config.Float("log_std_init")))
 	a.params.Build(b.Device)
 	a.fused = last.Direct()
 	return a, nil
@@ -254,12 +287,7 @@ func (a *CNN) Gradients(obs gpu.Tensor, p gpu.PPOPolicyArgs, v *gpu.ValueArgs) {
 	value := v != nil && a.hasCritic
 	a.forward(obs, true, value)
 	p.Out, p.DOut = a.piOut, a.pi.Grad(rows)
-	if a.discrete {
-		a.dev.CategoricalPPO(p)
-	} else {
-		p.LogStd, p.DLogStd = a.logStd.T, a.logStd.G
-		a.dev.GaussianPPO(p)
-	}
+	a.head.Loss(a.dev, p)
 	if value {
 		v.Value, v.DValue = a.vfOut, a.vf.Grad(rows)
 		a.dev.ValueLoss(*v)
@@ -267,18 +295,13 @@ func (a *CNN) Gradients(obs gpu.Tensor, p gpu.PPOPolicyArgs, v *gpu.ValueArgs) {
 	a.backward(value)
 }
 
-func (a *CNN) reserveAct(n int) { a.actBuffers.grow(a.dev, n, a.obsDim, a.nOut) }
-
 // Values implements Agent.
 func (a *CNN) Values(obs []float32, n int, values []float32) {
 	if !a.hasCritic {
 		clear(values[:n])
 		return
 	}
-	a.reserveAct(n)
-	x := a.obsDev.RowRange(0, n)
-	a.dev.Upload(x, obs[:n*a.obsDim])
-	a.forward(x, false, true)
+	a.forward(upload(a.dev, &a.obsDev, obs, n, a.obsDim), false, true)
 	a.dev.Download(values[:n], a.vfOut)
 }
 
@@ -287,29 +310,71 @@ func (a *CNN) Values(obs []float32, n int, values []float32) {
 // for a Gaussian one. Act samples from these; a caller inspecting the
 // policy, or checking an exported model, reads them here.
 func (a *CNN) PolicyOutputs(obs []float32, n int, out []float32) {
-	a.reserveAct(n)
-	x := a.obsDev.RowRange(0, n)
-	a.dev.Upload(x, obs[:n*a.obsDim])
-	a.forward(x, true, false)
-	a.dev.Download(out[:n*a.nOut], a.piOut)
+	a.forward(upload(a.dev, &a.obsDev, obs, n, a.obsDim), true, false)
+	a.dev.Download(out[:a.piOut.Len()], a.piOut)
 }
 
 // Act implements Agent: one pass of the torso gives both heads; sampling
 // happens on the host with the caller's random stream, as the MLP's.
 func (a *CNN) Act(obs []float32, n int, rng *rand.Rand, deterministic bool, actions, logp, values []float32) {
-	a.reserveAct(n)
-	x := a.obsDev.RowRange(0, n)
-	a.dev.Upload(x, obs[:n*a.obsDim])
-	a.forward(x, true, true)
+	a.forward(upload(a.dev, &a.obsDev, obs, n, a.obsDim), true, true)
 	if a.hasCritic {
 		a.dev.Download(values[:n], a.vfOut)
 	} else {
 		clear(values[:n])
 	}
-	out := a.hostOut[:n*a.nOut]
-	a.dev.Download(out, a.piOut)
-	if !a.discrete {
-		a.dev.Download(a.hostLogStd, a.logStd.T)
+	a.head.Act(a.dev, a.piOut, rng, deterministic, actions, logp)
+}
+
+// cnnEstimate counts the convolutions — per layer its weights, and for a
+// minibatch and for acting its patches (batch × OH × OW × K·K·C), outputs
+// and their gradients (batch × OH × OW × channels each) — then the dense
+// layers as the mlp's (the hidden layers twice, where the heads share them:
+// an overestimate by at most one torso). Observations without an image
+// shape cost nothing: NewCNN refuses them.
+func cnnEstimate(w Workload) Estimate {
+	var e Estimate
+	if len(w.Obs.Shape) != 3 {
+		return e
 	}
-	sampleActions(out, a.hostLogStd, a.probs, a.discrete, rng, deterministic, actions, logp)
+	mb, envs := float64(w.Minibatch), float64(w.Acting)
+	h, wd, c := w.Obs.Shape[0], w.Obs.Shape[1], w.Obs.Shape[2]
+	var convActs, macs float64
+	for i, l := range w.Config.Layers("conv") {
+		if len(l) < 3 || l[1] < 1 || l[2] < 1 {
+			break // refused by NewCNN with its own message
+		}
+		pad := 0
+		if len(l) > 3 {
+			pad = l[3]
+		}
+		oh, ow := (h+2*pad-l[1])/l[2]+1, (wd+2*pad-l[1])/l[2]+1
+		if oh < 1 || ow < 1 {
+			break
+		}
+		patch := float64(l[1] * l[1] * c)
+		e.Params += patch*float64(l[0]) + float64(l[0])
+		e.Widest = max(e.Widest, patch*float64(l[0]))
+		convActs += (mb + envs) * float64(oh*ow) * (patch + 2*float64(l[0]))
+		macs += layerMACs(oh*ow*l[1]*l[1]*c*l[0], i == 0)
+		h, wd, c = oh, ow, l[0]
+	}
+	in0 := h * wd * c
+	convActs += float64(w.Threads) * gpu.ConvBlock * float64(in0) // per core, a block of frames' output gradient
+	params, widest, acts := denseCost(w, float64(in0))
+	e.Params += params
+	e.Widest = max(e.Widest, widest)
+	sizes := append([]int{in0}, w.Config.Ints("hidden")...)
+	for i := 1; i < len(sizes); i++ {
+		macs += layerMACs(sizes[i-1]*sizes[i], false)
+	}
+	feat := sizes[len(sizes)-1]
+	macs += layerMACs(feat*headWidth(w.Act), false) + layerMACs(feat, false) // the heads
+	e.FLOPs = 2 * macs
+	e.Weights = MemoryPart{Name: "the networks' weights (agent.hidden)", Fix: "a narrower agent.hidden"}
+	e.Activations = []MemoryPart{
+		{Name: "the convolutions' activations (minibatch × height × width × channels per agent.conv layer)",
+			Fix: "more ppo.num_minibatches, a smaller batch, fewer channels or a larger stride in agent.conv", Bytes: f32 * convActs},
+		denseActivations(acts)}
+	return e
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/agenttrainer/agenttrainer/agents/dist"
 	"github.com/agenttrainer/agenttrainer/agents/layers"
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/gpu"
@@ -14,25 +15,36 @@ func init() {
 	Register(Spec{
 		Name:        "mlp",
 		Description: "actor-critic with separate MLPs (CleanRL's PPO agent): categorical or Gaussian actions",
+		Keys:        actorCriticKeys,
 		New:         func(b Build) (Agent, error) { return NewActorCritic(b) },
+		Estimate:    mlpEstimate,
 	})
+}
+
+// actorCriticKeys are the keys of the actor-critic agents (mlp, cnn).
+var actorCriticKeys = []Key{
+	{Name: "hidden", Default: []int{64, 64}, Check: "each[1,65536]",
+		Doc: "Hidden layer sizes: of the actor and of the critic (mlp: separate networks), or of the torso after the convolutions (cnn)."},
+	{Name: "activation", Default: "tanh", Check: "oneof=tanh|relu",
+		Doc: `Hidden-layer activation: "tanh" or "relu".`},
+	{Name: "log_std_init", Default: 0.0,
+		Doc: "Initial log standard deviation of a Gaussian policy (continuous actions)."},
 }
 
 // ActorCritic is CleanRL's PPO agent: separate actor and critic MLPs,
 // orthogonal initialisation (gain √2 for hidden layers, 0.01 for the policy
-// head, 1 for the value head), zero biases, and either a categorical head
-// (discrete actions) or a Gaussian with a state-independent log-std.
+// head, 1 for the value head), zero biases, and the action distribution's
+// head: categorical logits, or Gaussian means with a state-independent
+// log-std ("actor_logstd").
 type ActorCritic struct {
 	dev           gpu.Device
 	actor, critic layers.Stack
+	head          *dist.Head
 	hasCritic     bool
-	discrete      bool
-	obsDim, nOut  int
+	obsDim        int
 
 	params layers.Params
-	logStd *layers.Param // Gaussian only
-
-	actBuffers // for acting
+	obsDev gpu.Tensor // observations being acted on, for the most rows yet
 
 	// The minibatch Gradients is working on, and its two passes as
 	// function values made once (a method value made per call would be
@@ -49,30 +61,30 @@ type minibatch struct {
 	value  *gpu.ValueArgs
 }
 
-// NewActorCritic builds the agent on b.Device.
+// NewActorCritic builds the agent on b.Device, from b.Config's
+// actor-critic keys (agent.hidden, agent.activation, agent.log_std_init).
 func NewActorCritic(b Build) (*ActorCritic, error) {
 	if b.Obs.Kind != envs.Box || b.Obs.Dim <= 0 {
 		return nil, fmt.Errorf("mlp needs vector observations, got %v", b.Obs)
 	}
-	if len(b.Hidden) == 0 {
+	hidden := b.Config.Ints("hidden")
+	if len(hidden) == 0 {
 		return nil, fmt.Errorf("mlp needs at least one hidden layer")
 	}
-	act, err := gpu.ParseActivation(b.Activation)
+	act, err := gpu.ParseActivation(b.Config.String("activation"))
+	if err != nil {
+		return nil, err
+	}
+	d, err := b.distribution()
 	if err != nil {
 		return nil, err
 	}
 	a := &ActorCritic{dev: b.Device, obsDim: b.Obs.Dim, hasCritic: !b.NoCritic}
-	if a.discrete, a.nOut, err = policyWidth(b.Act); err != nil {
-		return nil, err
-	}
-	a.actor = mlpStack(&a.params, "actor", a.obsDim, b.Hidden, a.nOut, act, 0.01, b.RNG)
+	a.actor = mlpStack(&a.params, "actor", a.obsDim, hidden, d.Width(), act, 0.01, b.RNG)
 	if a.hasCritic {
-		a.critic = mlpStack(&a.params, "critic", a.obsDim, b.Hidden, 1, act, 1, b.RNG)
+		a.critic = mlpStack(&a.params, "critic", a.obsDim, hidden, 1, act, 1, b.RNG)
 	}
-	if !a.discrete {
-		a.logStd = a.params.Add("actor_logstd", 1, a.nOut, layers.NamedTensor{})
-		layers.Fill(b.LogStdInit)(a.logStd)
-	}
+	a.head = dist.NewHead(d, &a.params, "actor_logstd", layers.Fill(b.Config.Float("log_std_init")))
 	a.params.Build(b.Device)
 	a.actorPass, a.criticPass = a.runActor, a.runCritic
 	a.policyStep, a.valueStep = a.actPolicy, a.actValues
@@ -97,16 +109,80 @@ func mlpStack(p *layers.Params, name string, in int, hidden []int, out int, act 
 	return s
 }
 
-// policyWidth is the policy head's width for act: the number of actions
-// (discrete) or the action dimension (Gaussian means).
-func policyWidth(act envs.Space) (discrete bool, n int, err error) {
-	if act.Kind != envs.Discrete {
-		return false, act.Dim, nil
+// headWidth is the policy head's width for act under the usual
+// distribution (0 when there is none).
+func headWidth(act envs.Space) int {
+	d, err := dist.For(act)
+	if err != nil {
+		return 0
 	}
-	if act.N < 1 {
-		return true, act.N, fmt.Errorf("discrete action space with %d actions", act.N)
+	return d.Width()
+}
+
+// f32 is the bytes of a float32.
+const f32 = 4.0
+
+// mlpEstimate counts the actor's and the critic's layers (the critic's
+// even without one: an upper bound), each with its activations and their
+// gradients for a minibatch and for acting.
+func mlpEstimate(w Workload) Estimate {
+	var e Estimate
+	var acts float64
+	e.Params, e.Widest, acts = denseCost(w, float64(w.Obs.Dim))
+	e.FLOPs = 2 * mlpMACs(w)
+	e.Weights = MemoryPart{Name: "the networks' weights (agent.hidden)", Fix: "a narrower agent.hidden"}
+	e.Activations = []MemoryPart{denseActivations(acts)}
+	return e
+}
+
+// denseCost counts, from a torso's output of width in, the hidden layers
+// and a head of each kind (policy, value): parameters, the widest weight,
+// and activations with their gradients (floats).
+func denseCost(w Workload, in0 float64) (params, widest, acts float64) {
+	mb, envs := float64(w.Minibatch), float64(w.Acting)
+	for _, out := range []float64{float64(headWidth(w.Act)), 1} {
+		in := in0
+		for _, h := range append(w.Config.Ints("hidden"), 0) {
+			width := float64(h)
+			if h == 0 {
+				width = out
+			}
+			params += in*width + width
+			widest = max(widest, in*width)
+			acts += 2 * (mb + envs) * width
+			in = width
+		}
 	}
-	return true, act.N, nil
+	return params, widest, acts
+}
+
+func denseActivations(acts float64) MemoryPart {
+	return MemoryPart{Name: "the networks' activations (a minibatch of env.num_envs × ppo.num_steps / ppo.num_minibatches)",
+		Fix: "more ppo.num_minibatches, a smaller batch or a narrower agent.hidden", Bytes: f32 * acts}
+}
+
+// mlpMACs is the multiply-adds of one sample's update in the actor and
+// the critic: forward and weight gradient of every layer, and the input
+// gradient of all but the first.
+func mlpMACs(w Workload) float64 {
+	var macs float64
+	for _, out := range []int{headWidth(w.Act), 1} {
+		sizes := append(append([]int{w.Obs.Dim}, w.Config.Ints("hidden")...), out)
+		for i := 1; i < len(sizes); i++ {
+			macs += layerMACs(sizes[i-1]*sizes[i], i == 1)
+		}
+	}
+	return macs
+}
+
+// layerMACs books a layer of n multiply-adds a sample: forward and weight
+// gradient, and the input gradient unless it is the first layer.
+func layerMACs(n int, first bool) float64 {
+	macs := 2 * float64(n)
+	if !first {
+		macs += float64(n)
+	}
+	return macs
 }
 
 // Params implements Learner.
@@ -142,12 +218,7 @@ func (a *ActorCritic) Gradients(obs gpu.Tensor, p gpu.PPOPolicyArgs, v *gpu.Valu
 func (a *ActorCritic) runActor(dev gpu.Device) {
 	p, rows := a.mb.policy, a.mb.obs.Rows
 	p.Out, p.DOut = a.actor.Forward(dev, a.mb.obs), a.actor.Grad(rows)
-	if a.discrete {
-		dev.CategoricalPPO(p)
-	} else {
-		p.LogStd, p.DLogStd = a.logStd.T, a.logStd.G
-		dev.GaussianPPO(p)
-	}
+	a.head.Loss(dev, p)
 	a.actor.Backward(dev, p.DOut, layers.InputGrad{})
 }
 
@@ -164,35 +235,20 @@ func (a *ActorCritic) runCritic(dev gpu.Device) {
 	a.critic.Backward(dev, v.DValue, layers.InputGrad{})
 }
 
-func (a *ActorCritic) reserveAct(n int) { a.actBuffers.grow(a.dev, n, a.obsDim, a.nOut) }
-
-// actBuffers are what acting on n observations at once needs, for the mlp
-// and the cnn alike: the observations on the device and host copies of the
-// policy's outputs, grown to the largest n asked for.
-type actBuffers struct {
-	obsDev              gpu.Tensor
-	hostOut, hostLogStd []float32
-	probs               []float64
-	actCap              int
-}
-
-func (b *actBuffers) grow(dev gpu.Device, n, obsDim, nOut int) {
-	if n <= b.actCap {
-		return
+// upload puts n observations on the device, in a buffer grown to the
+// largest n asked for; the mlp and the cnn act this way alike.
+func upload(dev gpu.Device, buf *gpu.Tensor, obs []float32, n, obsDim int) gpu.Tensor {
+	if buf.Rows < n {
+		*buf = dev.Alloc(n, obsDim)
 	}
-	b.obsDev = dev.Alloc(n, obsDim)
-	b.hostOut = make([]float32, n*nOut)
-	b.hostLogStd = make([]float32, nOut)
-	b.probs = make([]float64, nOut)
-	b.actCap = n
+	x := buf.RowRange(0, n)
+	dev.Upload(x, obs[:n*obsDim])
+	return x
 }
 
 // Values implements Agent.
 func (a *ActorCritic) Values(obs []float32, n int, values []float32) {
-	a.reserveAct(n)
-	x := a.obsDev.RowRange(0, n)
-	a.dev.Upload(x, obs[:n*a.obsDim])
-	a.acting = acting{obs: x, values: values[:n]}
+	a.acting = acting{obs: upload(a.dev, &a.obsDev, obs, n, a.obsDim), values: values[:n]}
 	a.actValues(a.dev)
 }
 
@@ -201,9 +257,7 @@ func (a *ActorCritic) Values(obs []float32, n int, values []float32) {
 // reproducible whatever the device. On a device that can, the critic's
 // values are computed on the other core meanwhile.
 func (a *ActorCritic) Act(obs []float32, n int, rng *rand.Rand, deterministic bool, actions, logp, values []float32) {
-	a.reserveAct(n)
-	x := a.obsDev.RowRange(0, n)
-	a.dev.Upload(x, obs[:n*a.obsDim])
+	x := upload(a.dev, &a.obsDev, obs, n, a.obsDim)
 	a.acting = acting{obs: x, rng: rng, deterministic: deterministic, actions: actions, logp: logp, values: values[:n]}
 	if c, ok := a.dev.(gpu.Concurrent); ok && a.hasCritic {
 		c.Both(a.valueStep, a.policyStep)
@@ -223,30 +277,8 @@ type acting struct {
 
 // actPolicy samples actions and their log-probabilities.
 func (a *ActorCritic) actPolicy(dev gpu.Device) {
-	p, n := &a.acting, a.acting.obs.Rows
-	out := a.hostOut[:n*a.nOut]
-	dev.Download(out, a.actor.Forward(dev, p.obs))
-	if !a.discrete {
-		dev.Download(a.hostLogStd, a.logStd.T)
-	}
-	sampleActions(out, a.hostLogStd, a.probs, a.discrete, p.rng, p.deterministic, p.actions, p.logp)
-}
-
-// sampleActions samples one action per row of the downloaded policy outputs
-// out (rows of len(probs) logits, or of len(logStd) Gaussian means) into
-// actions and logp.
-func sampleActions(out, logStd []float32, probs []float64, discrete bool, rng *rand.Rand, deterministic bool, actions, logp []float32) {
-	if discrete {
-		w := len(probs)
-		for i := 0; i < len(out)/w; i++ {
-			actions[i], logp[i] = sampleCategorical(out[i*w:(i+1)*w], probs, rng, deterministic)
-		}
-		return
-	}
-	w := len(logStd)
-	for i := 0; i < len(out)/w; i++ {
-		logp[i] = sampleGaussian(out[i*w:(i+1)*w], logStd, actions[i*w:(i+1)*w], rng, deterministic)
-	}
+	p := &a.acting
+	a.head.Act(dev, a.actor.Forward(dev, p.obs), p.rng, p.deterministic, p.actions, p.logp)
 }
 
 // actValues writes the critic's estimates (zeros without a critic).
@@ -256,52 +288,4 @@ func (a *ActorCritic) actValues(dev gpu.Device) {
 		return
 	}
 	dev.Download(a.acting.values, a.critic.Forward(dev, a.acting.obs))
-}
-
-// sampleCategorical draws an index from softmax(logits) and returns it with
-// its log-probability; probs is scratch of len(logits).
-func sampleCategorical(logits []float32, probs []float64, rng *rand.Rand, deterministic bool) (float32, float32) {
-	mx := float64(logits[0])
-	best := 0
-	for j, v := range logits {
-		if float64(v) > mx {
-			mx, best = float64(v), j
-		}
-	}
-	var sum float64
-	for j, v := range logits {
-		probs[j] = math.Exp(float64(v) - mx)
-		sum += probs[j]
-	}
-	choice := best
-	if !deterministic {
-		u := rng.Float64() * sum
-		choice = len(logits) - 1
-		for j, p := range probs {
-			if u < p {
-				choice = j
-				break
-			}
-			u -= p
-		}
-	}
-	return float32(choice), float32(float64(logits[choice]) - mx - math.Log(sum))
-}
-
-// sampleGaussian draws actions from N(mean, exp(logStd)²) into out and
-// returns the log-density of the (unclipped) sample.
-func sampleGaussian(mean, logStd, out []float32, rng *rand.Rand, deterministic bool) float32 {
-	var lp float64
-	for j, m := range mean {
-		sd := math.Exp(float64(logStd[j]))
-		z := 0.0
-		if !deterministic {
-			z = rng.NormFloat64()
-		}
-		out[j] = float32(float64(m) + sd*z)
-		// The log-density of the stored float32 sample.
-		zq := (float64(out[j]) - float64(m)) / sd
-		lp += -0.5*zq*zq - float64(logStd[j]) - 0.5*math.Log(2*math.Pi)
-	}
-	return float32(lp)
 }

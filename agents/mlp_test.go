@@ -12,8 +12,8 @@ import (
 
 func newTestAgent(t *testing.T, act envs.Space, hidden []int) (*ActorCritic, *gpu.CPU) {
 	dev := gpu.NewCPU(1)
-	a, err := NewActorCritic(Build{Obs: envs.Space{Kind: envs.Box, Dim: 3}, Act: act, Hidden: hidden,
-		Activation: "tanh", Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
+	a, err := NewActorCritic(Build{Obs: envs.Space{Kind: envs.Box, Dim: 3}, Act: act, Config: Config{"hidden": hidden,
+		"activation": "tanh"}, Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,31 +96,6 @@ func TestInitialPolicyIsNearUniform(t *testing.T) {
 	}
 }
 
-func TestSamplingMatchesProbabilities(t *testing.T) {
-	logits := []float32{0, float32(math.Log(3))} // p = ¼, ¾
-	probs := make([]float64, 2)
-	r := rand.New(rand.NewPCG(7, 8))
-	ones := 0
-	const n = 40000
-	for i := 0; i < n; i++ {
-		a, lp := sampleCategorical(logits, probs, r, false)
-		want := math.Log(0.25)
-		if a == 1 {
-			ones++
-			want = math.Log(0.75)
-		}
-		if math.Abs(float64(lp)-want) > 1e-6 {
-			t.Fatalf("log-prob %v for action %v, want %v", lp, a, want)
-		}
-	}
-	if f := float64(ones) / n; math.Abs(f-0.75) > 0.01 {
-		t.Fatalf("action 1 drawn %.3f of the time, want 0.75", f)
-	}
-	if a, _ := sampleCategorical(logits, probs, r, true); a != 1 {
-		t.Fatal("deterministic sampling should pick the mode")
-	}
-}
-
 // TestGradientsSameOnAnyCoreCount: running actor and critic side by side (a
 // two-core device, minibatches large enough to split) must give exactly
 // the actions, values, gradients and statistics of running them one after
@@ -136,8 +111,8 @@ func TestGradientsSameOnAnyCoreCount(t *testing.T) {
 			var grads, stats, acted [3][]float32
 			for i, threads := range []int{1, 2, 4} {
 				dev := gpu.NewCPU(threads)
-				a, err := NewActorCritic(Build{Obs: envs.Space{Kind: envs.Box, Dim: 5}, Act: act, Hidden: shape.hidden,
-					Activation: "tanh", Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
+				a, err := NewActorCritic(Build{Obs: envs.Space{Kind: envs.Box, Dim: 5}, Act: act, Config: Config{"hidden": shape.hidden,
+					"activation": "tanh"}, Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
 				if err != nil {
 					t.Fatal(err)
 				}

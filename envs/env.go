@@ -52,6 +52,21 @@ func (s Space) Size() int {
 	return s.Dim
 }
 
+// Clip returns actions (rows of Size values) as an environment of the
+// space takes them: a box's clipped to its bounds, in scratch (a Gaussian
+// policy samples beyond them; the rollout keeps and scores the unclipped
+// sample, as CleanRL's ClipAction wrapper does), others as they are.
+func (s Space) Clip(actions, scratch []float32) []float32 {
+	if s.Kind != Box || len(s.Low) < s.Dim || len(s.High) < s.Dim {
+		return actions
+	}
+	for i, a := range actions {
+		j := i % s.Dim
+		scratch[i] = min(max(a, s.Low[j]), s.High[j])
+	}
+	return scratch[:len(actions)]
+}
+
 func (s Space) String() string {
 	if s.Kind == Discrete {
 		return fmt.Sprintf("Discrete(%d)", s.N)

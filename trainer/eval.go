@@ -151,7 +151,7 @@ func Evaluate(ctx context.Context, dir string, o EvalOptions) (EvalResult, error
 		}
 		t.observe(false) // normalise with the frozen training statistics
 		t.agent.Act(t.policyObs, 1, t.actRNG, o.Deterministic, acts, logp, value)
-		v.Step(t.envActions(acts, scratch))
+		v.Step(t.actSpace.Clip(acts, scratch))
 		if err := v.Err(); err != nil {
 			return res, err
 		}

@@ -361,7 +361,7 @@ func (t *Trainer) actAndStep(buf *rollout, row int) error {
 	copy(buf.obs[row*v.ObsDim:], t.policyObs)
 	acts := buf.actions[row*v.ActDim : (row+n)*v.ActDim]
 	t.agent.Act(t.policyObs, n, t.actRNG, false, acts, buf.logp[row:row+n], buf.values[row:row+n])
-	v.Step(t.envActions(acts, buf.envActions))
+	v.Step(t.actSpace.Clip(acts, buf.envActions))
 	if err := v.Err(); err != nil { // a remote environment's failure
 		return err
 	}
@@ -391,21 +391,6 @@ func (t *Trainer) remaining(iter int, step int64) float64 {
 		return 1 - float64(step)/float64(t.cfg.PPO.TotalTimesteps)
 	}
 	return 1 - float64(iter-1)/float64(t.numIterations())
-}
-
-// envActions returns the actions the environments receive: continuous
-// actions are clipped to the action box, while the unclipped sample is what
-// the rollout stores and the loss scores (CleanRL's ClipAction wrapper).
-func (t *Trainer) envActions(acts, scratch []float32) []float32 {
-	sp := t.actSpace
-	if sp.Kind == envs.Discrete {
-		return acts
-	}
-	for i, a := range acts {
-		j := i % sp.Dim
-		scratch[i] = min(max(a, sp.Low[j]), sp.High[j])
-	}
-	return scratch
 }
 
 // bootstrapTruncated adds γ·V(final observation) to the reward of every
