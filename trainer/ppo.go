@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agenttrainer/agenttrainer/agents/dist"
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/gpu"
+	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
@@ -465,6 +467,7 @@ func (t *Trainer) update(b *batch, samples []int32, opt *adam, lr float64, m *Me
 		dev.Upload(u.dst, u.src)
 	}
 	dev.Fill(b.stats, 0)
+	o := newObjective(c)
 	indices := b.indices[:n]
 	copy(indices, samples)
 
@@ -487,26 +490,15 @@ epochs:
 			dev.GatherRows(ret, b.returns, idx)
 			dev.GatherRows(vals, b.values, idx)
 
-			policyLoss := gpu.PPOPolicyArgs{Actions: acts, OldLogp: logp, Adv: adv,
-				ClipCoef: float32(c.ClipCoef), EntCoef: float32(c.EntCoef), NormAdv: c.NormAdv, Stats: b.stats}
+			// The loss, L = L_clip − ent_coef·H + vf_coef·L_V: the objective
+			// below writes each term in Go; the agent's distribution and
+			// the device run them fused, forward and backward.
+			policyLoss := o.policyArgs(acts, logp, adv, b.stats)
 			var valueLoss *gpu.ValueArgs
 			if !t.cfg.Grouped() { // grouped estimators train no critic
-				b.valueLoss = gpu.ValueArgs{OldValue: vals, Returns: ret,
-					ClipCoef: float32(c.ClipCoef), Clip: c.ClipVLoss, VFCoef: float32(c.VFCoef), Stats: b.stats}
+				b.valueLoss = o.valueArgs(vals, ret, b.stats)
 				valueLoss = &b.valueLoss
 			}
-			// The PPO objective (CleanRL ppo.py), minimised. Its forward and
-			// backward passes run fused on the device (gpu.Device's
-			// CategoricalPPO / GaussianPPO and ValueLoss); this is the whole
-			// of it, per minibatch:
-			//   A        = (A − mean A) / (std A + 1e-8)           if ppo.norm_adv
-			//   ratio    = exp(log π(a|s) − log π_old(a|s))
-			//   L_pg     = mean(max(−A·ratio, −A·clip(ratio, 1−ε, 1+ε)))   ε = clip_coef
-			//   L_v      = ½·mean(max((V−R)², (V_old + clip(V−V_old, −ε, ε) − R)²))
-			//              (½·mean((V−R)²) without ppo.clip_vloss)
-			//   L        = L_pg − ent_coef·mean(H[π(·|s)]) + vf_coef·L_v
-			// and for the record: approx_kl = mean((ratio−1) − log ratio),
-			// clipfrac = mean(|ratio−1| > ε).
 			agent.Gradients(obs, policyLoss, valueLoss)
 			dev.ClipGradNorm(agent.Grads(), float32(c.MaxGradNorm), b.stats)
 			opt.step++
@@ -537,6 +529,124 @@ epochs:
 		m.ValueLoss = Float(math.NaN())
 	}
 	return minibatches, false
+}
+
+// The PPO objective (CleanRL's ppo.py), minimised, in plain Go: what the
+// update asks the device for, and the reference its kernels are held to
+// (objective_test.go: the CPU device, and CUDA's on the stand-in). Per
+// minibatch of B samples,
+//
+//	A      = (A − mean A) / (std A + 1e-8)                     if ppo.norm_adv
+//	ratio  = exp(log π(a|s) − log π_old(a|s))
+//	L_clip = mean(max(−A·ratio, −A·clip(ratio, 1−ε, 1+ε)))     ε = ppo.clip_coef
+//	H      = mean(entropy of π(·|s))
+//	L_V    = ½·mean(max((V−R)², (V_old + clip(V−V_old, −ε, ε) − R)²))
+//	         (½·mean((V−R)²) without ppo.clip_vloss)
+//	L      = L_clip − ent_coef·H + vf_coef·L_V
+//
+// and for the record approx_kl = mean((ratio−1) − log ratio) and clipfrac =
+// mean(|ratio−1| > ε). The means run over the policy's rows (all of them
+// but a language model's prompt tokens, gpu.PPOPolicyArgs.Mask).
+type objective struct {
+	clip, entCoef, vfCoef float64
+	normAdv, clipVLoss    bool
+}
+
+func newObjective(c *config.PPOConfig) objective {
+	return objective{clip: c.ClipCoef, entCoef: c.EntCoef, vfCoef: c.VFCoef, normAdv: c.NormAdv, clipVLoss: c.ClipVLoss}
+}
+
+// policyArgs asks the device for L_clip − ent_coef·H of a minibatch (its
+// actions, rollout log-probabilities and advantages): the agent fills in
+// its outputs and its distribution runs it.
+func (o objective) policyArgs(acts, oldLogp, adv, stats gpu.Tensor) gpu.PPOPolicyArgs {
+	return gpu.PPOPolicyArgs{Actions: acts, OldLogp: oldLogp, Adv: adv,
+		ClipCoef: float32(o.clip), EntCoef: float32(o.entCoef), NormAdv: o.normAdv, Stats: stats}
+}
+
+// valueArgs asks the device for vf_coef·L_V of a minibatch (its rollout
+// values and returns): the agent fills in its value estimates.
+func (o objective) valueArgs(oldValues, returns, stats gpu.Tensor) gpu.ValueArgs {
+	return gpu.ValueArgs{OldValue: oldValues, Returns: returns,
+		ClipCoef: float32(o.clip), Clip: o.clipVLoss, VFCoef: float32(o.vfCoef), Stats: stats}
+}
+
+// policyTerms are a minibatch's policy figures, as the device adds them to
+// its statistics (gpu.StatPolicyLoss, StatEntropy, StatApproxKL,
+// StatClipFrac).
+type policyTerms struct{ clipLoss, entropy, approxKL, clipFrac float64 }
+
+// loss is what the update minimises of them.
+func (o objective) loss(p policyTerms) float64 { return p.clipLoss - o.entCoef*p.entropy }
+
+// policy computes the terms for a minibatch: the distribution d's
+// parameters out (rows of d.Width()) and shared, the rollout's actions,
+// log-probabilities and advantages, and mask (nil: every row is the
+// policy's).
+func (o objective) policy(d dist.Distribution, out, shared []float64, actions, oldLogp, adv, mask []float32) policyTerms {
+	B := len(oldLogp)
+	logp, ent := make([]float64, B), make([]float64, B)
+	d.LogProb(out, shared, actions, logp)
+	d.Entropy(out, shared, ent)
+	mine := func(i int) bool { return mask == nil || mask[i] != 0 }
+	mean, inv, n := 0.0, 1.0, 0
+	for i := range adv {
+		if mine(i) {
+			mean += float64(adv[i])
+			n++
+		}
+	}
+	if n == 0 {
+		return policyTerms{}
+	}
+	if mean /= float64(n); o.normAdv {
+		var ss float64
+		for i := range adv {
+			if mine(i) {
+				ss += (float64(adv[i]) - mean) * (float64(adv[i]) - mean)
+			}
+		}
+		std := 0.0
+		if n > 1 {
+			std = math.Sqrt(ss / float64(n-1)) // torch.std
+		}
+		inv = 1 / (std + 1e-8)
+	} else {
+		mean = 0
+	}
+	var p policyTerms
+	for i := 0; i < B; i++ {
+		if !mine(i) {
+			continue
+		}
+		a := (float64(adv[i]) - mean) * inv
+		logRatio := logp[i] - float64(oldLogp[i])
+		ratio := math.Exp(logRatio)
+		p.clipLoss += math.Max(-a*ratio, -a*math.Min(math.Max(ratio, 1-o.clip), 1+o.clip))
+		p.entropy += ent[i]
+		p.approxKL += (ratio - 1) - logRatio
+		if math.Abs(ratio-1) > o.clip {
+			p.clipFrac++
+		}
+	}
+	k := 1 / float64(n)
+	return policyTerms{p.clipLoss * k, p.entropy * k, p.approxKL * k, p.clipFrac * k}
+}
+
+// value is L_V of a minibatch's value estimates v, against the rollout's
+// values old and returns ret (the device's gpu.StatValueLoss; the update
+// minimises vf_coef times it).
+func (o objective) value(v []float64, old, ret []float32) float64 {
+	var sum float64
+	for i := range v {
+		loss := (v[i] - float64(ret[i])) * (v[i] - float64(ret[i]))
+		if o.clipVLoss {
+			vc := float64(old[i]) + math.Min(math.Max(v[i]-float64(old[i]), -o.clip), o.clip)
+			loss = math.Max(loss, (vc-float64(ret[i]))*(vc-float64(ret[i])))
+		}
+		sum += loss
+	}
+	return 0.5 * sum / float64(len(v))
 }
 
 // errCut says that a stop arrived in the middle of a rollout.

@@ -63,39 +63,39 @@ func sampleCategorical(logits []float32, probs []float64, rng *rand.Rand, determ
 	return float32(choice), float32(float64(logits[choice]) - mx - math.Log(sum))
 }
 
-// logSoftmax writes log softmax(row) into lp (float64).
-func logSoftmax(row []float32, lp []float64) {
-	mx := float64(row[0])
+// logSoftmax writes log softmax(row) into lp.
+func logSoftmax(row, lp []float64) {
+	mx := row[0]
 	for _, v := range row {
-		mx = math.Max(mx, float64(v))
+		mx = math.Max(mx, v)
 	}
 	var se float64
 	for _, v := range row {
-		se += math.Exp(float64(v) - mx)
+		se += math.Exp(v - mx)
 	}
 	lse := mx + math.Log(se)
 	for k, v := range row {
-		lp[k] = float64(v) - lse
+		lp[k] = v - lse
 	}
 }
 
 // LogProb implements Distribution.
-func (c *Categorical) LogProb(out, _, actions, logp []float32) {
+func (c *Categorical) LogProb(out, _ []float64, actions []float32, logp []float64) {
 	for i := range logp {
 		logSoftmax(out[i*c.N:(i+1)*c.N], c.probs)
-		logp[i] = float32(c.probs[int(actions[i])])
+		logp[i] = c.probs[int(actions[i])]
 	}
 }
 
 // Entropy implements Distribution: −Σ p·log p.
-func (c *Categorical) Entropy(out, _, ent []float32) {
+func (c *Categorical) Entropy(out, _, ent []float64) {
 	for i := range ent {
 		logSoftmax(out[i*c.N:(i+1)*c.N], c.probs)
 		var h float64
 		for _, lp := range c.probs {
 			h -= math.Exp(lp) * lp
 		}
-		ent[i] = float32(h)
+		ent[i] = h
 	}
 }
 

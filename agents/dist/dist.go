@@ -30,10 +30,12 @@ type Distribution interface {
 	// shared holds the shared parameters) into actions (rows of
 	// ActionDim) with its log-probability; deterministic takes the mode.
 	Sample(out, shared []float32, rng *rand.Rand, deterministic bool, actions, logp []float32)
-	// LogProb writes the log-probability of each row's action.
-	LogProb(out, shared, actions, logp []float32)
-	// Entropy writes each row's entropy.
-	Entropy(out, shared, ent []float32)
+	// LogProb writes the log-probability of each row's action, computed
+	// in float64 from the head's outputs given in float64: the plain-Go
+	// reference of what Loss computes on the device.
+	LogProb(out, shared []float64, actions []float32, logp []float64)
+	// Entropy writes each row's entropy, as LogProb in float64.
+	Entropy(out, shared, ent []float64)
 	// Loss is PPO's clipped-surrogate policy loss with its entropy bonus
 	// on dev: p.Out holds the head's outputs and p.DOut receives their
 	// gradient, p.LogStd and p.DLogStd the shared parameters and theirs

@@ -27,23 +27,23 @@ func TestSamplesFollowTheDistribution(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(7, 8))
 			ad := tc.d.ActionDim()
-			acts, logp, check := make([]float32, n*ad), make([]float32, n), make([]float32, n)
+			acts, logp, check := make([]float32, n*ad), make([]float32, n), make([]float64, n)
 			outs := make([]float32, n*len(tc.out))
 			for i := 0; i < n; i++ {
 				copy(outs[i*len(tc.out):], tc.out)
 			}
 			tc.d.Sample(outs, tc.shared, r, false, acts, logp)
-			tc.d.LogProb(outs, tc.shared, acts, check)
+			tc.d.LogProb(f64(outs), f64(tc.shared), acts, check)
 			var negLogp float64
 			for i := range logp {
-				if math.Abs(float64(logp[i]-check[i])) > 1e-5 {
+				if math.Abs(float64(logp[i])-check[i]) > 1e-5 {
 					t.Fatalf("sample %d: log-prob %v, LogProb says %v", i, logp[i], check[i])
 				}
 				negLogp -= float64(logp[i]) / n
 			}
-			ent := make([]float32, 1)
-			tc.d.Entropy(tc.out, tc.shared, ent)
-			if math.Abs(float64(ent[0])-negLogp) > 0.02 {
+			ent := make([]float64, 1)
+			tc.d.Entropy(f64(tc.out), f64(tc.shared), ent)
+			if math.Abs(ent[0]-negLogp) > 0.02 {
 				t.Errorf("entropy %v, −E[log p] ≈ %v", ent[0], negLogp)
 			}
 			if tc.freq != nil {
@@ -99,4 +99,12 @@ func TestMaskedEntropy(t *testing.T) {
 	if got := d.MaskedEntropy(out, []float32{0, 0, 0}); !math.IsNaN(got) {
 		t.Errorf("masked entropy of no tokens %v, want NaN", got)
 	}
+}
+
+func f64(s []float32) []float64 {
+	out := make([]float64, len(s))
+	for i, v := range s {
+		out[i] = float64(v)
+	}
+	return out
 }

@@ -56,27 +56,27 @@ func sampleGaussian(mean, logStd, out []float32, rng *rand.Rand, deterministic b
 const halfLog2Pi = 0.9189385332046727
 
 // LogProb implements Distribution.
-func (g *Gaussian) LogProb(out, logStd, actions, logp []float32) {
+func (g *Gaussian) LogProb(out, logStd []float64, actions []float32, logp []float64) {
 	w := g.Dim
 	for i := range logp {
 		var lp float64
 		for j := 0; j < w; j++ {
-			z := (float64(actions[i*w+j]) - float64(out[i*w+j])) / math.Exp(float64(logStd[j]))
-			lp += -0.5*z*z - float64(logStd[j]) - halfLog2Pi
+			z := (float64(actions[i*w+j]) - out[i*w+j]) / math.Exp(logStd[j])
+			lp += -0.5*z*z - logStd[j] - halfLog2Pi
 		}
-		logp[i] = float32(lp)
+		logp[i] = lp
 	}
 }
 
 // Entropy implements Distribution: Σ (½ + ½·log 2π + log σ_j), the same
 // for every row.
-func (g *Gaussian) Entropy(_, logStd, ent []float32) {
+func (g *Gaussian) Entropy(_, logStd, ent []float64) {
 	var h float64
 	for _, ls := range logStd {
-		h += 0.5 + halfLog2Pi + float64(ls)
+		h += 0.5 + halfLog2Pi + ls
 	}
 	for i := range ent {
-		ent[i] = float32(h)
+		ent[i] = h
 	}
 }
 

@@ -51,20 +51,31 @@ func (t *Tokens) Shared() int { return 0 }
 
 // logProbs writes log softmax(row / T) into t.lp.
 func (t *Tokens) logProbs(row []float32) []float64 {
+	return t.logProbs64(len(row), func(k int) float64 { return float64(row[k]) })
+}
+
+// logProbs64 is logProbs of the n values at(k).
+func (t *Tokens) logProbs64(n int, at func(k int) float64) []float64 {
 	T := t.temp()
 	mx := math.Inf(-1)
-	for _, v := range row {
-		mx = math.Max(mx, float64(v)/T)
+	for k := 0; k < n; k++ {
+		mx = math.Max(mx, at(k)/T)
 	}
 	var se float64
-	for _, v := range row {
-		se += math.Exp(float64(v)/T - mx)
+	for k := 0; k < n; k++ {
+		se += math.Exp(at(k)/T - mx)
 	}
 	lse := mx + math.Log(se)
-	for k, v := range row {
-		t.lp[k] = float64(v)/T - lse
+	for k := 0; k < n; k++ {
+		t.lp[k] = at(k)/T - lse
 	}
 	return t.lp
+}
+
+func (t *Tokens) row64(out []float64, i int) []float64 {
+	V := t.Vocab
+	row := out[i*V : (i+1)*V]
+	return t.logProbs64(V, func(k int) float64 { return row[k] })
 }
 
 // Sample implements Distribution: one token per position, drawn with the
@@ -98,28 +109,28 @@ func (t *Tokens) Sample(out, _ []float32, rng *rand.Rand, deterministic bool, ac
 
 // LogProb implements Distribution: the log-probabilities of given ids
 // (what a rollout recorded), under the tempered distribution.
-func (t *Tokens) LogProb(out, _, ids, logp []float32) {
-	V := t.Vocab
+func (t *Tokens) LogProb(out, _ []float64, ids []float32, logp []float64) {
 	for i := range logp {
-		logp[i] = float32(t.logProbs(out[i*V : (i+1)*V])[int(ids[i])])
+		logp[i] = t.row64(out, i)[int(ids[i])]
 	}
 }
 
 // Entropy implements Distribution: each position's entropy.
-func (t *Tokens) Entropy(out, _, ent []float32) {
-	V := t.Vocab
+func (t *Tokens) Entropy(out, _, ent []float64) {
 	for i := range ent {
-		ent[i] = float32(t.entropy(out[i*V : (i+1)*V]))
+		ent[i] = entropyOf(t.row64(out, i))
 	}
 }
 
-func (t *Tokens) entropy(row []float32) float64 {
+func entropyOf(lp []float64) float64 {
 	var h float64
-	for _, x := range t.logProbs(row) {
+	for _, x := range lp {
 		h -= math.Exp(x) * x
 	}
 	return h
 }
+
+func (t *Tokens) entropy(row []float32) float64 { return entropyOf(t.logProbs(row)) }
 
 // MaskedEntropy is the mean entropy over the positions mask marks (1),
 // NaN when it marks none: the entropy TRL and verl log.
