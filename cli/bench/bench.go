@@ -235,7 +235,7 @@ func (b *bench) report(w io.Writer, runs int, quick bool) error {
 	}
 	fmt.Fprintln(b.progress)
 
-	fmt.Fprintf(w, "agenttrainer bench · %s · %d cores · %s kernels · %d run(s) per figure%s\n\n",
+	fmt.Fprintf(w, "%s bench · %s · %d cores · %s kernels · %d run(s) per figure%s\n\n", cmdutil.Prog,
 		cpuModel(), runtime.GOMAXPROCS(0), gpu.KernelSet(), runs, map[bool]string{true: " · QUICK: not a measurement"}[quick])
 	fmt.Fprintf(w, "float32 peak (register-only multiply-add loops, best rate over %v): 1 core %.1f GFLOP/s, %d cores %.1f GFLOP/s (%s)\n\n",
 		peakTime, peak1.GFLOPS, peakAll.Cores, peakAll.GFLOPS, peakAll.Loop)
