@@ -15,6 +15,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/agenttrainer/agenttrainer/agents"
+	_ "github.com/agenttrainer/agenttrainer/agents/builtin" // every shipped agent's keys are in the schema
 )
 
 // defaultsTOML is a copy of the repository's config.toml (a test keeps the
