@@ -22,7 +22,7 @@ import (
 // the progress line, a sweep's spec check and summary, and plot. The app
 // reads the same registry (runstore.MetricList, LookupMetric, Value).
 func TestAMetricReachesEverySink(t *testing.T) {
-	defer runstore.DeclareMetric(runstore.Metric{Name: "value_mean", Label: "value mean", Tag: "charts/value_mean",
+	defer runstore.DeclareMetric(runstore.Metric{Name: "sink_test_mean", Label: "sink test mean", Tag: "charts/sink_test_mean",
 		Grid: true, Figure: true, Progress: 6, Better: runstore.Higher})()
 
 	dir := filepath.Join(t.TempDir(), "run")
@@ -40,7 +40,7 @@ func TestAMetricReachesEverySink(t *testing.T) {
 	var records []runstore.Metrics
 	for i := 1; i <= 3; i++ {
 		m := trainer.Metrics{Iter: i, Step: int64(512 * i), EpReturnMean: trainer.Float(10 * i)}
-		m.Set("value_mean", 0.25*float64(i))
+		m.Set("sink_test_mean", 0.25*float64(i))
 		m.Set("env/score", float64(100+i))
 		if err := jsonl.Write(&m); err != nil {
 			t.Fatal(err)
@@ -58,8 +58,8 @@ func TestAMetricReachesEverySink(t *testing.T) {
 	if err != nil || len(back) != 3 {
 		t.Fatalf("read %d records: %v", len(back), err)
 	}
-	if v, _ := back[2].Value("value_mean"); v != 0.75 {
-		t.Errorf("metrics.jsonl: value_mean read back as %v", v)
+	if v, _ := back[2].Value("sink_test_mean"); v != 0.75 {
+		t.Errorf("metrics.jsonl: sink_test_mean read back as %v", v)
 	}
 	if v, _ := back[2].Value("env/score"); v != 103 {
 		t.Errorf("metrics.jsonl: env/score read back as %v", v)
@@ -71,7 +71,7 @@ func TestAMetricReachesEverySink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tag := range []string{"charts/value_mean", "env/score"} {
+	for _, tag := range []string{"charts/sink_test_mean", "env/score"} {
 		if !strings.Contains(string(data), tag) {
 			t.Errorf("TensorBoard: no %s", tag)
 		}
@@ -84,7 +84,7 @@ func TestAMetricReachesEverySink(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	header, last := strings.Split(lines[0], ","), strings.Split(lines[3], ",")
-	for name, want := range map[string]string{"value_mean": "0.75", "env/score": "103"} {
+	for name, want := range map[string]string{"sink_test_mean": "0.75", "env/score": "103"} {
 		found := false
 		for i, h := range header {
 			if h == name {
@@ -101,12 +101,12 @@ func TestAMetricReachesEverySink(t *testing.T) {
 
 	// The progress line.
 	line := progress.Line(records[2], 10000)
-	if !strings.Contains(line, "value_mean   0.75") || !strings.Contains(line, "env/score 103") {
+	if !strings.Contains(line, "sink_test_mean   0.75") || !strings.Contains(line, "env/score 103") {
 		t.Errorf("progress line %q", line)
 	}
 
 	// A sweep may optimise either, and reads them.
-	for _, metric := range []string{"value_mean", "env/score"} {
+	for _, metric := range []string{"sink_test_mean", "env/score"} {
 		spec, err := sweep.ParseSpecTOML("name = \"s\"\nmetric = \""+metric+"\"\n[params]\n\"ppo.learning_rate\" = {values = [1e-3, 3e-4]}\n", "sweep.toml")
 		if err != nil {
 			t.Fatal(err)
@@ -120,7 +120,7 @@ func TestAMetricReachesEverySink(t *testing.T) {
 	}
 
 	// plot draws either.
-	for _, metric := range []string{"value_mean", "env/score"} {
+	for _, metric := range []string{"sink_test_mean", "env/score"} {
 		pic := filepath.Join(t.TempDir(), "p.svg")
 		if code, _, stderr := runCLI(context.Background(), "plot", dir, "--metric", metric, "--out", pic); code != 0 {
 			t.Errorf("plot %s: %d %s", metric, code, stderr)
@@ -130,10 +130,10 @@ func TestAMetricReachesEverySink(t *testing.T) {
 	}
 
 	// The app's view of the registry.
-	if m, ok := runstore.LookupMetric("value_mean"); !ok || !m.Grid || m.Label != "value mean" {
-		t.Errorf("LookupMetric(value_mean) = %+v", m)
+	if m, ok := runstore.LookupMetric("sink_test_mean"); !ok || !m.Grid || m.Label != "sink test mean" {
+		t.Errorf("LookupMetric(sink_test_mean) = %+v", m)
 	}
-	if b, _ := json.Marshal(records[0]); !strings.Contains(string(b), `"value_mean":0.25`) {
+	if b, _ := json.Marshal(records[0]); !strings.Contains(string(b), `"sink_test_mean":0.25`) {
 		t.Errorf("record %s", b)
 	}
 }
