@@ -7,4 +7,6 @@
 // To ship a new agent: its own package under agents/, and one line here.
 package builtin
 
-import _ "github.com/agenttrainer/agenttrainer/agents" // mlp, cnn, random
+import (
+	_ "github.com/agenttrainer/agenttrainer/agents" // mlp, cnn, random
+)
