@@ -1,6 +1,6 @@
 module github.com/agenttrainer/agenttrainer
 
-go 1.24.2
+go 1.26.0
 
 require (
 	github.com/BurntSushi/toml v1.5.0
@@ -16,7 +16,8 @@ require (
 	github.com/muesli/termenv v0.16.0
 	golang.org/x/crypto v0.36.0
 	golang.org/x/image v0.30.0
-	golang.org/x/sys v0.38.0
+	golang.org/x/sys v0.43.0
+	golang.org/x/text v0.28.0
 	gonum.org/v1/gonum v0.16.0
 	gonum.org/v1/plot v0.17.0
 	gorgonia.org/cu v0.9.6
@@ -29,6 +30,7 @@ require (
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/anmitsu/go-shlex v0.0.0-20200514113438-38f4b401e2be // indirect
+	github.com/ardanlabs/jinja v1.8.0 // indirect
 	github.com/atotto/clipboard v0.1.4 // indirect
 	github.com/aymanbagabas/go-osc52/v2 v2.0.1 // indirect
 	github.com/charmbracelet/colorprofile v0.4.1 // indirect
@@ -59,5 +61,4 @@ require (
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/xo/terminfo v0.0.0-20220910002029-abceb7e1c41e // indirect
 	golang.org/x/exp v0.0.0-20240719175910-8a7402abbf56 // indirect
-	golang.org/x/text v0.28.0 // indirect
 )

@@ -27,7 +27,7 @@ var actorCriticKeys = []Key{
 		Doc: "Hidden layer sizes: of the actor and of the critic (mlp: separate networks), or of the torso after the convolutions (cnn)."},
 	{Name: "activation", Default: "tanh", Check: "oneof=tanh|relu",
 		Doc: `Hidden-layer activation: "tanh" or "relu".`},
-	{Name: "log_std_init", Default: 0.0,
+	{Name: "log_std_init", Default: 0.0, Check: "[-20,20]", // exp(±20): a std float32 squares without overflow
 		Doc: "Initial log standard deviation of a Gaussian policy (continuous actions)."},
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/agenttrainer/agenttrainer/cli/bench"
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
 	"github.com/agenttrainer/agenttrainer/cli/data"
+	"github.com/agenttrainer/agenttrainer/cli/envserver"
 	"github.com/agenttrainer/agenttrainer/cli/eval"
 	"github.com/agenttrainer/agenttrainer/cli/export"
 	"github.com/agenttrainer/agenttrainer/cli/info"
@@ -54,6 +55,7 @@ func commands() []command {
 		{"attach", "watch and steer a training running in the background", cmd(attach.Parse, attach.Run)},
 		{"ps", "list the trainings running in the background", cmd(attach.ParsePs, attach.RunPs)},
 		{"serve", "serve the terminal app over SSH", cmd(serve.Parse, serve.Run)},
+		{"env-server", "serve environment workers to trainers on other hosts (authenticated TCP)", cmd(envserver.Parse, envserver.Run)},
 		{"eval", "play episodes with a run's latest checkpoint", cmd(eval.Parse, eval.Run)},
 		{"export", "export a run's metrics as CSV", cmd(export.Parse, export.Run)},
 		{"plot", "draw a metric of runs as a PNG or SVG picture", cmd(plot.Parse, plot.Run)},

@@ -55,7 +55,11 @@ type Vector struct {
 	batchSR    BatchSuccessReporter // nil unless the backend reports success
 	batchRew   []float64
 	batchTrunc []bool
-	err        error // what stopped the backend; sticky
+	pool       *stepPool     // stepping on several cores (SetThreads), or nil
+	async      AsyncBatchEnv // set when the backend steps asynchronously
+	asyncActs  []float32     // N×ActDim: SendAsync's actions in sub-environment order
+	asyncIDs   []int         // what RecvAsync returned last
+	err        error         // what stopped the backend; sticky
 	closed     bool
 }
 
@@ -114,13 +118,25 @@ func (v *Vector) Reset(seed int64) {
 
 func (v *Vector) obs(i int) []float32 { return v.Obs[i*v.ObsDim : (i+1)*v.ObsDim] }
 
-// Step applies actions (N×ActDim) to every sub-environment.
+// Step applies actions (N×ActDim) to every sub-environment: one after
+// the other, or on several cores when SetThreads allows it and stepping
+// costs enough to pay for it (see stepPool); the results are the same bits
+// either way.
 func (v *Vector) Step(actions []float32) {
 	v.Finished = v.Finished[:0]
 	if v.batch != nil {
 		v.stepBatch(actions)
 		return
 	}
+	if v.pool != nil && v.BeforeReset == nil {
+		v.pool.step(v, actions)
+		return
+	}
+	v.stepSeq(actions)
+}
+
+// stepSeq steps the sub-environments one after the other.
+func (v *Vector) stepSeq(actions []float32) {
 	for i, e := range v.Envs {
 		obs := v.obs(i)
 		r, term, trunc := e.Step(actions[i*v.ActDim:(i+1)*v.ActDim], obs)

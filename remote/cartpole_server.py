@@ -46,7 +46,7 @@ class CartPoleBatch(object):
     max_episode_steps = MAX_EPISODE_STEPS
     reports_success = False
 
-    def __init__(self, num_envs, options):
+    def __init__(self, num_envs, options, env_offset=0):
         self.num_envs = num_envs
         self.max_steps = int(options.get("max_episode_steps", MAX_EPISODE_STEPS))
         self.observation_space = protocol.box_space(
@@ -54,7 +54,9 @@ class CartPoleBatch(object):
             [-X_THRESHOLD * 2, -F32_MAX, -THETA_THRESHOLD * 2, -F32_MAX],
             [X_THRESHOLD * 2, F32_MAX, THETA_THRESHOLD * 2, F32_MAX])
         self.action_space = protocol.discrete_space(2)
-        self.rngs = [random.Random(i) for i in range(num_envs)]
+        # Sub-environment i of all the trainer's workers starts with the
+        # stream of random.Random(i), whichever worker holds it.
+        self.rngs = [random.Random(env_offset + i) for i in range(num_envs)]
         self.states = [[0.0, 0.0, 0.0, 0.0] for _ in range(num_envs)]
         self.elapsed = [0] * num_envs
         self.beyond = [None] * num_envs  # steps_beyond_terminated

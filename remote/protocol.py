@@ -1,4 +1,4 @@
-"""Server side of the agenttrainer remote environment protocol, version 2.
+"""Server side of the agenttrainer remote environment protocol, version 3.
 
 Standard library only, Python 3.9+. See PROTOCOL.md next to this file for the
 wire format. A server supplies a *backend factory*: a callable taking
@@ -19,12 +19,22 @@ wire format. A server supplies a *backend factory*: a callable taking
 
 and serves with serve_main(factory, args) from its __main__ block, where
 args come from a parser given add_server_args (--listen, --num-envs, --once,
---allow-remote, --max-frame-bytes): stdio by default, TCP with --listen.
+--allow-remote, --max-frame-bytes, --secret-file): stdio by default, TCP with
+--listen. A factory that takes a third argument also gets the hello's
+env_offset: the index of the connection's first sub-environment among all
+the trainer's workers (a default random stream can be seeded by it).
+
+With --secret-file, a TCP server makes every client prove that it holds the
+same secret before hello (a challenge and response with HMAC-SHA256 over two
+nonces; the secret never crosses the wire), and proves it in turn.
 
 Every reply, errors included, echoes the "id" of the request it answers
 (Channel.write adds it); a backend's handle() need not.
 """
 
+import hashlib
+import hmac
+import inspect
 import json
 import os
 import signal
@@ -35,7 +45,10 @@ import threading
 import traceback
 from array import array
 
-VERSION = 2
+VERSION = 3
+# Versions whose hello this server accepts: a conversation without
+# authentication is version 2's.
+ACCEPTED_VERSIONS = (2, 3)
 MAGIC = b"AGTP"
 PREFIX = struct.Struct("<4sII")
 MAX_HEADER = 1 << 20
@@ -45,6 +58,10 @@ _BIG_ENDIAN = sys.byteorder == "big"
 
 class ProtocolError(Exception):
     """The peer broke the protocol; the stream cannot be trusted any more."""
+
+
+class AuthError(Exception):
+    """The client failed authentication; the connection is dropped."""
 
 
 class UnknownMessage(Exception):
@@ -195,9 +212,11 @@ def _log(msg):
     sys.stderr.flush()
 
 
-def serve_connection(channel, factory, fixed_num_envs=None, name="server"):
-    """Answer requests on one channel until close or end of stream."""
+def serve_connection(channel, factory, fixed_num_envs=None, name="server", secret=None, peer=""):
+    """Answer requests on one channel until close or end of stream. With a
+    secret, the client must authenticate before hello."""
     backend = None
+    auth = _Auth(secret) if secret is not None else None
     try:
         while True:
             try:
@@ -207,6 +226,9 @@ def serve_connection(channel, factory, fixed_num_envs=None, name="server"):
                 _send_error(channel, "protocol error: %s" % e)
                 return
             if msg is None:
+                if auth is not None and not auth.done and auth.client_nonce is not None:
+                    _log("%s: refused a client%s: it hung up after the challenge: it holds a different secret, "
+                         "which does not match this server's proof" % (name, peer))
                 return
             header, payload = msg
             kind = header["type"]
@@ -218,7 +240,15 @@ def serve_connection(channel, factory, fixed_num_envs=None, name="server"):
                     raise ProtocolError("a %r request without an \"id\" (protocol %d numbers every request)" % (kind, VERSION))
                 if rid is not None and not _is_id(rid):
                     raise ProtocolError("request id %r is not a whole number" % (rid,))
-                if kind == "hello":
+                if kind in ("challenge", "auth"):
+                    if auth is None:
+                        raise ProtocolError("this server has no secret, so there is nothing to authenticate: leave env.args.secret_file out "
+                                            "(or start the server with --secret-file)")
+                    auth.answer(channel, kind, header)
+                elif auth is not None and not auth.done:
+                    raise AuthError("this server requires authentication (protocol %d): set env.args.secret_file to a file holding "
+                                    "the secret of the server's --secret-file" % VERSION)
+                elif kind == "hello":
                     if backend is not None:
                         raise ProtocolError("a second hello")
                     backend = _hello(channel, header, factory, fixed_num_envs)
@@ -245,6 +275,10 @@ def serve_connection(channel, factory, fixed_num_envs=None, name="server"):
             except ProtocolError as e:
                 _send_error(channel, "protocol error: %s" % e)
                 return
+            except AuthError as e:
+                _log("%s: refused a client%s: %s" % (name, peer, e))
+                _send_error(channel, "authentication failed: %s" % e)
+                return
             except UnknownMessage:
                 _send_error(channel, "unknown message type %r (this server speaks protocol %d)" % (kind, VERSION))
             except (BrokenPipeError, ConnectionError):
@@ -261,6 +295,66 @@ def serve_connection(channel, factory, fixed_num_envs=None, name="server"):
                 backend.close()
             except Exception:
                 pass
+
+
+class _Auth(object):
+    """The server's side of the challenge and response (PROTOCOL.md,
+    Authentication)."""
+
+    CLIENT_LABEL = b"agenttrainer remote v3 client proof"
+    SERVER_LABEL = b"agenttrainer remote v3 server proof"
+
+    def __init__(self, secret):
+        self.secret = secret
+        self.client_nonce = None
+        self.server_nonce = None
+        self.done = False
+
+    def _proof(self, label):
+        m = hmac.new(self.secret, label + b"\0" + self.client_nonce.encode("ascii") + self.server_nonce.encode("ascii"), hashlib.sha256)
+        return m.hexdigest()
+
+    def answer(self, channel, kind, header):
+        if self.done:
+            raise ProtocolError("a second %r after authentication" % kind)
+        if kind == "challenge":
+            if self.client_nonce is not None:
+                raise ProtocolError("a second challenge")
+            nonce = header.get("nonce")
+            if not isinstance(nonce, str) or len(nonce) != 2 * NONCE_BYTES or nonce.strip("0123456789abcdef"):
+                raise AuthError("the challenge's nonce must be %d lower-case hex digits" % (2 * NONCE_BYTES))
+            self.client_nonce = nonce
+            self.server_nonce = os.urandom(NONCE_BYTES).hex()
+            channel.write({"type": "challenge", "protocol": VERSION, "nonce": self.server_nonce,
+                           "proof": self._proof(self.SERVER_LABEL)})
+            return
+        if self.client_nonce is None:
+            raise AuthError("auth before challenge")
+        got = header.get("proof")
+        if not isinstance(got, str) or not hmac.compare_digest(got.encode("ascii", "replace"), self._proof(self.CLIENT_LABEL).encode("ascii")):
+            raise AuthError("the client's proof does not match this server's secret: give env.args.secret_file the secret of the "
+                            "server's --secret-file")
+        self.done = True
+        channel.write({"type": "auth", "ok": True})
+
+
+NONCE_BYTES = 32
+MIN_SECRET_BYTES = 16
+
+
+def read_secret(path):
+    """The secret in path (trailing white space dropped); refuses a file
+    other users may read, or a secret under MIN_SECRET_BYTES."""
+    st = os.stat(path)
+    if os.name == "posix" and st.st_mode & 0o007:
+        raise SystemExit("the secret file %s may be read or written by other users (mode %04o): run chmod 600 %s"
+                         % (path, st.st_mode & 0o777, path))
+    with open(path, "rb") as f:
+        secret = f.read(1 << 16).rstrip(b" \t\r\n")
+    if len(secret) < MIN_SECRET_BYTES:
+        raise SystemExit("the secret in %s is %d bytes, fewer than %d: write a random one, e.g. "
+                         "head -c 32 /dev/urandom | base64 > %s; chmod 600 %s" % (path, len(secret), MIN_SECRET_BYTES, path, path))
+    return secret
 
 
 def _is_id(v):
@@ -284,8 +378,8 @@ def _check_len(what, got, want):
 
 def _hello(channel, header, factory, fixed_num_envs):
     version = header.get("protocol")
-    if version != VERSION:
-        raise ProtocolError("client speaks protocol version %r, this server speaks %d" % (version, VERSION))
+    if version not in ACCEPTED_VERSIONS:
+        raise ProtocolError("client speaks protocol version %r, this server speaks %s" % (version, " and ".join(str(v) for v in ACCEPTED_VERSIONS)))
     if header.get("id") is None:
         raise ProtocolError("hello without an \"id\" (protocol %d numbers every request)" % VERSION)
     n = header.get("num_envs")
@@ -294,10 +388,14 @@ def _hello(channel, header, factory, fixed_num_envs):
     if fixed_num_envs is not None and n != fixed_num_envs:
         raise ProtocolError("this server was started with --num-envs %d; the client asks for %d (set env.num_envs = %d)"
                             % (fixed_num_envs, n, fixed_num_envs))
-    backend = factory(n, header.get("options") or {})
+    offset = header.get("env_offset", 0)
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        raise ProtocolError("env_offset %r is not a whole number" % (offset,))
+    options = header.get("options") or {}
+    backend = factory(n, options, offset) if _takes_offset(factory) else factory(n, options)
     reply = {
         "type": "hello",
-        "protocol": VERSION,
+        "protocol": version,
         "num_envs": backend.num_envs,
         "env": getattr(backend, "env_name", ""),
         "observation_space": backend.observation_space,
@@ -307,6 +405,16 @@ def _hello(channel, header, factory, fixed_num_envs):
     }
     channel.write(reply)
     return backend
+
+
+def _takes_offset(factory):
+    """Whether factory takes (num_envs, options, env_offset)."""
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 3 or any(p.kind == p.VAR_POSITIONAL for p in params)
 
 
 def _step(channel, backend, payload):
@@ -382,11 +490,12 @@ def _is_loopback(host):
 
 
 def serve_tcp(factory, host, port, fixed_num_envs=None, max_frame=DEFAULT_MAX_FRAME,
-              once=False, allow_remote=False, name="server"):
-    """Serve clients on TCP, each connection with its own sub-environments."""
-    if not allow_remote and not _is_loopback(host):
-        raise SystemExit("%s: %s is not a loopback address; the protocol has no authentication, "
-                         "so pass --allow-remote only on a network you trust" % (name, host))
+              once=False, allow_remote=False, name="server", secret=None):
+    """Serve clients on TCP, each connection with its own sub-environments;
+    with a secret, only clients that prove they hold it."""
+    if not allow_remote and secret is None and not _is_loopback(host):
+        raise SystemExit("%s: %s is not a loopback address: give the server a shared secret with --secret-file "
+                         "(clients then need env.args.secret_file), or pass --allow-remote on a network you trust" % (name, host))
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     srv = socket.socket(family, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -395,12 +504,12 @@ def serve_tcp(factory, host, port, fixed_num_envs=None, max_frame=DEFAULT_MAX_FR
     bound = srv.getsockname()
     _log("%s: listening on %s:%d" % (name, bound[0] if family == socket.AF_INET else "[%s]" % bound[0], bound[1]))
 
-    def handle(conn):
+    def handle(conn, peer):
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         rfile = conn.makefile("rb")
         wfile = conn.makefile("wb")
         try:
-            serve_connection(Channel(rfile, wfile, max_frame), factory, fixed_num_envs, name)
+            serve_connection(Channel(rfile, wfile, max_frame), factory, fixed_num_envs, name, secret, " from %s:%s" % peer[:2])
         finally:
             for f in (rfile, wfile):
                 try:
@@ -411,11 +520,11 @@ def serve_tcp(factory, host, port, fixed_num_envs=None, max_frame=DEFAULT_MAX_FR
 
     try:
         while True:
-            conn, _ = srv.accept()
+            conn, peer = srv.accept()
             if once:
-                handle(conn)
+                handle(conn, peer)
                 return
-            threading.Thread(target=handle, args=(conn,), daemon=True).start()
+            threading.Thread(target=handle, args=(conn, peer), daemon=True).start()
     except KeyboardInterrupt:
         pass
     finally:
@@ -428,7 +537,11 @@ def add_server_args(parser):
     parser.add_argument("--num-envs", type=int, default=None,
                         help="serve exactly this many sub-environments (default: as many as the client asks for)")
     parser.add_argument("--once", action="store_true", help="with --listen: exit after the first client")
-    parser.add_argument("--allow-remote", action="store_true", help="with --listen: accept a non-loopback address")
+    parser.add_argument("--allow-remote", action="store_true",
+                        help="with --listen: accept a non-loopback address without a secret (a network you trust)")
+    parser.add_argument("--secret-file", metavar="FILE",
+                        help="with --listen: clients must prove they hold the secret in FILE (env.args.secret_file); "
+                             "a non-loopback address is then allowed")
     parser.add_argument("--max-frame-bytes", type=int, default=DEFAULT_MAX_FRAME, help="largest request payload accepted")
 
 
@@ -439,7 +552,11 @@ def serve_main(factory, args, name="server"):
         if not sep or not port.isdigit():
             raise SystemExit("%s: --listen wants HOST:PORT, got %r" % (name, args.listen))
         host = host.strip("[]")
-        serve_tcp(factory, host, int(port), args.num_envs, args.max_frame_bytes, args.once, args.allow_remote, name)
+        secret = read_secret(args.secret_file) if args.secret_file else None
+        serve_tcp(factory, host, int(port), args.num_envs, args.max_frame_bytes, args.once, args.allow_remote, name, secret)
     else:
+        if args.secret_file:
+            raise SystemExit("%s: --secret-file authenticates TCP clients (with --listen); over stdin and stdout "
+                             "the client started the server itself" % name)
         serve_stdio(factory, args.num_envs, args.max_frame_bytes, name)
 

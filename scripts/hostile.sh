@@ -9,7 +9,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 table=$(mktemp)
 trap 'rm -f "$table" "$table.partial"' EXIT
-go test -count=1 -timeout 15m -parallel 2 -run 'TestHostile' ./internal/hostile \
+go test -count=1 -timeout 45m -parallel 2 -run 'TestHostile' ./internal/hostile \
   -hostile.full -hostile.table "$table" "$@" >"$table.log" 2>&1
 rc=$?
 cat "$table" 2>/dev/null || true

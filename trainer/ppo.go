@@ -198,6 +198,8 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 			samples, err = t.rolloutWorkflow(ctx, buf, p)
 		case c.Grouped():
 			samples, err = t.rolloutGroups(buf, p)
+		case t.venv.AsyncBatch() > 0: // env.args.batch_size (asyncrollout.go)
+			samples, err = t.rolloutAsync(buf, p)
 		default:
 			samples, err = t.rollout(buf, p)
 		}

@@ -188,6 +188,7 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 		if t.venv, err = envs.NewVector(list); err != nil {
 			return nil, &config.Error{Key: "env.id", Msg: err.Error()}
 		}
+		t.venv.SetThreads(cfg.Trainer.Threads) // many costly sub-environments step on the trainer's cores (envs/steppool.go)
 		t.obsSpace, t.actSpace = t.venv.ObservationSpace(), t.venv.ActionSpace()
 	}
 	built := false

@@ -11,6 +11,7 @@ import (
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
 	"github.com/agenttrainer/agenttrainer/cli/progress"
 	"github.com/agenttrainer/agenttrainer/internal/spawn"
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/tui"
 )
@@ -47,13 +48,13 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	if dir == "" {
 		live := spawn.LiveRuns(o.RunsDir)
 		if len(live) == 0 {
-			return cmdutil.Configf("no live training under %s; start one with `agenttrainer train --detach`", o.RunsDir)
+			return cmdutil.Configf("no live training under %s; start one with `agenttrainer train --detach`", termtext.Clean(o.RunsDir))
 		}
 		dir = live[0].Dir
 	}
 	link, err := spawn.Attach(dir, false)
 	if err != nil {
-		return &cmdutil.ConfigError{Err: err}
+		return &cmdutil.ConfigError{Err: termtext.Error(err)}
 	}
 	defer link.Close()
 	if !app.IsTerminal() {
@@ -76,7 +77,7 @@ func watchHeadless(ctx context.Context, link *tui.Link, dir string, stdout io.Wr
 	select {
 	case <-done:
 	case <-ctx.Done():
-		fmt.Fprintf(stdout, "detached; the training in %s goes on\n", dir)
+		fmt.Fprintf(stdout, "detached; the training in %s goes on\n", termtext.Clean(dir))
 	}
 }
 
@@ -98,7 +99,7 @@ func ParsePs(args []string) (PsOptions, error) {
 func RunPs(_ context.Context, o PsOptions, stdout, stderr io.Writer) error {
 	live := spawn.LiveRuns(o.RunsDir)
 	if len(live) == 0 {
-		fmt.Fprintf(stdout, "no live training under %s\n", o.RunsDir)
+		fmt.Fprintf(stdout, "no live training under %s\n", termtext.Clean(o.RunsDir))
 		return nil
 	}
 	var b bytes.Buffer
@@ -108,8 +109,10 @@ func RunPs(_ context.Context, o PsOptions, stdout, stderr io.Writer) error {
 		if r.Paused {
 			state = "paused"
 		}
-		fmt.Fprintf(&b, "%-8d %-8s %-26s %-7s %-22s %-10s %s\n", r.Endpoint.PID, state, r.Info.EnvID, r.Info.Agent,
-			fmt.Sprintf("%d/%d", r.Run.Steps, r.Info.TotalSteps), progress.Num(r.Run.Last), r.Dir)
+		// The env, agent and directory come from the run's files and
+		// socket: cleaned for the terminal.
+		fmt.Fprintf(&b, "%-8d %-8s %-26s %-7s %-22s %-10s %s\n", r.Endpoint.PID, state, termtext.Clean(r.Info.EnvID), termtext.Clean(r.Info.Agent),
+			fmt.Sprintf("%d/%d", r.Run.Steps, r.Info.TotalSteps), progress.Num(r.Run.Last), termtext.Clean(r.Dir))
 	}
 	stdout.Write(b.Bytes())
 	return nil

@@ -2,7 +2,6 @@
 package data
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
+	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/envs/frozenlake"
 	"github.com/agenttrainer/agenttrainer/envs/tasks"
 	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
@@ -71,7 +71,7 @@ func Parse(args []string) (Options, error) {
 }
 
 // Run writes the task file.
-func Run(_ context.Context, o Options, stdout, stderr io.Writer) error {
+func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	format := strings.TrimPrefix(filepath.Ext(o.Out), ".")
 	opts := frozenlake.FrozenLakeTaskOptions{N: o.N, Size: o.Size, P: o.P, Slippery: o.Slippery, MaxSteps: o.MaxSteps, Seed: o.Seed}
 	if o.Exclude != "" {
@@ -80,17 +80,36 @@ func Run(_ context.Context, o Options, stdout, stderr io.Writer) error {
 			return cmdutil.Configf("--exclude: %v", err)
 		}
 	}
-	rows, err := frozenlake.GenerateFrozenLakeTasks(opts)
-	if err != nil {
-		return &cmdutil.ConfigError{Err: err}
-	}
-	var buf bytes.Buffer
-	if err := tasks.WriteTasks(&buf, format, frozenlake.FrozenLakeColumns, rows); err != nil {
+	// The rows go to the file as they are drawn (a large set is never held
+	// whole); a draw that fails leaves no file. An interrupt ends it.
+	n := 0
+	var genErr error
+	err := atomicfile.Stream(o.Out, 0o644, func(w io.Writer) error {
+		tw, err := tasks.NewWriter(w, format, frozenlake.FrozenLakeColumns)
+		if err != nil {
+			return err
+		}
+		opts.Cancel = ctx.Done()
+		genErr = frozenlake.EachFrozenLakeTask(opts, func(row envs.Params) error {
+			n++
+			return tw.Write(row)
+		})
+		if frozenlake.IsCancelled(genErr) {
+			genErr = cmdutil.ErrInterrupted
+		}
+		if genErr != nil {
+			return genErr
+		}
+		return tw.Flush()
+	})
+	switch {
+	case genErr != nil && errors.Is(genErr, cmdutil.ErrInterrupted):
+		return genErr
+	case genErr != nil:
+		return &cmdutil.ConfigError{Err: genErr}
+	case err != nil:
 		return err
 	}
-	if err := atomicfile.Write(o.Out, buf.Bytes(), 0o644); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "wrote %d FrozenLake tasks (%d×%d, p %.2f, slippery %v) to %s\n", len(rows), o.Size, o.Size, o.P, o.Slippery, o.Out)
+	fmt.Fprintf(stdout, "wrote %d FrozenLake tasks (%d×%d, p %.2f, slippery %v) to %s\n", n, o.Size, o.Size, o.P, o.Slippery, o.Out)
 	return nil
 }

@@ -2,18 +2,19 @@
 package export
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
+	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
+	"github.com/agenttrainer/agenttrainer/internal/inputfile"
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
@@ -46,86 +47,85 @@ func Parse(args []string) (Options, error) {
 
 // Run writes the run's metrics as CSV.
 func Run(_ context.Context, o Options, stdout, stderr io.Writer) error {
-	src, err := os.Open(filepath.Join(o.RunDir, runstore.MetricsFile))
+	path := filepath.Join(o.RunDir, runstore.MetricsFile)
+	src, st, err := inputfile.Open(path, "metrics file")
 	if err != nil {
-		return cmdutil.Configf("%s is not a run directory with metrics: %v", o.RunDir, err)
+		return cmdutil.Configf("%s is not a run directory with metrics: %v", termtext.Clean(o.RunDir), termtext.Error(err))
 	}
 	defer src.Close()
-	w := stdout
-	if o.Out != "" {
-		f, err := os.Create(o.Out)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
+	if st.Size() > runstore.MaxMetricsFile {
+		return cmdutil.Configf("%v", termtext.Error(&inputfile.TooBigError{Path: path, What: "metrics file", Size: st.Size(), Limit: runstore.MaxMetricsFile}))
 	}
-	return metricsToCSV(src, w)
+	if o.Out == "" {
+		return metricsToCSV(src, path, stdout)
+	}
+	return atomicfile.Stream(o.Out, 0o644, func(w io.Writer) error { return metricsToCSV(src, path, w) })
 }
 
 // metricsColumns are the registry's metrics in its order, then the
 // figures that environments, agents and workflows reported in r's records
 // (sorted by name); r is left at its start.
-func metricsColumns(r io.ReadSeeker) ([]string, error) {
+func metricsColumns(r io.ReadSeeker, path string) ([]string, error) {
 	cols := runstore.MetricNames()
 	var reported []string
-	sc := newScanner(r)
-	for sc.Scan() {
-		if bytes.IndexByte(sc.Bytes(), '/') < 0 { // reported names have a namespace
-			continue
+	err := inputfile.Lines(r, path, runstore.MaxRecordLine, func(_ int, line []byte, _ bool) error {
+		if bytes.IndexByte(line, '/') < 0 { // reported names have a namespace
+			return nil
 		}
 		var rec map[string]json.RawMessage
-		if json.Unmarshal(sc.Bytes(), &rec) != nil {
-			continue // said in the second pass
+		if json.Unmarshal(line, &rec) != nil {
+			return nil // said in the second pass
 		}
 		for k := range rec {
 			if m, ok := runstore.LookupMetric(k); ok && m.Reported() && !slices.Contains(reported, k) {
 				reported = append(reported, k)
 			}
 		}
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	slices.Sort(reported)
-	_, err := r.Seek(0, io.SeekStart)
+	_, err = r.Seek(0, io.SeekStart)
 	return append(cols, reported...), err
 }
 
-func newScanner(r io.Reader) *bufio.Scanner {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<16), 1<<24)
-	return sc
-}
-
 // metricsToCSV converts metrics records to CSV, numbers as written (null as
-// an empty cell), stopping quietly at a torn last line.
-func metricsToCSV(r io.ReadSeeker, w io.Writer) error {
-	cols, err := metricsColumns(r)
+// an empty cell), stopping quietly at a torn last line. A line that is not
+// a record, or one longer than a record can be, is an error naming its
+// number (path names the file).
+func metricsToCSV(r io.ReadSeeker, path string, w io.Writer) error {
+	cols, err := metricsColumns(r, path)
 	if err != nil {
-		return err
+		return cmdutil.Configf("%v", termtext.Error(err))
 	}
 	cw := csv.NewWriter(w)
 	cw.Write(cols)
-	sc := newScanner(r)
 	row := make([]string, len(cols))
-	for line := 1; sc.Scan(); line++ {
+	err = inputfile.Lines(r, path, runstore.MaxRecordLine, func(n int, line []byte, complete bool) error {
+		if len(bytes.TrimSpace(line)) == 0 {
+			return nil
+		}
 		var rec map[string]json.RawMessage
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return fmt.Errorf("metrics.jsonl line %d is not JSON: %v", line, err)
+		if err := json.Unmarshal(line, &rec); err != nil {
+			if !complete {
+				return nil // the writer has not finished it
+			}
+			return fmt.Errorf("%s line %d is not a metrics record: %v", path, n, err)
 		}
 		for i, c := range cols {
 			v := string(rec[c])
 			if v == "null" {
 				v = ""
 			}
-			row[i] = v
+			row[i] = termtext.Clean(v) // a cell holds what the file says: no control characters
 		}
-		cw.Write(row)
-	}
+		return cw.Write(row)
+	})
 	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return err
+	if err != nil {
+		return cmdutil.Configf("%v", termtext.Error(err))
 	}
-	return sc.Err()
+	return cw.Error()
 }

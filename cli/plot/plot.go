@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -74,6 +75,9 @@ func Parse(argv []string) (Options, error) {
 		return o, err
 	}
 	o.Format = "png"
+	if st, err := os.Stat(o.Out); o.Out != "" && err == nil && st.IsDir() {
+		return o, cmdutil.Usagef("--out %s is a directory; name the picture's file (e.g. %s)", o.Out, filepath.Join(o.Out, o.Metric+".png"))
+	}
 	if o.Out != "" {
 		switch ext := strings.ToLower(filepath.Ext(o.Out)); ext {
 		case ".png", ".svg":
@@ -116,9 +120,28 @@ func parseSize(s string) (w, h int, err error) {
 }
 
 // Run reads the runs, draws the picture and writes it, printing its path.
-func Run(_ context.Context, o Options, stdout, stderr io.Writer) error {
-	data, skipped, err := runplot.Draw(runplot.Options{Runs: o.Runs, Metric: o.Metric, X: o.X, Smooth: o.Smooth,
-		Title: o.Title, Width: o.Width, Height: o.Height, Format: o.Format, Range: o.Range, LogY: o.LogY})
+// An interrupt (SIGINT, SIGTERM) ends it at once, writing nothing: reading
+// and drawing run aside, and the picture is written only when they are
+// done.
+func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
+	type drawn struct {
+		data    []byte
+		skipped []string
+		err     error
+	}
+	done := make(chan drawn, 1)
+	go func() {
+		data, skipped, err := runplot.Draw(runplot.Options{Runs: o.Runs, Metric: o.Metric, X: o.X, Smooth: o.Smooth,
+			Title: o.Title, Width: o.Width, Height: o.Height, Format: o.Format, Range: o.Range, LogY: o.LogY})
+		done <- drawn{data, skipped, err}
+	}()
+	var d drawn
+	select {
+	case d = <-done:
+	case <-ctx.Done():
+		return cmdutil.ErrInterrupted
+	}
+	data, skipped, err := d.data, d.skipped, d.err
 	for _, s := range skipped {
 		fmt.Fprintf(stderr, "%s: %s\n", cmdutil.Prog, s)
 	}

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
@@ -69,7 +71,7 @@ func Parse(args []string) (Options, error) {
 // Run lists the runs or changes one.
 func Run(_ context.Context, o Options, stdout, stderr io.Writer) error {
 	if o.Action == "" {
-		return list(o, stdout)
+		return list(o, stdout, stderr)
 	}
 	text := strings.Join(o.Args, " ")
 	m, err := runstore.UpdateMeta(o.Dir, func(m *runstore.Meta) {
@@ -93,7 +95,7 @@ func Run(_ context.Context, o Options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return &cmdutil.UsageError{Err: err}
 	}
-	fmt.Fprintf(stdout, "%s: name %q, tags [%s], note %q\n", o.Dir, m.Name, strings.Join(m.Tags, " "), m.Note)
+	fmt.Fprintf(stdout, "%s: name %q, tags [%s], note %q\n", termtext.Clean(o.Dir), m.Name, strings.Join(m.Tags, " "), m.Note)
 	return nil
 }
 
@@ -106,11 +108,19 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-func list(o Options, stdout io.Writer) error {
+func list(o Options, stdout, stderr io.Writer) error {
 	runs, err := runstore.ListRuns(o.RunsDir)
 	if err != nil {
 		return err
 	}
+	// Every text below comes from files anyone with write access to the
+	// runs could have edited: runstore hands it over cleaned
+	// (termtext.Clean), and the paths are cleaned here.
+	for _, name := range runstore.Unlisted(o.RunsDir) {
+		fmt.Fprintf(stderr, "%s: not listed: %s: the directory's name holds control characters, which a terminal would act on; rename it to list it\n",
+			cmdutil.Prog, filepath.Join(termtext.Clean(o.RunsDir), name))
+	}
+	var warnings []string
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tTAGS\tNOTE\tENV\tAGENT\tSTEPS\tBEST\tDIR")
 	n := 0
@@ -124,9 +134,15 @@ func list(o Options, stdout io.Writer) error {
 			best = strconv.FormatFloat(float64(r.Best), 'g', 5, 64)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Label(), dash(strings.Join(r.Meta.Tags, ",")), dash(r.Meta.Note),
-			dash(r.EnvID), dash(r.Agent), r.Steps, best, r.Dir)
+			dash(r.EnvID), dash(r.Agent), r.Steps, best, termtext.Clean(r.Dir))
+		if r.Err != nil {
+			warnings = append(warnings, fmt.Sprintf("%s: %s: %s", cmdutil.Prog, termtext.Clean(r.Dir), termtext.Clean(strings.ReplaceAll(r.Err.Error(), "\n", "; "))))
+		}
 	}
 	tw.Flush()
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, w)
+	}
 	if n == 0 {
 		what := "no runs under " + o.RunsDir
 		if o.Tag != "" {

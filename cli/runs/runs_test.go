@@ -79,3 +79,44 @@ func TestRunsCommand(t *testing.T) {
 		}
 	}
 }
+
+// Text from run files reaches the terminal cleaned: an escape-laden
+// meta.json, env id and directory name print as escapes, and the
+// commands that set names, notes and tags refuse control characters.
+func TestRunsEscapes(t *testing.T) {
+	root := t.TempDir()
+	d := filepath.Join(root, "20240102-030405-CartPole-v1-mlp")
+	os.MkdirAll(d, 0o755)
+	cfg := config.Default()
+	if err := runstore.WriteConfig(d, cfg); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(d, runstore.ConfigFile))
+	os.WriteFile(filepath.Join(d, runstore.ConfigFile), bytes.Replace(b, []byte(`"CartPole-v1"`), []byte(`"CartPole\u001b]0;env\u0007"`), 1), 0o644)
+	os.WriteFile(filepath.Join(d, runstore.MetaFile), []byte(`{"name":"n\u001b]0;title\u0007","note":"\u001b]52;c;ZXZpbA==\u0007","tags":["t\u001b[2J"]}`), 0o644)
+	evil := filepath.Join(root, "20240103-030405-x\x1b]0;dir\a")
+	os.MkdirAll(evil, 0o755)
+	runstore.WriteConfig(evil, cfg)
+	var out, errOut bytes.Buffer
+	o, _ := Parse([]string{"--runs-dir", root})
+	if err := Run(context.Background(), o, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	all := out.String() + errOut.String()
+	if strings.ContainsAny(all, "\x1b\a") {
+		t.Fatalf("raw escapes reached the output:\n%q", all)
+	}
+	for _, want := range []string{`n\x1b]0;title\x07`, `\x1b]52;c;ZXZpbA==\x07`, `t\x1b[2J`, `CartPole\x1b]0;env\x07`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the listing lacks %s:\n%s", want, out.String())
+		}
+	}
+	if !strings.Contains(errOut.String(), `not listed`) || !strings.Contains(errOut.String(), `x\x1b]0;dir\x07`) {
+		t.Errorf("the directory with control characters is not named safely: %q", errOut.String())
+	}
+	for _, args := range [][]string{{"note", d, "a\x1b]0;x\a"}, {"name", d, "\x1b[2J"}, {"tag", d, "t\x07"}} {
+		if _, err := run(t, args...); err == nil || !strings.Contains(err.Error(), "control character") {
+			t.Errorf("runs %s accepted %q: %v", args[0], args[2], err)
+		}
+	}
+}

@@ -130,7 +130,9 @@ func TestGeneratedTaskSets(t *testing.T) {
 		{FrozenLakeTaskOptions{N: 5, Size: 4, P: 0, MaxSteps: 100}, "p must be a number in (0, 1], the probability that a tile is frozen, got 0"},
 		{FrozenLakeTaskOptions{N: 5, Size: 4, P: 0.8, MaxSteps: 0}, "max_steps must be a positive integer, got 0"},
 		{FrozenLakeTaskOptions{N: 5, Size: 4, P: 0.8, MaxSteps: 10, Seed: 1e10}, "seed must be between -9223372035 and 9223372035, got 10000000000"},
-		{FrozenLakeTaskOptions{N: 100, Size: 2, P: 0.8, MaxSteps: 10}, "asked for 100 tasks, but only 44 of 6000 map seeds gave distinct 2×2 maps solvable in 10 steps; ask for fewer tasks or larger lakes"},
+		{FrozenLakeTaskOptions{N: 100, Size: 2, P: 0.8, MaxSteps: 10}, "asked for 100 tasks, but a 2×2 lake has only 48 distinct maps; ask for fewer tasks or a larger lake (--size)"},
+		{FrozenLakeTaskOptions{N: 46, Size: 2, P: 0.8, MaxSteps: 10}, "asked for 46 tasks, but only 44 of 3300 map seeds gave distinct 2×2 maps solvable in 10 steps; ask for fewer tasks or larger lakes"},
+		{FrozenLakeTaskOptions{N: 10000000, Size: 2, P: 0.8, MaxSteps: 10}, "asked for 10000000 tasks, but a 2×2 lake has only 48 distinct maps; ask for fewer tasks or a larger lake (--size)"},
 		{FrozenLakeTaskOptions{N: 1, Size: 2, P: 0.8, MaxSteps: 10, Exclude: all2x2}, "asked for 1 tasks, but only 0 of 1050 map seeds gave distinct 2×2 maps solvable in 10 steps and not among the 44 excluded tasks; ask for fewer tasks or larger lakes"},
 		{FrozenLakeTaskOptions{N: 1, Size: 2, P: 0.8, MaxSteps: 10, Exclude: []envs.Params{{"size": "x"}}}, `excluded task 1: size must be an integer, got "x"`},
 	}
@@ -142,5 +144,24 @@ func TestGeneratedTaskSets(t *testing.T) {
 	var b bytes.Buffer
 	if err := WriteFrozenLakeTasks(&b, "parquet", 5, 4, 0.8, false, 100, 1); err == nil || err.Error() != `unknown task file format "parquet"; use "jsonl" or "csv"` {
 		t.Errorf("bad format: %v", err)
+	}
+}
+
+func TestHashSet(t *testing.T) {
+	s := newHashSet(1000)
+	seen := map[uint64]bool{}
+	x := uint64(88172645463325252)
+	for i := 0; i < 1000; i++ {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		h := x%700 + 2 // repeats on purpose (0 and 1 share a slot, as two maps sharing a hash do)
+		if got := s.add(h); got == seen[h] {
+			t.Fatalf("add(%d) = %v after %d adds", h, got, i)
+		}
+		seen[h] = true
+	}
+	if !s.add(12345678901) || s.add(12345678901) {
+		t.Fatal("a new hash")
 	}
 }

@@ -44,7 +44,7 @@ func fakeServe(conn net.Conn, mode string) {
 		io.Copy(io.Discard, conn)
 		return
 	case "hello-version":
-		hello["protocol"] = 3
+		hello["protocol"] = 4
 	case "hello-v1": // a server of version 1: no ids
 		hello["protocol"] = 1
 		hello["id"] = nil
@@ -203,10 +203,10 @@ func TestRemoteFailuresTCP(t *testing.T) {
 		args envs.Params // added to the defaults
 	}{
 		{"hello-hang", []string{"handshake", "no progress waiting for the reply within 2s", "env.args.handshake_timeout_s"}, envs.Params{"handshake_timeout_s": hangTimeout.Seconds()}},
-		{"hello-version", []string{"protocol version 3, this client speaks 2"}, nil},
-		{"hello-v1", []string{"protocol version 1, this client speaks 2", "use the protocol.py that comes with this agenttrainer"}, nil},
+		{"hello-version", []string{"protocol version 4, this client speaks 3"}, nil},
+		{"hello-v1", []string{"protocol version 1, this client speaks 3", "use the protocol.py that comes with this agenttrainer"}, nil},
 		{"hello-v1-error", []string{"the server reported an error: protocol error: client speaks protocol version 2, this server speaks 1"}, nil},
-		{"hello-no-id", []string{`the "hello" reply carries no request id, want id 1`, "version 2"}, nil},
+		{"hello-no-id", []string{`the "hello" reply carries no request id, want id 1`, "version 3"}, nil},
 		{"hello-wrong-id", []string{`the "hello" reply carries request id 0, want 1 (the id of this request)`}, nil},
 		{"hello-num-envs", []string{"serves 3 sub-environments, env.num_envs asks for 2"}, nil},
 		{"hello-space", []string{"observation_space has kind \"tuple\""}, nil},

@@ -20,8 +20,11 @@ import (
 
 // RemoteProtocolVersion is the protocol version this client speaks.
 // Version 2 added request ids: every request carries one and every reply
-// echoes it.
-const RemoteProtocolVersion = 2
+// echoes it. Version 3 added authentication with a shared secret (a
+// challenge and response before hello) and the hello's env_offset; a
+// conversation without authentication is version 2's, so the client also
+// accepts a version-2 hello reply when it does not authenticate.
+const RemoteProtocolVersion = 3
 
 const (
 	frameMagic     = "AGTP"
@@ -54,6 +57,11 @@ type frameHeader struct {
 	// step
 	Success []bool `json:"success,omitempty"`
 
+	// challenge and auth (version 3)
+	Nonce string `json:"nonce,omitempty"`
+	Proof string `json:"proof,omitempty"`
+	OK    bool   `json:"ok,omitempty"`
+
 	// error
 	Message   string `json:"message,omitempty"`
 	Traceback string `json:"traceback,omitempty"`
@@ -62,11 +70,12 @@ type frameHeader struct {
 	States [][]float64 `json:"states,omitempty"`
 }
 
-// frame is one decoded frame. Payload aliases the reader's buffer and is
-// valid until the next read.
+// frame is one decoded frame. Payload and Raw (the whole frame as it
+// came) alias the reader's buffer and are valid until the next read.
 type frame struct {
 	Header  frameHeader
 	Payload []byte
+	Raw     []byte
 }
 
 // frameError is a frame that breaks the protocol; the stream cannot be
@@ -121,19 +130,24 @@ func readFrame(r io.Reader, buf []byte, maxPayload int) (frame, []byte, error) {
 	if uint64(p) > uint64(maxPayload) {
 		return frame{}, buf, frameErrorf("frame announces a %d-byte payload, over the limit of %d bytes (env.args.max_frame_bytes)", p, maxPayload)
 	}
-	total := int(h) + int(p)
+	// The body goes after the prefix, so that the buffer holds the whole
+	// frame as it came (Raw: a relay passes it on unchanged).
+	total := framePrefixLen + int(h) + int(p)
 	if cap(buf) < total {
-		buf = make([]byte, total)
+		grown := make([]byte, total)
+		copy(grown, prefix)
+		buf = grown
 	}
 	buf = buf[:total]
-	if n, err := io.ReadFull(r, buf); err != nil {
+	if n, err := io.ReadFull(r, buf[framePrefixLen:]); err != nil {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return frame{}, buf, frameErrorf("the stream ended in the middle of a frame (%d of %d header and payload bytes)", n, total)
+			return frame{}, buf, frameErrorf("the stream ended in the middle of a frame (%d of %d header and payload bytes)", n, total-framePrefixLen)
 		}
 		return frame{}, buf, err
 	}
-	f := frame{Payload: buf[h:total]}
-	if err := decodeHeader(buf[:h], &f.Header); err != nil {
+	body := buf[framePrefixLen:]
+	f := frame{Payload: body[h:], Raw: buf}
+	if err := decodeHeader(body[:h], &f.Header); err != nil {
 		return frame{}, buf, err
 	}
 	return f, buf, nil

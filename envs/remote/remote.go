@@ -44,14 +44,14 @@ var ErrRemoteIsBatch = errors.New("remote environments are built as one batch of
 func init() {
 	envs.Register(envs.Spec{
 		ID:          RemoteID,
-		Description: "an environment served by another process (Gymnasium via remote/gym_server.py, any language): env.args.command or env.args.address",
+		Description: "an environment served by other processes (Gymnasium via remote/gym_server.py, any language): env.args.command or env.args.address; env.args.workers for several",
 		New:         func(envs.Params) (envs.Env, error) { return nil, ErrRemoteIsBatch },
 		NewBatch:    NewRemoteVector,
 	})
 }
 
-// RemoteOptions configure a connection to an environment server; they are
-// parsed from env.args by ParseRemoteArgs.
+// RemoteOptions configure a connection to an environment server, or to
+// several (workers); they are parsed from env.args by ParseRemoteArgs.
 type RemoteOptions struct {
 	Command     []string          // a server to start, speaking over its stdin/stdout
 	Dir         string            // the command's working directory ("" = ours)
@@ -68,56 +68,110 @@ type RemoteOptions struct {
 	Stderr io.Writer
 	// Options are sent to the server in hello (env.args.options).
 	Options map[string]any
+
+	// Secret, when set, authenticates the connection to a TCP server
+	// (env.args.secret_file; remote/PROTOCOL.md, Authentication).
+	Secret     []byte
+	SecretFile string
+	// EnvOffset is the index of the connection's first sub-environment
+	// among all workers' (the hello's env_offset).
+	EnvOffset int
+
+	Pool PoolOptions // several workers (env.args.workers and what goes with it)
 }
 
-var remoteArgKeys = []string{"command", "dir", "env", "address", "allow_remote", "timeout_s", "handshake_timeout_s", "max_frame_bytes", "stderr", "options"}
+// PoolOptions say how many servers (workers) share the sub-environments
+// and how they are found, started and stepped.
+type PoolOptions struct {
+	Workers        int      // servers sharing env.num_envs (0 or 1: one)
+	Addresses      []string // env.args.address as a list: connection j goes to Addresses[j mod len]
+	BatchSize      int      // asynchronous stepping: sub-environments per rollout step (0: all)
+	RestartWorkers bool     // restart a failed worker instead of stopping
+	MaxRestarts    int      // restarts allowed over the pool's life
+	Rendezvous     string   // a directory where env servers announce HOST:PORT
+	Launcher       string   // "srun": start env servers on the allocation's nodes
+	SrunArgs       []string // extra srun arguments
+	LaunchTimeout  time.Duration
+	ServerExe      string // the agenttrainer binary srun runs (default: this program)
+}
+
+// Defaults of the worker pool's env.args.
+const (
+	DefaultMaxRestarts   = 10
+	DefaultLaunchTimeout = 5 * time.Minute
+	// MaxWorkers bounds env.args.workers: each is a process or a connection.
+	MaxWorkers = 1024
+)
+
+var remoteArgKeys = []string{"command", "dir", "env", "address", "allow_remote", "timeout_s", "handshake_timeout_s", "max_frame_bytes", "stderr", "options",
+	"workers", "batch_size", "restart_workers", "max_restarts", "secret_file", "rendezvous", "launcher", "srun_args", "launch_timeout_s", "server_exe"}
 
 // ParseRemoteArgs reads the remote environment's env.args:
 //
 //	command             ["python3", "server.py", …] (or one string, split on spaces)
 //	dir                 working directory for command
 //	env                 a table of environment variables for command, e.g. {PYTHONPATH = "…"}
-//	address             "127.0.0.1:PORT" (instead of command)
+//	address             "127.0.0.1:PORT" (instead of command), or a list of them
 //	allow_remote        accept a non-loopback address (default false)
+//	secret_file         a file holding the secret shared with the servers at address or rendezvous
 //	timeout_s           seconds a request may take (default 30; at most 86400)
 //	handshake_timeout_s seconds start-up and hello may take (default 15; at most 86400)
 //	max_frame_bytes     largest payload accepted (default 64 MiB)
 //	stderr              "capture" (default: keep the last lines for errors) or "inherit" (also copy to ours)
 //	options             a table passed to the server in hello
+//	workers             servers sharing env.num_envs, stepped concurrently (default 1, or one per address)
+//	batch_size          step asynchronously: each rollout step takes the first batch_size ready sub-environments
+//	restart_workers     restart a worker that fails, truncating its episodes (default false)
+//	max_restarts        restarts allowed over the run (default 10)
+//	rendezvous          a directory where env servers announce their HOST:PORT (agenttrainer env-server --announce)
+//	launcher            "srun": start the workers on a Slurm allocation's nodes
+//	srun_args           extra arguments for srun, e.g. ["--cpus-per-task=2"]
+//	launch_timeout_s    seconds to wait for launched or announced servers (default 300)
+//	server_exe          the agenttrainer binary srun starts (default: this program)
 func ParseRemoteArgs(args envs.Params) (RemoteOptions, error) {
 	o := RemoteOptions{Timeout: DefaultRemoteTimeout, HandshakeTimeout: DefaultRemoteHandshakeTimeout, MaxFrameBytes: DefaultMaxFrameBytes}
+	o.Pool.MaxRestarts, o.Pool.LaunchTimeout = DefaultMaxRestarts, DefaultLaunchTimeout
 	keys := make([]string, 0, len(args))
 	for k := range args {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	maxRestartsSet := false
 	for _, k := range keys {
 		v := args[k]
 		bad := func(want string) error {
 			return fmt.Errorf("env.args.%s must be %s, got %v (%T)", k, want, v, v)
 		}
 		switch k {
-		case "command":
-			switch c := v.(type) {
-			case string:
-				o.Command = strings.Fields(c)
-			case []string:
-				o.Command = slices.Clone(c)
-			case []any:
-				for _, x := range c {
-					s, ok := x.(string)
-					if !ok {
-						return o, bad(`a list of strings such as ["python3", "server.py"]`)
-					}
-					o.Command = append(o.Command, s)
-				}
-			default:
+		case "command", "srun_args":
+			list, ok := stringList(v, k == "command")
+			if !ok {
 				return o, bad(`a list of strings such as ["python3", "server.py"]`)
 			}
+			if k == "srun_args" {
+				o.Pool.SrunArgs = list
+				continue
+			}
+			o.Command = list
 			if len(o.Command) == 0 || o.Command[0] == "" {
 				return o, fmt.Errorf("env.args.command is empty; give the server to start, e.g. [\"python3\", \"remote/cartpole_server.py\"]")
 			}
-		case "dir", "address", "stderr":
+		case "address":
+			list, ok := stringList(v, false)
+			if !ok || len(list) == 0 {
+				return o, bad(`"HOST:PORT" or a list of them such as ["10.0.0.5:5555", "10.0.0.6:5555"]`)
+			}
+			for _, a := range list {
+				if a == "" {
+					return o, bad(`"HOST:PORT" or a list of them such as ["10.0.0.5:5555", "10.0.0.6:5555"]`)
+				}
+			}
+			if len(list) == 1 {
+				o.Address = list[0]
+			} else {
+				o.Pool.Addresses = list
+			}
+		case "dir", "stderr", "secret_file", "rendezvous", "launcher", "server_exe":
 			s, ok := v.(string)
 			if !ok {
 				return o, bad("a string")
@@ -125,8 +179,17 @@ func ParseRemoteArgs(args envs.Params) (RemoteOptions, error) {
 			switch k {
 			case "dir":
 				o.Dir = s
-			case "address":
-				o.Address = s
+			case "secret_file":
+				o.SecretFile = s
+			case "rendezvous":
+				o.Pool.Rendezvous = s
+			case "server_exe":
+				o.Pool.ServerExe = s
+			case "launcher":
+				if s != "srun" {
+					return o, fmt.Errorf("env.args.launcher must be \"srun\" (start the workers on a Slurm allocation's nodes), got %q", s)
+				}
+				o.Pool.Launcher = s
 			case "stderr":
 				switch s {
 				case "capture":
@@ -137,22 +200,49 @@ func ParseRemoteArgs(args envs.Params) (RemoteOptions, error) {
 					return o, fmt.Errorf("env.args.stderr must be \"capture\" or \"inherit\", got %q", s)
 				}
 			}
-		case "allow_remote":
+		case "allow_remote", "restart_workers":
 			b, ok := v.(bool)
 			if !ok {
 				return o, bad("true or false")
 			}
-			o.AllowRemote = b
-		case "timeout_s", "handshake_timeout_s":
+			if k == "allow_remote" {
+				o.AllowRemote = b
+			} else {
+				o.Pool.RestartWorkers = b
+			}
+		case "timeout_s", "handshake_timeout_s", "launch_timeout_s":
 			f, ok := anynum.Float(v)
 			if !ok || !(f > 0) || f > maxTimeoutSeconds {
 				return o, bad(fmt.Sprintf("a number of seconds above 0 and at most %d (one day)", maxTimeoutSeconds))
 			}
 			d := time.Duration(f * float64(time.Second))
-			if k == "timeout_s" {
+			switch k {
+			case "timeout_s":
 				o.Timeout = d
-			} else {
+			case "handshake_timeout_s":
 				o.HandshakeTimeout = d
+			default:
+				o.Pool.LaunchTimeout = d
+			}
+		case "workers", "batch_size", "max_restarts":
+			lo, hi := 1, MaxWorkers
+			if k == "batch_size" {
+				hi = math.MaxInt32
+			}
+			if k == "max_restarts" {
+				lo, hi = 0, 1_000_000
+			}
+			f, ok := anynum.Float(v)
+			if !ok || f != math.Trunc(f) || f < float64(lo) || f > float64(hi) {
+				return o, bad(fmt.Sprintf("a whole number from %d to %d", lo, hi))
+			}
+			switch k {
+			case "workers":
+				o.Pool.Workers = int(f)
+			case "batch_size":
+				o.Pool.BatchSize = int(f)
+			default:
+				o.Pool.MaxRestarts, maxRestartsSet = int(f), true
 			}
 		case "max_frame_bytes":
 			f, ok := anynum.Float(v)
@@ -197,16 +287,84 @@ func ParseRemoteArgs(args envs.Params) (RemoteOptions, error) {
 			return o, errors.New(msg + suggest.DidYouMean(suggest.Names(k, remoteArgKeys)))
 		}
 	}
+	err := o.check(maxRestartsSet)
+	return o, err
+}
+
+// check refuses combinations of env.args that cannot work together.
+func (o *RemoteOptions) check(maxRestartsSet bool) error {
+	p := &o.Pool
+	tcp := o.Address != "" || len(p.Addresses) > 0
 	switch {
-	case len(o.Command) > 0 && o.Address != "":
-		return o, errors.New("env.args has both command and address; give command to start a server, or address to connect to one that is running")
-	case o.Address != "" && (o.Dir != "" || o.Env != nil):
-		return o, errors.New("env.args.dir and env.args.env apply to a server started with env.args.command, not to one at env.args.address")
-	case len(o.Command) == 0 && o.Address == "":
-		return o, errors.New("the remote environment needs env.args.command (a server to start over stdin/stdout, e.g. [\"python3\", \"remote/cartpole_server.py\"]) " +
-			"or env.args.address (a server listening on loopback TCP, e.g. \"127.0.0.1:5555\"); see remote/PROTOCOL.md")
+	case len(o.Command) > 0 && tcp:
+		return errors.New("env.args has both command and address; give command to start a server, or address to connect to one that is running")
+	case p.Rendezvous != "" && (tcp || (len(o.Command) > 0 && p.Launcher == "")):
+		return errors.New("env.args.rendezvous finds servers that announce themselves there (agenttrainer env-server --announce DIR); it goes without env.args.address, and with env.args.command only when env.args.launcher starts them")
+	case p.Launcher != "" && len(o.Command) == 0:
+		return errors.New("env.args.launcher = \"srun\" starts env.args.command (a server over stdin/stdout) on every worker's node under agenttrainer env-server; set env.args.command")
+	case tcp && (o.Dir != "" || o.Env != nil):
+		return errors.New("env.args.dir and env.args.env apply to a server started with env.args.command, not to one at env.args.address")
+	case len(o.Command) == 0 && !tcp && p.Rendezvous == "":
+		return errors.New("the remote environment needs env.args.command (a server to start over stdin/stdout, e.g. [\"python3\", \"remote/cartpole_server.py\"]), " +
+			"env.args.address (a server listening on TCP, e.g. \"127.0.0.1:5555\") or env.args.rendezvous (a directory where servers announce themselves); see remote/PROTOCOL.md")
+	case o.SecretFile != "" && len(o.Command) > 0 && p.Launcher == "":
+		return errors.New("env.args.secret_file authenticates servers at env.args.address or env.args.rendezvous; a server started with env.args.command talks over its own stdin and stdout, which need none")
+	case o.SecretFile != "" && p.Launcher != "":
+		return errors.New("env.args.launcher makes a fresh secret for the servers it starts; leave env.args.secret_file out")
+	case p.BatchSize > 0 && p.Workers < 2 && len(p.Addresses) < 2:
+		return errors.New("env.args.batch_size steps the sub-environments of several workers asynchronously; set env.args.workers to 2 or more (one server steps all its sub-environments with one message)")
+	case maxRestartsSet && !p.RestartWorkers:
+		return errors.New("env.args.max_restarts bounds env.args.restart_workers; set restart_workers = true as well")
+	case p.Launcher == "" && (len(p.SrunArgs) > 0 || p.ServerExe != ""):
+		return errors.New("env.args.srun_args and env.args.server_exe apply to env.args.launcher = \"srun\"")
 	}
-	return o, nil
+	if len(p.Addresses) > 0 && p.Workers != 0 && p.Workers < len(p.Addresses) {
+		return fmt.Errorf("env.args.address lists %d servers but env.args.workers = %d: each address needs at least one worker (leave workers out for one per address)", len(p.Addresses), p.Workers)
+	}
+	if o.SecretFile != "" {
+		s, err := ReadSecret(o.SecretFile)
+		if err != nil {
+			return fmt.Errorf("env.args.secret_file: %v", err)
+		}
+		o.Secret = s
+	}
+	return nil
+}
+
+// stringList reads a list of strings (or, when splitOne, one string split
+// on spaces; else one string as a list of one).
+func stringList(v any, splitOne bool) ([]string, bool) {
+	switch c := v.(type) {
+	case string:
+		if splitOne {
+			return strings.Fields(c), true
+		}
+		return []string{c}, true
+	case []string:
+		return slices.Clone(c), true
+	case []any:
+		out := make([]string, 0, len(c))
+		for _, x := range c {
+			s, ok := x.(string)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, s)
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// workerCount is how many servers share the sub-environments.
+func (o *RemoteOptions) workerCount() int {
+	switch {
+	case o.Pool.Workers > 0:
+		return o.Pool.Workers
+	case len(o.Pool.Addresses) > 0:
+		return len(o.Pool.Addresses)
+	}
+	return 1
 }
 
 // NewRemoteVector connects to the environment server that args describe
@@ -218,16 +376,28 @@ func NewRemoteVector(n int, args envs.Params) (*envs.Vector, error) {
 	if err != nil {
 		return nil, &envs.ArgsError{Err: err}
 	}
-	r, err := OpenRemote(n, o)
+	var b envs.BatchEnv
+	if o.usesPool() {
+		b, err = OpenPool(n, o)
+	} else {
+		b, err = OpenRemote(n, o)
+	}
 	if err != nil {
 		return nil, err
 	}
-	v, err := envs.NewBatchVector(r)
+	v, err := envs.NewBatchVector(b)
 	if err != nil {
-		r.Close()
+		b.Close()
 		return nil, err
 	}
 	return v, nil
+}
+
+// usesPool reports whether the options need a WorkerPool rather than one
+// connection.
+func (o *RemoteOptions) usesPool() bool {
+	p := &o.Pool
+	return o.workerCount() > 1 || p.Rendezvous != "" || p.Launcher != "" || p.RestartWorkers
 }
 
 // RemoteEnv is a connection to an environment server: a BatchEnv whose N
@@ -293,11 +463,12 @@ func openRemote(t remoteTransport, n int, o RemoteOptions) (*RemoteEnv, error) {
 
 // helloRequest is the hello request's header; call adds the id.
 type helloRequest struct {
-	Type     string         `json:"type"`
-	Protocol int            `json:"protocol"`
-	NumEnvs  int            `json:"num_envs"`
-	Client   string         `json:"client"`
-	Options  map[string]any `json:"options,omitempty"`
+	Type      string         `json:"type"`
+	Protocol  int            `json:"protocol"`
+	NumEnvs   int            `json:"num_envs"`
+	EnvOffset int            `json:"env_offset,omitempty"`
+	Client    string         `json:"client"`
+	Options   map[string]any `json:"options,omitempty"`
 }
 
 func (r *RemoteEnv) handshake(o RemoteOptions) error {
@@ -307,8 +478,17 @@ func (r *RemoteEnv) handshake(o RemoteOptions) error {
 		return r.errorf("handshake", "%d sub-environments (env.num_envs) need step replies of at least %d bytes, over the limit of %d (env.args.max_frame_bytes): raise env.args.max_frame_bytes or use fewer env.num_envs",
 			r.n, need, r.maxFrame)
 	}
-	f, err := r.call(helloRequest{Type: "hello", Protocol: RemoteProtocolVersion, NumEnvs: r.n, Client: "agenttrainer", Options: o.Options}, nil, "handshake", o.HandshakeTimeout)
+	if o.Secret != nil {
+		if err := r.authenticate(o.Secret, o); err != nil {
+			return err
+		}
+	}
+	f, err := r.call(helloRequest{Type: "hello", Protocol: RemoteProtocolVersion, NumEnvs: r.n, EnvOffset: o.EnvOffset, Client: "agenttrainer", Options: o.Options}, nil, "handshake", o.HandshakeTimeout)
 	if err != nil {
+		if strings.Contains(err.Error(), "speaks 2") || strings.Contains(err.Error(), "speaks protocol 2") {
+			err = fmt.Errorf("%w\n(this client speaks protocol %d; the server's remote/protocol.py is older: copy this agenttrainer's remote/protocol.py next to it, or serve it with agenttrainer env-server)", err, RemoteProtocolVersion)
+			r.broken = err
+		}
 		return err
 	}
 	h := &f.Header
@@ -318,7 +498,9 @@ func (r *RemoteEnv) handshake(o RemoteOptions) error {
 	if h.Type != "hello" {
 		return fail("the server answered hello with a %q message: it does not speak the agenttrainer remote protocol (remote/PROTOCOL.md)", h.Type)
 	}
-	if h.Protocol != RemoteProtocolVersion {
+	// A conversation without authentication is version 2's: an older
+	// server's hello reply is as good.
+	if h.Protocol != RemoteProtocolVersion && (h.Protocol != 2 || o.Secret != nil) {
 		return fail("the server speaks protocol version %d, this client speaks %d: use the protocol.py that comes with this agenttrainer (remote/protocol.py)", h.Protocol, RemoteProtocolVersion)
 	}
 	if !h.HasID { // call let it through for the version check above

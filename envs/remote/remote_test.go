@@ -1,14 +1,12 @@
 package remote
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -147,36 +145,8 @@ func TestRemoteCartPoleStdio(t *testing.T) {
 // startPythonTCP starts a Python server on a free loopback port and returns
 // its address.
 func startPythonTCP(t testing.TB, script string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("python3", append([]string{script, "--listen", "127.0.0.1:0"}, args...)...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	addr := make(chan string, 1)
-	go func() {
-		re := regexp.MustCompile(`listening on (\S+)`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-	}()
-	select {
-	case a := <-addr:
-		return a
-	case <-time.After(time.Minute):
-		t.Fatal("the Python server did not say where it listens within a minute")
-		return ""
-	}
+	addr, _ := startSecretPython(t, script, args...)
+	return addr
 }
 
 func TestRemoteCartPoleTCP(t *testing.T) {

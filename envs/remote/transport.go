@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,12 +68,7 @@ func startRemoteProcess(o RemoteOptions) (*procTransport, error) {
 	cmd.Dir = o.Dir
 	if len(o.Env) > 0 {
 		cmd.Env = os.Environ()
-		names := make([]string, 0, len(o.Env))
-		for k := range o.Env {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-		for _, k := range names {
+		for _, k := range sortedKeys(o.Env) {
 			cmd.Env = append(cmd.Env, k+"="+o.Env[k])
 		}
 	}
@@ -237,8 +231,9 @@ func dialRemote(o RemoteOptions) (*tcpTransport, error) {
 	return &tcpTransport{conn: conn, r: bufio.NewReaderSize(conn, 64<<10), addr: o.Address}, nil
 }
 
-// checkRemoteAddress refuses addresses that are not loopback unless allowed:
-// the protocol has no authentication and no encryption.
+// checkRemoteAddress refuses addresses that are not loopback unless allowed
+// (env.args.allow_remote): the protocol never encrypts, and authenticates
+// only with env.args.secret_file.
 func checkRemoteAddress(addr string, allow bool, timeout time.Duration) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -247,8 +242,8 @@ func checkRemoteAddress(addr string, allow bool, timeout time.Duration) error {
 	if allow {
 		return nil
 	}
-	refuse := fmt.Errorf("env.args.address %q is not a loopback address; the protocol has no authentication or encryption, "+
-		"so connect to 127.0.0.1 or ::1, or set env.args.allow_remote = true for a network you trust", addr)
+	refuse := fmt.Errorf("env.args.address %q is not a loopback address: set env.args.allow_remote = true to connect to another host "+
+		"(with env.args.secret_file holding the secret of the server's --secret-file, or on a network you trust: the protocol does not encrypt), or connect to 127.0.0.1 or ::1", addr)
 	if host == "" {
 		return refuse
 	}

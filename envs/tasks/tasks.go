@@ -353,54 +353,84 @@ func CheckFormat(format string) error {
 // "csv" (a header of columns); a column a row lacks is left out (JSON) or
 // empty (CSV).
 func WriteTasks(w io.Writer, format string, columns []string, rows []envs.Params) error {
-	if err := CheckFormat(format); err != nil {
+	tw, err := NewWriter(w, format, columns)
+	if err != nil {
 		return err
 	}
-	if format == "csv" {
-		cw := csv.NewWriter(w)
-		if err := cw.Write(columns); err != nil {
-			return err
-		}
-		rec := make([]string, len(columns))
-		for _, row := range rows {
-			for i, c := range columns {
-				rec[i] = ""
-				if v, ok := row[c]; ok {
-					rec[i] = csvCell(v)
-				}
-			}
-			if err := cw.Write(rec); err != nil {
-				return err
-			}
-		}
-		cw.Flush()
-		return cw.Error()
-	}
-	var b bytes.Buffer
 	for _, row := range rows {
-		b.Reset()
-		b.WriteByte('{')
-		sep := ""
-		for _, c := range columns {
-			v, ok := row[c]
-			if !ok {
-				continue
-			}
-			k, _ := json.Marshal(c)
-			x, err := json.Marshal(v)
-			if err != nil {
-				return fmt.Errorf("column %s: %v", c, err)
-			}
-			b.WriteString(sep)
-			b.Write(k)
-			b.WriteString(": ")
-			b.Write(x)
-			sep = ", "
-		}
-		b.WriteString("}\n")
-		if _, err := w.Write(b.Bytes()); err != nil {
+		if err := tw.Write(row); err != nil {
 			return err
 		}
+	}
+	return tw.Flush()
+}
+
+// Writer writes task rows one at a time, as WriteTasks does, so that a
+// large set is never held whole.
+type Writer struct {
+	w       io.Writer
+	csv     *csv.Writer
+	columns []string
+	rec     []string
+	b       bytes.Buffer
+}
+
+// NewWriter starts a task file of format ("jsonl" or "csv") on w.
+func NewWriter(w io.Writer, format string, columns []string) (*Writer, error) {
+	if err := CheckFormat(format); err != nil {
+		return nil, err
+	}
+	tw := &Writer{w: w, columns: columns}
+	if format == "csv" {
+		tw.csv, tw.rec = csv.NewWriter(w), make([]string, len(columns))
+		if err := tw.csv.Write(columns); err != nil {
+			return nil, err
+		}
+	}
+	return tw, nil
+}
+
+// Write writes one row.
+func (tw *Writer) Write(row envs.Params) error {
+	if tw.csv != nil {
+		for i, c := range tw.columns {
+			tw.rec[i] = ""
+			if v, ok := row[c]; ok {
+				tw.rec[i] = csvCell(v)
+			}
+		}
+		return tw.csv.Write(tw.rec)
+	}
+	b := &tw.b
+	b.Reset()
+	b.WriteByte('{')
+	sep := ""
+	for _, c := range tw.columns {
+		v, ok := row[c]
+		if !ok {
+			continue
+		}
+		k, _ := json.Marshal(c)
+		x, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("column %s: %v", c, err)
+		}
+		b.WriteString(sep)
+		b.Write(k)
+		b.WriteString(": ")
+		b.Write(x)
+		sep = ", "
+	}
+	b.WriteString("}\n")
+	_, err := tw.w.Write(b.Bytes())
+	return err
+}
+
+// Flush writes what is buffered (CSV).
+func (tw *Writer) Flush() error {
+	if tw.csv != nil {
+		tw.csv.Flush()
+		return tw.csv.Error()
 	}
 	return nil
 }

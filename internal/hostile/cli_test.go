@@ -8,7 +8,7 @@ import (
 
 func allCases() []hcase {
 	var all []hcase
-	for _, f := range []func() []hcase{cliCases, configFileCases, memoryCases, dataCases, checkpointCases, controlCases, remoteCases, fsCases, signalCases, sshCases} {
+	for _, f := range []func() []hcase{cliCases, configFileCases, memoryCases, dataCases, checkpointCases, controlCases, remoteCases, workerCases, fsCases, signalCases, sshCases, hardenCases} {
 		all = append(all, f()...)
 	}
 	return all
@@ -131,6 +131,20 @@ func cliCases() []hcase {
 	return cs
 }
 
+// xorshiftBytes is n bytes of a fixed pseudo-random stream (binary
+// garbage that is the same at every run).
+func xorshiftBytes(n int) []byte {
+	b := make([]byte, n)
+	x := uint32(2463534242)
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		b[i] = byte(x)
+	}
+	return b
+}
+
 func printable(s string) string {
 	if len(s) > 48 {
 		s = s[:40] + fmt.Sprintf("…(%d bytes)", len(s))
@@ -148,17 +162,7 @@ func configFileCases() []hcase {
 		return func(c *cx) string { return c.write("cfg.toml", []byte(body)) }
 	}
 	rnd := func(n int) func(c *cx) string {
-		return func(c *cx) string {
-			b := make([]byte, n)
-			x := uint32(2463534242)
-			for i := range b {
-				x ^= x << 13
-				x ^= x >> 17
-				x ^= x << 5
-				b[i] = byte(x)
-			}
-			return c.write("cfg.toml", b)
-		}
+		return func(c *cx) string { return c.write("cfg.toml", xorshiftBytes(n)) }
 	}
 	fs := []cf{
 		{"missing", func(c *cx) string { return c.path("nope.toml") }, "nope.toml"},

@@ -137,22 +137,27 @@ func sshCases() []hcase {
 	}
 	var cs []hcase
 	for _, x := range ss {
-		x := x
-		cs = append(cs, hcase{
-			name:   "ssh/" + x.name,
-			expect: x.expect + "; serve stops on SIGTERM",
-			skip:   noSSH,
-			bound:  120 * time.Second,
-			rssKiB: 512 << 10,
-			run: func(c *cx) {
-				s := startServe(c)
-				if s == nil {
-					return
-				}
-				x.do(c, s)
-				s.stop()
-			},
-		})
+		cs = append(cs, serveCase("ssh/"+x.name, x.expect, x.do))
 	}
 	return cs
+}
+
+// serveCase is a case against a running `serve --ssh`: started before do,
+// stopped (SIGTERM) after it, its memory bounded.
+func serveCase(name, expect string, do func(c *cx, s *sshd)) hcase {
+	return hcase{
+		name:   name,
+		expect: expect + "; serve stops on SIGTERM",
+		skip:   noSSH,
+		bound:  120 * time.Second,
+		rssKiB: 512 << 10,
+		run: func(c *cx) {
+			s := startServe(c)
+			if s == nil {
+				return
+			}
+			do(c, s)
+			s.stop()
+		},
+	}
 }

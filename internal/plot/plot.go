@@ -11,6 +11,8 @@ import (
 	"image/color"
 	"math"
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -84,8 +86,59 @@ func Smooth(ys []float64, w float64) []float64 {
 	return out
 }
 
-// Render draws the series and encodes the picture in o.Format.
-func Render(series []Series, o Options) ([]byte, error) {
+// Render draws the series and encodes the picture in o.Format. Numbers at
+// the ends of float64 (one ulp apart, subnormal, near the largest) draw an
+// axis of one tick; a panic of the drawing library is an error.
+func Render(series []Series, o Options) (picture []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			picture, err = nil, fmt.Errorf("plot: cannot draw these values: %v", p)
+		}
+	}()
+	// Text goes into an SVG (XML) or a PNG as it is: no control characters.
+	o.Title, o.XLabel, o.YLabel = textSafe(o.Title), textSafe(o.XLabel), textSafe(o.YLabel)
+	named := make([]Series, len(series))
+	for i, s := range series {
+		s.Name = textSafe(s.Name)
+		named[i] = s
+	}
+	return render(named, o)
+}
+
+// textSafe replaces what XML 1.0 does not allow in text (control
+// characters but tab and newline, U+FFFE, U+FFFF, bytes that are not
+// UTF-8) with U+FFFD: the SVG stays well-formed whatever a title or a
+// name holds.
+func textSafe(s string) string {
+	ok := func(r rune) bool {
+		return r == '\t' || r == '\n' || (r >= 0x20 && r < 0x7f) || (r >= 0xa0 && r <= 0xd7ff) || (r >= 0xe000 && r <= 0xfffd) || r >= 0x10000
+	}
+	clean := true
+	for i, r := range s {
+		if !ok(r) || (r == utf8.RuneError && badByte(s, i)) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		if !ok(r) || (r == utf8.RuneError && badByte(s, i)) {
+			r = '\ufffd'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func badByte(s string, i int) bool {
+	_, n := utf8.DecodeRuneInString(s[i:])
+	return n == 1
+}
+
+func render(series []Series, o Options) ([]byte, error) {
 	if o.Format != "png" && o.Format != "svg" {
 		return nil, fmt.Errorf("plot: format %q is neither png nor svg", o.Format)
 	}
@@ -186,7 +239,15 @@ func build(series []Series, o Options, area vg.Point) (*gplot.Plot, error) {
 			}
 			faint.Color, faint.Width = withAlpha(col, 0x50), vg.Points(1)
 			p.Add(faint)
-			curve = finite(s.X, Smooth(s.Y, o.Smooth))
+			sm := Smooth(s.Y, o.Smooth)
+			if o.LogY { // averaging tiny values can underflow to 0, which a log axis cannot place
+				for j, y := range sm {
+					if !(y > 0) {
+						sm[j] = math.NaN()
+					}
+				}
+			}
+			curve = finite(s.X, sm)
 		}
 		line, err := plotter.NewLine(curve)
 		if err != nil {
@@ -295,20 +356,39 @@ func frame(p *gplot.Plot, pts []plotter.XY, o Options) {
 	if o.zoomed() {
 		xmin, xmax = o.XMin, o.XMax
 	}
+	xmin, xmax = spread(xmin, xmax)
 	if o.LogY { // a factor of air: an added pad could reach zero
 		p.X.Min, p.X.Max = xmin, xmax
-		p.Y.Min, p.Y.Max = ymin/1.25, ymax*1.25
+		lo, hi := ymin/1.25, ymax*1.25
+		if !(lo > 0) { // a subnormal divided underflows to 0, which a log axis cannot show
+			lo = ymin
+		}
+		if math.IsInf(hi, 1) {
+			hi = ymax
+		}
+		if !(hi > lo*(1+1e-9)) { // one value, or values one ulp apart
+			lo, hi = math.Max(ymin/10, math.SmallestNonzeroFloat64), math.Min(ymax*10, math.MaxFloat64)
+		}
+		p.Y.Min, p.Y.Max = lo, hi
 		return
 	}
-	if xmax == xmin {
-		xmin, xmax = xmin-1, xmax+1
-	}
+	ymin, ymax = spread(ymin, ymax)
 	pad := 0.04 * (ymax - ymin)
-	if pad == 0 {
-		pad = math.Max(math.Abs(ymin)*0.1, 1)
-	}
 	p.X.Min, p.X.Max = xmin, xmax
-	p.Y.Min, p.Y.Max = ymin-pad, ymax+pad
+	p.Y.Min, p.Y.Max = math.Max(ymin-pad, -math.MaxFloat64), math.Min(ymax+pad, math.MaxFloat64)
+}
+
+// spread widens a range whose ends float64 can hardly tell apart (equal,
+// or a few ulps apart) to one an axis can mark: ±10 % of the value, at
+// least ±1.
+func spread(lo, hi float64) (float64, float64) {
+	scale := math.Max(math.Abs(lo), math.Abs(hi))
+	if hi-lo > scale*1e-9 {
+		return lo, hi
+	}
+	mid := lo/2 + hi/2
+	d := math.Max(math.Abs(mid)*0.1, 1)
+	return math.Max(mid-d, -math.MaxFloat64), math.Min(mid+d, math.MaxFloat64)
 }
 
 func extent(pts []plotter.XY) (xmin, xmax, ymin, ymax float64) {

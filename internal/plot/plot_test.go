@@ -193,3 +193,59 @@ func TestRenderRefuses(t *testing.T) {
 		}
 	}
 }
+
+// Values at the ends of float64 draw (or are refused) at once: no tick
+// loop that cannot move, no log axis reaching zero, no panic.
+func TestRenderExtremeValues(t *testing.T) {
+	one := 0.1
+	next := math.Nextafter(one, 1)
+	for _, c := range []struct {
+		name string
+		ys   []float64
+		logY bool
+	}{
+		{"one ulp apart", []float64{one, next, one, next}, false},
+		{"one ulp apart, log", []float64{one, next}, true},
+		{"all equal", []float64{3, 3, 3}, false},
+		{"all zero", []float64{0, 0}, false},
+		{"smallest subnormal, log", []float64{5e-324, 5e-324}, true},
+		{"subnormal to huge, log", []float64{5e-324, 1e308}, true},
+		{"largest values", []float64{math.MaxFloat64, -math.MaxFloat64}, false},
+		{"largest, log", []float64{math.MaxFloat64, math.MaxFloat64}, true},
+		{"huge and tiny steps", []float64{1e300, 1e300 + 1e284, 1e300}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			xs := make([]float64, len(c.ys))
+			for i := range xs {
+				xs[i] = float64(i * 512)
+			}
+			for _, format := range []string{"png", "svg"} {
+				for _, smooth := range []float64{0, 0.6} {
+					if _, err := Render([]Series{{Name: "s", X: xs, Y: c.ys}}, Options{Format: format, LogY: c.logY, Smooth: smooth, Width: 300, Height: 200}); err != nil {
+						t.Errorf("%s, smoothing %v: %v", format, smooth, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// Control characters in a title or a series name leave the SVG
+// well-formed.
+func TestSVGTextIsWellFormed(t *testing.T) {
+	evil := "t\x1b]0;x\a\x00\x01\ufffe\xff<&>"
+	svg, err := Render([]Series{{Name: evil, X: []float64{0, 1}, Y: []float64{0, 1}}}, Options{Format: "svg", Title: evil, XLabel: evil, YLabel: evil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(bytes.NewReader(svg))
+	for {
+		_, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed XML: %v", err)
+		}
+	}
+}

@@ -13,18 +13,34 @@ import (
 // numbers with SI suffixes (250k, 1.5M).
 type ticker struct{}
 
+// maxTicks bounds the ticks of one axis (major and minor; about 40 are
+// drawn on a well-formed axis).
+const maxTicks = 200
+
 // Ticks implements gplot.Ticker.
 func (ticker) Ticks(lo, hi float64) []gplot.Tick {
-	if !(hi > lo) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
-		return []gplot.Tick{{Value: lo, Label: formatTick(lo, 1, math.Abs(lo))}}
+	scale := math.Max(math.Abs(lo), math.Abs(hi))
+	// An axis narrower than what float64 tells apart at its magnitude
+	// (values one ulp apart) has no round numbers between its ends: one
+	// tick, rather than steps too small to move from lo.
+	if !(hi > lo) || math.IsInf(lo, 0) || math.IsInf(hi, 0) || math.IsNaN(hi-lo) || hi-lo <= scale*1e-12 {
+		return []gplot.Tick{{Value: lo, Label: formatTick(lo, math.Max(scale, 1), scale)}}
 	}
 	step, minors := niceStep((hi - lo) / 7)
+	minor := step / float64(minors)
+	if !(step > 0) || math.IsInf(step, 0) || (hi-lo)/minor > maxTicks {
+		return []gplot.Tick{{Value: lo, Label: formatTick(lo, math.Max(scale, 1), scale)}, {Value: hi, Label: formatTick(hi, math.Max(scale, 1), scale)}}
+	}
 	eps := step * 1e-9
-	scale := math.Max(math.Abs(lo), math.Abs(hi))
 	var ticks []gplot.Tick
 	first := math.Ceil((lo-eps)/step) * step
-	minor := step / float64(minors)
-	for v := math.Ceil((lo-eps)/minor) * minor; v <= hi+eps; v += minor {
+	start := math.Ceil((lo-eps)/minor) * minor
+	// Counted, not accumulated: v = start + i·minor always moves on.
+	for i := 0; i <= maxTicks; i++ {
+		v := start + float64(i)*minor
+		if v > hi+eps {
+			break
+		}
 		k := math.Round((v - first) / step)
 		if math.Abs(v-(first+k*step)) < eps {
 			v = first + k*step
@@ -91,19 +107,19 @@ type logTicker struct{}
 // Ticks implements gplot.Ticker.
 func (logTicker) Ticks(lo, hi float64) []gplot.Tick {
 	if !(lo > 0) || !(hi > lo) || math.IsInf(hi, 0) {
-		return ticker{}.Ticks(lo, hi)
+		return positive(ticker{}.Ticks(lo, hi), lo)
 	}
 	first, last := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
 	decades := math.Log10(hi / lo)
 	if decades <= 1 {
-		return ticker{}.Ticks(lo, hi)
+		return positive(ticker{}.Ticks(lo, hi), lo)
 	}
 	labelled := map[int]bool{1: true}
 	if decades <= 3 {
 		labelled[2], labelled[5] = true, true
 	}
 	var ticks []gplot.Tick
-	for e := first; e <= last; e++ {
+	for e := first; e <= last && len(ticks) <= maxTicks*4; e++ {
 		p := math.Pow(10, e)
 		for m := 1; m <= 9; m++ {
 			v := float64(m) * p
@@ -118,4 +134,19 @@ func (logTicker) Ticks(lo, hi float64) []gplot.Tick {
 		}
 	}
 	return ticks
+}
+
+// positive keeps the ticks a log axis can place (above 0); with none left,
+// one at lo.
+func positive(ticks []gplot.Tick, lo float64) []gplot.Tick {
+	out := ticks[:0]
+	for _, t := range ticks {
+		if t.Value > 0 {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 && lo > 0 {
+		out = append(out, gplot.Tick{Value: lo, Label: formatTick(lo, lo, lo)})
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/agenttrainer/agenttrainer/internal/plot"
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
@@ -42,12 +43,14 @@ func Draw(o Options) (picture []byte, skipped []string, err error) {
 	names := LegendNames(o.Runs)
 	for i, dir := range o.Runs {
 		if !runstore.IsRunDir(dir) {
-			return nil, nil, fmt.Errorf("%s is not a run directory (it has neither %s nor %s)", dir, runstore.ConfigFile, runstore.MetricsFile)
+			return nil, nil, termtext.Error(fmt.Errorf("%s is not a run directory (it has neither %s nor %s)", dir, runstore.ConfigFile, runstore.MetricsFile))
 		}
 		info := runstore.ReadRunInfo(dir)
 		ms, err := runstore.ReadMetrics(dir)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %v", dir, err)
+		if runstore.IsPartial(err) {
+			skipped = append(skipped, err.Error()) // the other records draw
+		} else if err != nil {
+			return nil, nil, termtext.Error(fmt.Errorf("%s: %v", dir, err))
 		}
 		s := plot.Series{Name: names[i]}
 		if lo != "" {
@@ -69,7 +72,7 @@ func Draw(o Options) (picture []byte, skipped []string, err error) {
 			}
 		}
 		if n == 0 {
-			skipped = append(skipped, fmt.Sprintf("%s has no values of %s", dir, o.Metric))
+			skipped = append(skipped, termtext.Clean(fmt.Sprintf("%s has no values of %s", dir, o.Metric)))
 			continue
 		}
 		if info.EnvID != "" && !slices.Contains(envs, info.EnvID) {
@@ -89,7 +92,7 @@ func Draw(o Options) (picture []byte, skipped []string, err error) {
 		}
 		o.XMin, o.XMax = o.Range.Resolve(0, last)
 	}
-	title := o.Title
+	title := termtext.Clean(o.Title) // a picture's text is shown in terminals and must be valid XML in an SVG
 	if title == "" {
 		title = strings.Join(envs, ", ")
 	}
@@ -113,7 +116,7 @@ func bandOf(metric string) (lo, hi string) {
 }
 
 // LegendNames are the runs' directory names, or the paths as given where
-// two runs share a name.
+// two runs share a name, cleaned of control characters (termtext.Clean).
 func LegendNames(dirs []string) []string {
 	names := make([]string, len(dirs))
 	seen := map[string]int{}
@@ -125,6 +128,7 @@ func LegendNames(dirs []string) []string {
 		if seen[names[i]] > 1 {
 			names[i] = filepath.Clean(d)
 		}
+		names[i] = termtext.Clean(names[i])
 	}
 	return names
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -179,18 +180,35 @@ func LiveRuns(runsDir string) []Live {
 			}
 		}
 	}
-	var out []Live
-	for _, dir := range dirs {
+	// Asked at once, a few at a time: a socket that never answers costs
+	// its timeout once, not once per run listed after it.
+	found := make([]*Live, len(dirs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i, dir := range dirs {
 		ep, err := control.ReadEndpoint(dir)
 		if err != nil {
 			continue
 		}
-		c, err := control.Dial(dir)
-		if err != nil {
-			continue
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			c, err := control.Dial(dir)
+			if err != nil {
+				return
+			}
+			found[i] = &Live{Dir: dir, Endpoint: ep, Info: c.Info(), Paused: c.Paused(), Run: runstore.ReadRunInfo(dir)}
+			c.Close()
+		}()
+	}
+	wg.Wait()
+	var out []Live
+	for _, l := range found {
+		if l != nil {
+			out = append(out, *l)
 		}
-		out = append(out, Live{Dir: dir, Endpoint: ep, Info: c.Info(), Paused: c.Paused(), Run: runstore.ReadRunInfo(dir)})
-		c.Close()
 	}
 	slices.SortStableFunc(out, func(a, b Live) int { // newest first, as runstore lists runs
 		if c := b.Run.Started.Compare(a.Run.Started); c != 0 {

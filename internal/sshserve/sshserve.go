@@ -27,6 +27,7 @@ import (
 	"github.com/muesli/termenv"
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/agenttrainer/agenttrainer/internal/inputfile"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/tui"
 )
@@ -92,25 +93,17 @@ func ConnectHost(a *net.TCPAddr) string {
 // and warnings about lines it skips. A missing file, one that others may
 // write, or one without a usable key is an error.
 func ReadAuthorizedKeys(path string) ([]gossh.PublicKey, []string, error) {
-	st, err := os.Stat(path)
+	// One bounded read of a regular file: a named pipe put in its place
+	// must not hold up every login (it is read again at each one).
+	b, st, err := inputfile.ReadInfo(path, maxAuthorizedKeys, "authorized_keys file")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("%s does not exist: serve lets in only the public keys listed there; add yours (e.g. cat ~/.ssh/id_ed25519.pub >> %s) or pass --authorized-keys FILE", path, path)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	if st.IsDir() {
-		return nil, nil, fmt.Errorf("%s is a directory, not an authorized_keys file", path)
-	}
 	if st.Mode().Perm()&0o022 != 0 {
 		return nil, nil, fmt.Errorf("%s may be written by other users (mode %v), who could let themselves in; chmod go-w %s", path, st.Mode().Perm(), path)
-	}
-	if st.Size() > 1<<20 {
-		return nil, nil, fmt.Errorf("%s is %d bytes, too big for an authorized_keys file", path, st.Size())
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, nil, err
 	}
 	var keys []gossh.PublicKey
 	var warnings []string
@@ -139,9 +132,13 @@ func ReadAuthorizedKeys(path string) ([]gossh.PublicKey, []string, error) {
 	return keys, warnings, nil
 }
 
+// maxAuthorizedKeys bounds an authorized_keys file (OpenSSH's lines are a
+// few hundred bytes each).
+const maxAuthorizedKeys = 1 << 20
+
 // keyComment is the comment of the authorized_keys line that matches key.
 func keyComment(path string, key gossh.PublicKey) string {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.Read(path, maxAuthorizedKeys, "authorized_keys file")
 	if err != nil {
 		return ""
 	}
@@ -600,13 +597,35 @@ func (a *appSession) watchIdle(limit time.Duration) {
 	}
 }
 
-// sizedModel gives the app a usable size when the client's terminal has
-// none (ssh -tt from a script reports 0×0).
+// The largest window the app draws for a client, in cells. A client says
+// its size at login (the pty request) and at every change (window-change
+// requests) as two 32-bit numbers; the app draws a frame of that many
+// cells, so 65535×65535 would cost the server gigabytes and drop every
+// other session with it. A terminal larger than this gets a frame of this
+// size (a 4K screen in a 6-pixel font is about 640×360).
+const (
+	MaxWindowWidth  = 1000
+	MaxWindowHeight = 500
+)
+
+// boundWindow is the size the app draws for a client that says w×h: within
+// the bounds, and 80×24 when it says none (ssh -tt from a script reports
+// 0×0).
+func boundWindow(w, h int) (int, int) {
+	if w <= 0 || h <= 0 {
+		return 80, 24
+	}
+	return min(w, MaxWindowWidth), min(h, MaxWindowHeight)
+}
+
+// sizedModel gives the app the bounded size of the client's window: every
+// size the app sees, at login and at each change, comes through here.
 type sizedModel struct{ *tui.Model }
 
 func (m sizedModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	if ws, ok := msg.(tea.WindowSizeMsg); ok && (ws.Width <= 0 || ws.Height <= 0) {
-		msg = tea.WindowSizeMsg{Width: 80, Height: 24}
+	if ws, ok := msg.(tea.WindowSizeMsg); ok {
+		ws.Width, ws.Height = boundWindow(ws.Width, ws.Height)
+		msg = ws
 	}
 	_, cmd := m.Model.Update(msg)
 	return m, cmd

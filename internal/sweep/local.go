@@ -162,7 +162,12 @@ func (sw *Sweep) finish(e exited, interrupted bool) {
 	case e.code == 130:
 		r.State, r.Reason = Stopped, "stopped from outside the sweep"
 	default:
-		r.State, r.Reason = Failed, fmt.Sprintf("exit %d: %s", e.code, tailLine(filepath.Join(r.Dir, LogFile)))
+		log := filepath.Join(r.Dir, LogFile)
+		why := tailLine(log)
+		if why == "" { // a full disk keeps even the log from saying why
+			why = fmt.Sprintf("its log %s says nothing (a full disk?); --resume tries it again", log)
+		}
+		r.State, r.Reason = Failed, fmt.Sprintf("exit %d: %s", e.code, why)
 	}
 	msg := fmt.Sprintf("%s %s at %d steps", r.Trial, r.State, r.Steps)
 	if r.Metric != nil {

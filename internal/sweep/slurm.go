@@ -307,10 +307,18 @@ func (sw *Sweep) submit(todo []*Record) (string, error) {
 		return "", err
 	}
 	sdir := filepath.Join(dir, SlurmDir)
+	sl := sw.Spec.Slurm
+	// Checked when the sweep was prepared; checked again here, where the
+	// values become lines of a script.
+	if err := checkSlurm(sl, "sweep.toml", specSlurmField); err != nil {
+		return "", err
+	}
+	if err := checkScriptPath(sdir, "trainer.runs_dir"); err != nil {
+		return "", err
+	}
 	if err := os.MkdirAll(sdir, 0o755); err != nil {
 		return "", err
 	}
-	sl := sw.Spec.Slurm
 	var idx []string
 	for _, r := range todo {
 		idx = append(idx, strconv.Itoa(r.index()))

@@ -4,9 +4,9 @@ package sweep
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -15,7 +15,9 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/agenttrainer/agenttrainer/internal/inputfile"
 	"github.com/agenttrainer/agenttrainer/internal/suggest"
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
@@ -80,6 +82,9 @@ type SlurmSpec struct {
 	Extra     []string `toml:"extra"` // more #SBATCH lines, e.g. "--qos=short"
 }
 
+// maxSpecFile bounds a sweep spec (a long one is a few KiB).
+const maxSpecFile = 1 << 20
+
 // specKeys are the spec's own fields, for did-you-mean.
 var specKeys = []string{"name", "method", "trials", "seeds", "sample_seed", "metric", "direction", "budget", "parallel", "base", "params", "early_stop", "slurm", "backend"}
 
@@ -112,15 +117,24 @@ func (s *Spec) Maximize() bool { return s.Direction == "maximize" }
 // trials' configs (LoadSpec does the rest). Every mistake is a
 // *config.Error naming the spec file and the field.
 func ParseSpec(path string) (*Spec, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, maxSpecFile, "sweep spec")
 	if err != nil {
-		return nil, &config.Error{Source: path, Msg: fmt.Sprintf("cannot read the sweep spec: %v", errors.Unwrap(err))}
+		if u := errors.Unwrap(err); u != nil && errors.Is(err, fs.ErrNotExist) {
+			err = u // the path is the Source already
+		}
+		return nil, termtext.Error(&config.Error{Source: path, Msg: fmt.Sprintf("cannot read the sweep spec: %v", err)})
 	}
 	return ParseSpecTOML(string(data), path)
 }
 
 // ParseSpecTOML is ParseSpec on the spec's text; source names it in errors.
+// The messages are cleaned for a terminal (they may quote the spec).
 func ParseSpecTOML(src, source string) (*Spec, error) {
+	s, err := parseSpecTOML(src, source)
+	return s, termtext.Error(err)
+}
+
+func parseSpecTOML(src, source string) (*Spec, error) {
 	fail := func(key, format string, a ...any) *config.Error {
 		return &config.Error{Source: source, Key: key, Msg: fmt.Sprintf(format, a...)}
 	}
@@ -178,6 +192,15 @@ func ParseSpecTOML(src, source string) (*Spec, error) {
 	}
 	if s.Base == nil {
 		s.Base = map[string]any{}
+	}
+	// The fields a listing shows (the app's sweeps screen reads sweep.toml
+	// back) are cleaned for a terminal; Check then refuses what is not one
+	// of the values it knows.
+	for _, f := range []*string{&s.Name, &s.Method, &s.Metric, &s.Direction, &s.Backend, &s.EarlyStop.Method} {
+		*f = termtext.Clean(*f)
+	}
+	for i := range s.Params {
+		s.Params[i].Key = termtext.Clean(s.Params[i].Key)
 	}
 	return s, nil
 }
@@ -297,11 +320,20 @@ func (s *Spec) Check(base config.Config, source string, cores int) error {
 	if len(s.Seeds) == 0 {
 		s.Seeds = []int64{base.Trainer.Seed}
 	}
-	for i, sd := range s.Seeds {
-		if sd < 0 || slices.Contains(s.Seeds[:i], sd) {
-			errs = append(errs, fail("seeds", "must be distinct and not negative, got %v", s.Seeds))
-			break
+	if len(s.Seeds) > MaxTrials {
+		errs = append(errs, fail("seeds", "gives %d seeds; a sweep runs at most %d trials", len(s.Seeds), MaxTrials))
+	} else {
+		seen := make(map[int64]bool, len(s.Seeds))
+		for _, sd := range s.Seeds {
+			if sd < 0 || seen[sd] {
+				errs = append(errs, fail("seeds", "must be distinct and not negative, got %d twice or below 0", sd))
+				break
+			}
+			seen[sd] = true
 		}
+	}
+	if s.Trials > MaxTrials {
+		errs = append(errs, fail("trials", "a sweep runs at most %d trials, got %d", MaxTrials, s.Trials))
 	}
 	if s.Parallel < 0 {
 		errs = append(errs, fail("parallel", "must be at least 1 (0: one per core), got %d", s.Parallel))
@@ -311,9 +343,8 @@ func (s *Spec) Check(base config.Config, source string, cores int) error {
 		s.Parallel = max(1, cores)
 	}
 	if s.Name != "" {
-		probe := config.Default()
-		if err := probe.Set("trainer.name", s.Name); err != nil {
-			errs = append(errs, fail("name", "%s", strings.TrimPrefix(err.Error(), "trainer.name: ")))
+		if err := runstore.CheckDirName(s.Name); err != nil {
+			errs = append(errs, fail("name", "%v", err))
 		}
 	}
 	if len(s.Params) == 0 {
@@ -322,11 +353,62 @@ func (s *Spec) Check(base config.Config, source string, cores int) error {
 	for i := range s.Params {
 		errs = append(errs, s.Params[i].check(s.Method, base, source))
 	}
+	if err := errors.Join(errs...); err == nil {
+		if n, ok := s.count(); !ok {
+			errs = append(errs, fail("params", "draws more than %d trials (%s); a sweep runs at most %d: vary fewer values, or use method = \"random\" with trials = N", MaxTrials, s.countWords(), MaxTrials))
+		} else if n == 0 {
+			errs = append(errs, fail("params", "draws no trial"))
+		}
+	}
 	errs = append(errs, s.EarlyStop.check(s.Budget, source))
+	errs = append(errs, checkSlurm(s.Slurm, source, specSlurmField))
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	return nil
+}
+
+// MaxTrials bounds the trials of one sweep (configurations × seeds): each
+// is a run directory, a record and, on Slurm, an array task. The spec's
+// counts are checked against it before anything is drawn.
+const MaxTrials = 10000
+
+// count is the number of trials the spec draws; ok is false past MaxTrials
+// (counted without overflowing).
+func (s *Spec) count() (n int, ok bool) {
+	n = len(s.Seeds)
+	if s.Method == "random" {
+		n *= s.Trials
+		return n, n <= MaxTrials
+	}
+	for _, p := range s.Params {
+		k := len(p.Values)
+		if k == 0 {
+			k = p.Num
+		}
+		if k > 0 && n > MaxTrials/k {
+			return 0, false
+		}
+		n *= k
+	}
+	return n, n <= MaxTrials
+}
+
+// countWords spells out how count multiplies, for its message.
+func (s *Spec) countWords() string {
+	var parts []string
+	if s.Method == "random" {
+		parts = append(parts, fmt.Sprintf("%d configurations", s.Trials))
+	} else {
+		for _, p := range s.Params {
+			k := len(p.Values)
+			if k == 0 {
+				k = p.Num
+			}
+			parts = append(parts, fmt.Sprintf("%d of %s", k, termtext.Clean(p.Key)))
+		}
+	}
+	return strings.Join(append(parts, fmt.Sprintf("%d seeds", len(s.Seeds))), " × ")
 }
 
 func didYouMeanOr(name string, options []string) string {
@@ -344,7 +426,18 @@ func (p *Param) check(method string, base config.Config, source string) error {
 	if p.Key == "trainer.seed" || p.Key == "ppo.total_timesteps" {
 		return fail("is set by the spec's seeds and budget")
 	}
+	if p.Num > MaxTrials || len(p.Values) > MaxTrials {
+		return fail("gives %d values; a sweep runs at most %d trials", max(p.Num, len(p.Values)), MaxTrials)
+	}
 	k, ok := config.Lookup(p.Key)
+	if !ok && strings.HasPrefix(p.Key, "env.args.") && len(p.Key) > len("env.args.") {
+		// The env's own arguments are not in the schema: any value goes
+		// where the env takes it, as `train env.args.X=…` does.
+		k, ok = config.Key{Name: p.Key, Type: "float"}, true
+		if len(p.Values) > 0 {
+			k.Type = "any"
+		}
+	}
 	if !ok {
 		e := fmt.Errorf("%s", "unknown key")
 		if near := config.Nearest(p.Key); len(near) > 0 {
@@ -503,8 +596,8 @@ func (e *EarlyStop) check(budget int64, source string) error {
 	if e.Reduction == 0 {
 		e.Reduction = 3
 	}
-	if e.Reduction <= 1 {
-		return fail("reduction", "asha keeps the best 1/reduction, so reduction must be above 1, got %s", config.FormatValue(e.Reduction))
+	if !(e.Reduction > 1) || math.IsInf(e.Reduction, 1) { // NaN fails the comparison
+		return fail("reduction", "asha keeps the best 1/reduction, so reduction must be a number above 1, got %v", e.Reduction)
 	}
 	if e.MinTrials == 0 {
 		e.MinTrials = 3
@@ -635,13 +728,23 @@ func (s *Spec) TOML() string {
 	return b.String()
 }
 
-// SpecName is the sweep's name: the spec's, else the file's base name.
-func SpecName(s *Spec, path string) string {
+// SpecName is the sweep's name, the directory it gets under the runs
+// directory: the spec's name, else the spec file's base name with the
+// characters a name may not hold made '_'. A name that still cannot be a
+// directory of its own (".." from a file named "...toml") is a
+// *config.Error.
+func SpecName(s *Spec, path string) (string, error) {
 	if s.Name != "" {
-		return s.Name
+		if err := runstore.CheckDirName(s.Name); err != nil {
+			return "", &config.Error{Source: path, Key: "name", Msg: err.Error()}
+		}
+		return s.Name, nil
 	}
-	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	return unsafeName(name)
+	name := unsafeName(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+	if err := runstore.CheckDirName(name); err != nil {
+		return "", &config.Error{Source: path, Key: "name", Msg: fmt.Sprintf("the sweep is named after its file, and that name %v; give it one with name = \"my-sweep\"", err)}
+	}
+	return name, nil
 }
 
 func unsafeName(s string) string {

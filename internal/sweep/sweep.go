@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -19,6 +21,8 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
+	"github.com/agenttrainer/agenttrainer/internal/inputfile"
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
@@ -33,6 +37,9 @@ const (
 	Interrupted = "interrupted" // the sweep was interrupted; --resume continues it
 	Cancelled   = "cancelled"   // Slurm cancelled it (not by early stopping)
 )
+
+// knownStates are the states a record may hold.
+var knownStates = map[string]bool{Pending: true, Running: true, Done: true, Failed: true, Stopped: true, Interrupted: true, Cancelled: true}
 
 // Record is one trial's line in sweep.jsonl.
 type Record struct {
@@ -85,8 +92,14 @@ type Sweep struct {
 }
 
 // Prepare reads and checks everything and creates nothing: a mistake in
-// the spec, the config or any trial's values is a *config.Error.
+// the spec, the config or any trial's values is a *config.Error. Its
+// message may quote the spec, so it is cleaned for a terminal.
 func Prepare(o Options) (*Sweep, error) {
+	sw, err := prepare(o)
+	return sw, termtext.Error(err)
+}
+
+func prepare(o Options) (*Sweep, error) {
 	if o.Cores <= 0 {
 		o.Cores = 1
 	}
@@ -95,6 +108,9 @@ func Prepare(o Options) (*Sweep, error) {
 	}
 	if o.Out == nil {
 		o.Out = io.Discard
+	}
+	if err := CheckSlurmFlags(o.Slurm); err != nil {
+		return nil, err
 	}
 	if o.Resume != "" {
 		return prepareResume(o)
@@ -143,7 +159,9 @@ func Prepare(o Options) (*Sweep, error) {
 		threads = max(1, spec.Slurm.CPUs)
 	}
 	sw := &Sweep{Spec: spec, opts: o}
-	spec.Name = SpecName(spec, o.Spec)
+	if spec.Name, err = SpecName(spec, o.Spec); err != nil {
+		return nil, err
+	}
 	sw.Dir = filepath.Join(base.Trainer.RunsDir, spec.Name)
 	var errs []error
 	for _, t := range trials {
@@ -158,10 +176,26 @@ func Prepare(o Options) (*Sweep, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if err := sw.checkBackend(); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(filepath.Join(sw.Dir, SpecFile)); err == nil {
 		return nil, &config.Error{Source: o.Spec, Key: "name", Msg: fmt.Sprintf("%s already holds a sweep; continue it with `agenttrainer sweep --resume %s`, or name this one differently", sw.Dir, sw.Dir)}
 	}
 	return sw, nil
+}
+
+// checkBackend checks what the backend needs of the sweep's paths: a
+// Slurm job script names the sweep directory in its directives.
+func (sw *Sweep) checkBackend() error {
+	if sw.opts.Backend != "slurm" {
+		return nil
+	}
+	abs, err := filepath.Abs(sw.Dir)
+	if err != nil {
+		return err
+	}
+	return checkScriptPath(abs, "trainer.runs_dir")
 }
 
 func mergeSlurm(s *SlurmSpec, flags SlurmSpec) {
@@ -206,18 +240,63 @@ func prepareResume(o Options) (*Sweep, error) {
 	}
 	spec.Backend = o.Backend
 	sw := &Sweep{Spec: spec, Dir: dir, opts: o, resumed: true}
-	old := map[string]*Record{}
-	if recs, err := ReadResults(dir); err == nil {
-		for _, r := range recs {
-			old[r.Trial] = r
+	if err := sw.checkBackend(); err != nil {
+		return nil, err
+	}
+	old, err := sw.oldRecords()
+	if err != nil {
+		return nil, err
+	}
+	trials := spec.Draw()
+	drawn := map[string]bool{}
+	for _, t := range trials {
+		drawn[t.ID] = true
+	}
+	for id := range old {
+		if !drawn[id] {
+			return nil, changedSpec(specPath, fmt.Sprintf("%s has a record of %s, which its trials no longer include", ResultsFile, id))
 		}
 	}
-	for _, t := range spec.Draw() {
+	for _, t := range trials {
 		r := old[t.ID]
-		if r == nil {
+		switch {
+		case r == nil:
 			r = &Record{Trial: t.ID, Seed: t.Seed, Params: t.Params, State: Pending}
+			if hasRecords(filepath.Join(dir, t.ID)) {
+				// sweep.jsonl lost its record (a torn or missing file), but
+				// the trial trained: it continues, or is found done.
+				r.State, r.Reason = Interrupted, "its record was lost; continued from its directory"
+				sw.logf("%s: no record in %s; continuing it from what its directory holds", t.ID, ResultsFile)
+			}
+		case r.Seed != t.Seed || !sameParams(r.Params, t.Params):
+			return nil, changedSpec(specPath, fmt.Sprintf("%s ran with %s, but the spec now draws %s for it", t.ID, describeParams(r.Params, r.Seed), describeParams(t.Params, t.Seed)))
 		}
-		r.Dir = filepath.Join(dir, t.ID)
+		r.Reason, r.JobID, r.Slurm = termtext.Clean(r.Reason), termtext.Clean(r.JobID), termtext.Clean(r.Slurm)
+		switch {
+		case !knownStates[r.State]:
+			r.State = Interrupted // what it was is unknown: it continues from its checkpoint, or starts again
+		case r.State == Pending && hasRecords(filepath.Join(dir, t.ID)):
+			r.State = Interrupted // it started after its record was written: continue it, or start it afresh
+		case r.State == Failed || r.State == Cancelled:
+			// A failure may have been passing (a full disk, a node that
+			// went away): resuming tries again, from the trial's checkpoint
+			// when it has one.
+			sw.logf("%s %s before (%s); trying it again", t.ID, r.State, r.Reason)
+			r.State = Interrupted
+		}
+		trialDir, err := filepath.Abs(filepath.Join(dir, t.ID))
+		if err != nil {
+			return nil, err
+		}
+		if r.JobID != "" && !sameDir(r.Dir, trialDir) {
+			// The record's Slurm task ran for another directory (this sweep
+			// was copied or moved): it is not this sweep's to cancel.
+			r.JobID, r.Slurm = "", ""
+		}
+		r.Dir = trialDir
+		if err := checkOwnDir(r.Dir); err != nil {
+			return nil, &config.Error{Source: r.Dir, Msg: fmt.Sprintf("cannot resume this trial: %v", err)}
+		}
 		if _, err := readTrialConfig(r.Dir); err != nil {
 			return nil, &config.Error{Source: filepath.Join(r.Dir, TrialConfig), Msg: fmt.Sprintf("cannot resume this trial: %v", err)}
 		}
@@ -226,29 +305,129 @@ func prepareResume(o Options) (*Sweep, error) {
 	return sw, nil
 }
 
+// oldRecords reads the records a resumed sweep continues: lines of
+// sweep.jsonl that are not records (torn, garbage, binary) are skipped,
+// and a missing, empty or unreadable file holds none — the trials'
+// directories say what they did. A directory in the file's place is
+// refused: the sweep could not write its results.
+func (sw *Sweep) oldRecords() (map[string]*Record, error) {
+	path := filepath.Join(sw.Dir, ResultsFile)
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return nil, &config.Error{Source: path, Msg: "is a directory, so the sweep cannot write its results there; move it away and resume again (the trials' directories hold what the sweep needs)"}
+	}
+	recs, err := readResults(sw.Dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		sw.logf("note: %v", err)
+	}
+	old := map[string]*Record{}
+	for _, r := range recs {
+		old[r.Trial] = r
+	}
+	return old, nil
+}
+
+// changedSpec is the refusal to resume a sweep whose sweep.toml no longer
+// draws the trials it ran: their records would be lost or mixed up.
+func changedSpec(specPath, what string) error {
+	return &config.Error{Source: specPath, Msg: what + "; a resumed sweep runs the trials it started with, so its spec must stay as it was (put it back, or start a new sweep with the changed spec)"}
+}
+
+// sameParams reports whether two trials' values are the same, compared as
+// sweep.jsonl writes them.
+func sameParams(a, b map[string]any) bool {
+	norm := func(m map[string]any) string {
+		j, _ := json.Marshal(m)
+		var back map[string]any
+		json.Unmarshal(j, &back)
+		j, _ = json.Marshal(back)
+		return string(j)
+	}
+	return norm(a) == norm(b)
+}
+
+func describeParams(p map[string]any, seed int64) string {
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, k+"="+shortValue(p[k]))
+	}
+	return termtext.Clean(strings.Join(append(parts, "seed="+strconv.FormatInt(seed, 10)), " "))
+}
+
+// hasRecords reports whether a run directory holds metrics records.
+func hasRecords(dir string) bool {
+	st, err := os.Stat(filepath.Join(dir, runstore.MetricsFile))
+	return err == nil && st.Mode().IsRegular() && st.Size() > 0
+}
+
+// sameDir reports whether two paths name the same directory.
+func sameDir(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
 func readTrialConfig(dir string) (config.Config, error) {
 	return config.ResolveWith(func(c *config.Config) error { return c.LoadFile(filepath.Join(dir, TrialConfig)) })
 }
 
-// ReadResults reads sweep.jsonl.
+// ReadResults reads sweep.jsonl for display: the text of every record is
+// cleaned for a terminal (termtext.Clean), since anyone who can write the
+// file could have put control characters in it.
 func ReadResults(dir string) ([]*Record, error) {
-	data, err := os.ReadFile(filepath.Join(dir, ResultsFile))
-	if err != nil {
-		return nil, err
+	recs, err := readResults(dir)
+	for _, r := range recs {
+		r.Dir = filepath.Join(dir, r.Trial) // where the trial is, whatever the file says
+		r.clean()
 	}
-	var out []*Record
-	for _, line := range bytes.Split(data, []byte{'\n'}) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
+	return recs, termtext.Error(err)
+}
+
+// clean makes a record's text safe to print.
+func (r *Record) clean() {
+	r.Trial, r.Dir, r.State, r.Reason = termtext.Clean(r.Trial), termtext.Clean(r.Dir), termtext.Clean(r.State), termtext.Clean(r.Reason)
+	r.JobID, r.Slurm = termtext.Clean(r.JobID), termtext.Clean(r.Slurm)
+	params := make(map[string]any, len(r.Params))
+	for k, v := range r.Params {
+		if s, ok := v.(string); ok {
+			v = termtext.Clean(s)
 		}
+		params[termtext.Clean(k)] = v
+	}
+	r.Params = params
+}
+
+// readResults reads sweep.jsonl as it is.
+func readResults(dir string) ([]*Record, error) {
+	var out []*Record
+	err := runstore.ScanJSONL(filepath.Join(dir, ResultsFile), maxResultsFile, "sweep results file", func(line []byte) error {
 		var r Record
 		if err := json.Unmarshal(line, &r); err != nil {
-			return out, err
+			return err
+		}
+		if !trialIDRE.MatchString(r.Trial) {
+			return fmt.Errorf("%q is not a trial of a sweep (trial-NNN)", r.Trial)
 		}
 		out = append(out, &r)
+		return nil
+	})
+	if err == nil {
+		if _, serr := os.Stat(filepath.Join(dir, ResultsFile)); serr != nil {
+			err = serr // missing: say so (ScanJSONL takes it for empty)
+		}
 	}
-	return out, nil
+	return out, err
 }
+
+// maxResultsFile bounds sweep.jsonl: MaxTrials records of a few hundred
+// bytes each.
+const maxResultsFile = 64 << 20
+
+var trialIDRE = regexp.MustCompile(`^trial-[0-9]{3,7}$`)
 
 // Create writes the sweep directory: sweep.toml, every trial's directory
 // with its trial.toml, and sweep.jsonl with every trial pending.
@@ -259,6 +438,9 @@ func (sw *Sweep) create() error {
 	for i, r := range sw.Records {
 		if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 			return err
+		}
+		if err := checkOwnDir(r.Dir); err != nil {
+			return fmt.Errorf("%s: %v", r.Dir, err)
 		}
 		if err := atomicfile.Write(filepath.Join(r.Dir, TrialConfig), []byte(sw.configs[i].TOML()), 0o644); err != nil {
 			return err
@@ -296,6 +478,9 @@ func (sw *Sweep) writeResults() error {
 			row = append(row, config.FormatValue(r.Params[k]))
 		}
 		row = append(row, num(r.Metric), num(r.Best), strconv.FormatInt(r.Steps, 10), r.Reason, r.Dir)
+		for i := range row { // a table people open or cat: no control characters
+			row[i] = termtext.Clean(row[i])
+		}
 		w.Write(row)
 	}
 	w.Flush()
@@ -303,7 +488,7 @@ func (sw *Sweep) writeResults() error {
 		return err
 	}
 	if best := sw.Best(); best != nil {
-		if data, err := os.ReadFile(filepath.Join(best.Dir, TrialConfig)); err == nil {
+		if data, err := inputfile.Read(filepath.Join(best.Dir, TrialConfig), 1<<20, "trial config"); err == nil {
 			head := fmt.Sprintf("# best trial of sweep %s: %s, %s %s = %s\n", sw.Spec.Name, best.Trial, sw.Spec.Direction, sw.Spec.Metric, num(best.Metric))
 			return atomicfile.Write(filepath.Join(sw.Dir, BestFile), append([]byte(head), data...), 0o644)
 		}
@@ -387,16 +572,22 @@ func (sw *Sweep) refresh(r *Record) []runstore.Metrics {
 // forget drops what refresh read (a trial whose files are rewritten).
 func (r *Record) forget() { r.ms, r.offset = nil, 0 }
 
+// readFrom reads a trial's metrics file from offset on (what it gained
+// since the last look), through inputfile: a run directory's files may be
+// anything.
 func readFrom(path string, offset int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, st, err := inputfile.Open(path, "metrics file")
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if st.Size() > runstore.MaxMetricsFile {
+		return nil, &inputfile.TooBigError{Path: path, What: "metrics file", Size: st.Size(), Limit: runstore.MaxMetricsFile}
+	}
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		return nil, err
 	}
-	return io.ReadAll(f)
+	return io.ReadAll(io.LimitReader(f, runstore.MaxMetricsFile-offset))
 }
 
 // milestones advances r past the milestones its metrics reached, asking
@@ -453,7 +644,7 @@ func (sw *Sweep) describe(r *Record) string {
 		parts = append(parts, k+"="+shortValue(r.Params[k]))
 	}
 	parts = append(parts, "seed="+strconv.FormatInt(r.Seed, 10))
-	return strings.Join(parts, " ")
+	return termtext.Clean(strings.Join(parts, " "))
 }
 
 func shortValue(v any) string {
@@ -592,6 +783,9 @@ func (sw *Sweep) startable() []*Record {
 // checkpoint when it has one, and otherwise starts afresh in a cleaned
 // directory. It returns the train arguments.
 func (sw *Sweep) prepareStart(r *Record) ([]string, error) {
+	if err := checkOwnDir(r.Dir); err != nil {
+		return nil, fmt.Errorf("%s: %v", r.Dir, err)
+	}
 	resume := false
 	if r.Starts > 0 || r.State != Pending {
 		if names, _ := runstore.Checkpoints(filepath.Join(r.Dir, runstore.CheckpointsDir)); len(names) > 0 {
@@ -611,6 +805,9 @@ func (sw *Sweep) prepareStart(r *Record) ([]string, error) {
 // cleanTrialDir removes what a trial without a checkpoint left, keeping its
 // trial.toml.
 func cleanTrialDir(dir string) error {
+	if err := checkOwnDir(dir); err != nil {
+		return fmt.Errorf("%s: %v; nothing in it was removed", dir, err)
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err
@@ -625,13 +822,42 @@ func cleanTrialDir(dir string) error {
 	return nil
 }
 
-// tailLine is the last non-empty line of a trial's log.
+// checkOwnDir checks that a trial's directory is a directory of the
+// sweep's own, not a symbolic link: a trial cleans its directory before it
+// starts afresh, and a link would have it delete and train elsewhere.
+func checkOwnDir(dir string) error {
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	switch {
+	case st.Mode()&os.ModeSymlink != 0:
+		target, _ := os.Readlink(dir)
+		return fmt.Errorf("it is a symbolic link (to %q), and a sweep trains only in directories of its own; put the trial's own directory back in its place", target)
+	case !st.IsDir():
+		return fmt.Errorf("it is %s, not a directory", inputfile.Kind(st.Mode()))
+	}
+	return nil
+}
+
+// tailLine is the last non-empty line of a trial's log, cleaned for a
+// terminal: it becomes the trial's reason, which is printed. Only the end
+// of the log is read.
 func tailLine(path string) string {
-	b, _ := os.ReadFile(path)
+	f, st, err := inputfile.Open(path, "log")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const tail = 64 << 10
+	if st.Size() > tail {
+		f.Seek(st.Size()-tail, io.SeekStart)
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, tail))
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		if s := strings.TrimSpace(lines[i]); s != "" {
-			return strings.TrimPrefix(s, "agenttrainer: ")
+			return termtext.Clean(strings.TrimPrefix(s, "agenttrainer: "))
 		}
 	}
 	return ""

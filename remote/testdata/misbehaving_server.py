@@ -13,8 +13,15 @@ Its sub-environments count steps: observation [i, t], reward 1, episodes of
     twice         sends its reply to step --at twice (the client must notice
                   at the next step, whose reply then echoes an earlier id)
     noisy         prints to stdout (sys.stdout and fd 1) on every step; must still work
+    exit-idle     answers step --at, then exits with status 4 before the next request
     startup-crash fails to import a module before serving
     slow-hello    takes an hour to build its environments
+
+With several workers (env.args.workers), --only-offset K limits the
+misbehaviour to the worker whose first sub-environment is K (the hello's
+env_offset), and --once-file PATH to the first process that gets there (it
+creates PATH): a restarted worker then behaves. Observations carry the
+sub-environment's index among all workers'.
 """
 
 import argparse
@@ -29,13 +36,15 @@ import protocol  # noqa: E402
 parser = argparse.ArgumentParser()
 parser.add_argument("--mode", default="ok")
 parser.add_argument("--at", type=int, default=3)
+parser.add_argument("--only-offset", type=int, default=None)
+parser.add_argument("--once-file", default=None)
 protocol.add_server_args(parser)
 args = parser.parse_args()
 
 if args.mode == "startup-crash":
     import no_such_module_for_the_test  # noqa: F401
 
-state = {"garbage": False, "twice": False}
+state = {"garbage": False, "twice": False, "exit": False}
 _write = protocol.Channel.write
 
 
@@ -48,6 +57,10 @@ def write(self, header, payload=b""):
     if state["twice"]:
         state["twice"] = False
         _write(self, header, payload)
+    if state["exit"]:
+        sys.stderr.write("exiting between requests on purpose\n")
+        sys.stderr.flush()
+        os._exit(4)
 
 
 protocol.Channel.write = write
@@ -56,9 +69,13 @@ protocol.Channel.write = write
 class Counter(object):
     env_name = "misbehaving"
 
-    def __init__(self, num_envs, options):
-        if args.mode == "slow-hello":
+    def __init__(self, num_envs, options, env_offset=0):
+        self.mode = args.mode
+        if args.only_offset is not None and env_offset != args.only_offset:
+            self.mode = "ok"
+        if self.mode == "slow-hello":
             time.sleep(3600)
+        self.offset = env_offset
         self.num_envs = num_envs
         self.observation_space = protocol.box_space(2)
         self.action_space = protocol.discrete_space(2)
@@ -66,7 +83,7 @@ class Counter(object):
         self.steps = 0
 
     def obs(self):
-        return [v for i in range(self.num_envs) for v in (float(i), float(self.t[i]))]
+        return [v for i in range(self.num_envs) for v in (float(self.offset + i), float(self.t[i]))]
 
     def reset(self, seed):
         self.t = [0] * self.num_envs
@@ -74,7 +91,12 @@ class Counter(object):
 
     def step(self, actions):
         self.steps += 1
-        mode, hit = args.mode, self.steps == args.at
+        mode, hit = self.mode, self.steps == args.at
+        if hit and mode != "ok" and args.once_file is not None:
+            try:
+                os.close(os.open(args.once_file, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                hit = False
         if mode == "noisy":
             print("noise from print() at step %d" % self.steps)
             sys.stdout.flush()
@@ -89,6 +111,8 @@ class Counter(object):
             state["garbage"] = True
         if hit and mode == "twice":
             state["twice"] = True
+        if hit and mode == "exit-idle":
+            state["exit"] = True
         if hit and mode == "error":
             raise ValueError("the pole fell off the cart")
         n = self.num_envs
@@ -97,7 +121,7 @@ class Counter(object):
             self.t[i] += 1
             if self.t[i] == 5:
                 term[i] = True
-                final[i] = [float(i), 5.0]
+                final[i] = [float(self.offset + i), 5.0]
                 self.t[i] = 0
         obs = self.obs()
         if hit and mode == "nan":

@@ -77,8 +77,8 @@ type PPOConfig struct {
 	NormAdv        bool    `toml:"norm_adv" live:""`
 	ClipCoef       float64 `toml:"clip_coef" live:"" check:">0"`
 	ClipVLoss      bool    `toml:"clip_vloss" live:""`
-	EntCoef        float64 `toml:"ent_coef" live:"" check:">=0"`
-	VFCoef         float64 `toml:"vf_coef" live:"" check:">=0"`
+	EntCoef        float64 `toml:"ent_coef" live:"" check:">=0"` // at most MaxLossCoef (Validate)
+	VFCoef         float64 `toml:"vf_coef" live:"" check:">=0"`  // at most MaxLossCoef (Validate)
 	MaxGradNorm    float64 `toml:"max_grad_norm" live:"" check:">0"`
 	TargetKL       float64 `toml:"target_kl" live:"" check:">=0"`
 	AdvEstimator   string  `toml:"adv_estimator" check:"oneof=gae|grpo|rloo"`

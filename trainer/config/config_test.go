@@ -215,6 +215,11 @@ func TestBadInput(t *testing.T) {
 		{"absurd learning rate", []string{"ppo.learning_rate=1e308"}, "", "ppo.learning_rate: must be over 0 and at most 1, got 1e+308"},
 		{"run name too long", []string{"trainer.name=" + strings.Repeat("n", 129)}, "", "trainer.name: is 129 bytes long, over the limit of 128"},
 		{"too many threads", []string{"trainer.threads=100000"}, "", "trainer.threads: must be between 0 and 1024, got 100000"},
+		// Coefficients that make the loss overflow float32 (issue 31 F26).
+		{"huge vf_coef", []string{"ppo.vf_coef=1e308"}, "", "ppo.vf_coef: must be at most 10000: a larger one makes the loss overflow float32 and the run fail, got 1e+308"},
+		{"huge ent_coef", []string{"ppo.ent_coef=1e308"}, "", "ppo.ent_coef: must be at most 10000: a larger one makes the loss overflow float32 and the run fail, got 1e+308"},
+		{"huge log_std_init", []string{"agent.log_std_init=700"}, "", "agent.log_std_init: must be between -20 and 20, got 700"},
+		{"tiny log_std_init", []string{"agent.log_std_init=-700"}, "", "agent.log_std_init: must be between -20 and 20, got -700"},
 		// Found by FuzzOverride: the resolved config.toml could not be read back.
 		{"not UTF-8", []string{"env.args.\x91=1"}, "", `"env.args.\x91": "1" is not UTF-8 text`},
 		{"bad activation", []string{"agent.activation=sigmoid"}, "", `agent.activation: must be one of tanh, relu, got "sigmoid"`},

@@ -557,12 +557,24 @@ func checkValue(check string, v any) error {
 	return nil
 }
 
+// MaxLossCoef bounds ppo.vf_coef and ppo.ent_coef: the loss they weigh is
+// computed in float32, and 1e308 made it NaN once the run had started.
+const MaxLossCoef = 10000
+
 // Validate checks every key's constraint and the relations between keys.
 func (c *Config) Validate() error {
 	var errs []error
 	for _, k := range Schema() {
 		if err := k.check(c.value(k)); err != nil {
 			errs = append(errs, &Error{Key: k.Name, Msg: err.Error()})
+		}
+	}
+	for _, coef := range []struct {
+		key string
+		v   float64
+	}{{"ppo.vf_coef", c.PPO.VFCoef}, {"ppo.ent_coef", c.PPO.EntCoef}} {
+		if coef.v > MaxLossCoef {
+			errs = append(errs, &Error{Key: coef.key, Msg: fmt.Sprintf("must be at most %d: a larger one makes the loss overflow float32 and the run fail, got %v", MaxLossCoef, coef.v)})
 		}
 	}
 	if len(errs) > 0 {

@@ -6,17 +6,31 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
-// dialTimeout bounds connecting and every request's round trip.
-const dialTimeout = 5 * time.Second
+// dialTimeout bounds connecting and every request's round trip; a
+// training answers hello from the goroutine that accepted the
+// connection, so helloTimeout can be short, and a socket that never
+// answers (a stopped process, a listener that is not a training) costs a
+// lister like ps little.
+const (
+	dialTimeout  = 5 * time.Second
+	helloTimeout = 2 * time.Second
+)
+
+// maxAnswer bounds one line the training sends (an answer or an event):
+// the largest, a config, is a few KiB.
+const maxAnswer = 1 << 20
 
 // Client watches and steers a run in another process. It has the methods
 // of *trainer.Trainer that a viewer uses, so the terminal app drives either.
@@ -39,7 +53,7 @@ func Dial(runDir string) (*Client, error) {
 	if c.conn, c.rd, err = c.connect(); err != nil {
 		return nil, err
 	}
-	r, err := c.call(request{Op: "hello"})
+	r, err := c.callWithin(request{Op: "hello"}, helloTimeout)
 	if err != nil {
 		c.conn.Close()
 		return nil, err
@@ -48,7 +62,28 @@ func Dial(runDir string) (*Client, error) {
 		c.conn.Close()
 		return nil, fmt.Errorf("%s speaks control protocol %d, this program %d", runDir, r.Version, Version)
 	}
+	if err := sameRun(runDir, r.Dir); err != nil {
+		c.conn.Close()
+		return nil, err
+	}
 	return c, nil
+}
+
+// sameRun checks that the training that answered serves runDir: a run
+// directory copied (cp -a) while it trained carries the original's
+// control.json, whose socket is the original's training, and steering it
+// from the copy (or listing the copy as live) would reach the wrong run.
+func sameRun(runDir, served string) error {
+	if served == "" {
+		return nil // a training that does not say
+	}
+	a, err1 := os.Stat(runDir)
+	b, err2 := os.Stat(served)
+	if err1 == nil && err2 == nil && os.SameFile(a, b) {
+		return nil
+	}
+	return fmt.Errorf("%s holds no live training: its %s names the socket of the training in %s (the directory was copied?); `agenttrainer train --resume %s` continues this copy",
+		runDir, InfoFile, served, runDir)
 }
 
 func (c *Client) connect() (net.Conn, *bufio.Reader, error) {
@@ -59,20 +94,43 @@ func (c *Client) connect() (net.Conn, *bufio.Reader, error) {
 		}
 		return nil, nil, fmt.Errorf("cannot reach the training in %s: %w", c.runDir, err)
 	}
-	return conn, bufio.NewReader(conn), nil
+	// Only this user's own training may answer: control.json may name any
+	// socket, and what answers there is believed (and shown).
+	if err := peerIsOwner(conn); err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("%s names a socket served by another user's process; not talking to it: %v", filepath.Join(c.runDir, InfoFile), err)
+	}
+	return conn, bufio.NewReaderSize(conn, 64<<10), nil
+}
+
+// readLine reads one line of at most maxAnswer bytes.
+func readLine(rd *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := rd.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > maxAnswer {
+			return nil, fmt.Errorf("an answer of more than %d bytes, which no training sends", maxAnswer)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
+		}
+	}
 }
 
 // call sends one request and reads its answer.
-func (c *Client) call(req request) (response, error) {
+func (c *Client) call(req request) (response, error) { return c.callWithin(req, dialTimeout) }
+
+func (c *Client) callWithin(req request, d time.Duration) (response, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b, _ := json.Marshal(req)
-	c.conn.SetDeadline(time.Now().Add(dialTimeout))
+	c.conn.SetDeadline(time.Now().Add(d))
 	defer c.conn.SetDeadline(time.Time{})
 	if _, err := c.conn.Write(append(b, '\n')); err != nil {
 		return response{}, c.lost(err)
 	}
-	line, err := c.rd.ReadBytes('\n')
+	line, err := readLine(c.rd)
 	if err != nil {
 		return response{}, c.lost(err)
 	}
@@ -100,6 +158,10 @@ func (c *Client) PID() int { return c.ep.PID }
 func (c *Client) Info() trainer.Info {
 	if r, err := c.call(request{Op: "info"}); err == nil && r.Info != nil {
 		c.info = *r.Info
+		// Shown by the app and ps: a run directory's name may hold
+		// control characters.
+		c.info.RunDir, c.info.Device = termtext.Clean(c.info.RunDir), termtext.Clean(c.info.Device)
+		c.info.EnvID, c.info.Agent = termtext.Clean(c.info.EnvID), termtext.Clean(c.info.Agent)
 	}
 	if c.info.RunDir == "" {
 		c.info.RunDir = c.runDir
@@ -163,7 +225,7 @@ func (c *Client) Subscribe(buffer int) (<-chan trainer.Event, func()) {
 		defer close(out)
 		sawEnd := false
 		for {
-			line, err := rd.ReadBytes('\n')
+			line, err := readLine(rd)
 			if err != nil {
 				break
 			}
@@ -172,6 +234,8 @@ func (c *Client) Subscribe(buffer int) (<-chan trainer.Event, func()) {
 				continue
 			}
 			e := r.Event.event()
+			e.Message, e.Checkpoint = termtext.CleanText(e.Message), termtext.Clean(e.Checkpoint)
+			e.Err = termtext.Error(e.Err)
 			sawEnd = e.Kind == trainer.EventDone
 			trainer.Offer(out, e) // lossy like the trainer's own subscriptions
 		}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agenttrainer/agenttrainer/internal/inputfile"
 	"github.com/agenttrainer/agenttrainer/trainer"
 )
 
@@ -55,6 +56,11 @@ type response struct {
 	Config  string        `json:"config,omitempty"` // TOML
 	Paused  bool          `json:"paused,omitempty"`
 	Event   *wireEvent    `json:"event,omitempty"`
+
+	// Dir is the run directory the training serves (absolute), in the
+	// answer to hello: a client that found the socket through a copied
+	// control.json learns that it reached another run's training.
+	Dir string `json:"dir,omitempty"`
 }
 
 // wireEvent is trainer.Event with its error as text.
@@ -101,10 +107,13 @@ func (w *wireEvent) event() trainer.Event {
 	return e
 }
 
+// maxInfoFile bounds control.json (the program writes about 150 bytes).
+const maxInfoFile = 64 << 10
+
 // ReadEndpoint reads a run directory's InfoFile.
 func ReadEndpoint(runDir string) (Endpoint, error) {
 	var ep Endpoint
-	b, err := os.ReadFile(filepath.Join(runDir, InfoFile))
+	b, err := inputfile.Read(filepath.Join(runDir, InfoFile), maxInfoFile, "control endpoint file")
 	if errors.Is(err, os.ErrNotExist) {
 		return ep, fmt.Errorf("%s has no live training (no %s); start one with `agenttrainer train --detach`, or continue it with `agenttrainer train --resume %s`", runDir, InfoFile, runDir)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
 	"github.com/agenttrainer/agenttrainer/trainer"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 // writeTimeout bounds every write to a client: a viewer that stops reading
@@ -32,11 +33,17 @@ const (
 	MaxSubscriberQueue = 1024
 )
 
+// MaxPinned bounds the checkpoints a run keeps because they were asked for
+// by hand (save): each stays through every rotation, so without a bound a
+// client repeating save would fill the disk.
+const MaxPinned = 32
+
 // Server serves one training run's control socket.
 type Server struct {
 	t       *trainer.Trainer
 	ln      net.Listener
 	runDir  string
+	absDir  string // runDir, absolute: what hello says
 	sock    string
 	tempDir string // set when the socket lives outside the run directory
 	wg      sync.WaitGroup
@@ -56,6 +63,7 @@ func Serve(t *trainer.Trainer, runDir string) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{t: t, runDir: runDir, conns: map[net.Conn]struct{}{}, sameUser: peerIsOwner}
+	s.absDir, _ = filepath.Abs(runDir)
 	s.sock = filepath.Join(runDir, SocketFile)
 	if abs, err := filepath.Abs(s.sock); err == nil && len(abs) > maxSocketPath {
 		dir, err := os.MkdirTemp("", "agenttrainer-") // mode 0700
@@ -205,7 +213,7 @@ func (s *Server) handle(req request) response {
 	t := s.t
 	switch req.Op {
 	case "hello":
-		return response{OK: true, Version: Version}
+		return response{OK: true, Version: Version, Dir: s.absDir}
 	case "info":
 		info := t.Info()
 		if info.RunDir == "" {
@@ -222,6 +230,11 @@ func (s *Server) handle(req request) response {
 	case "stop":
 		t.Stop()
 	case "save":
+		// One save asked for before may still be on its way to its pin.
+		if n := runstore.CountPinned(filepath.Join(s.runDir, runstore.CheckpointsDir)); n >= MaxPinned-1 {
+			return response{Error: fmt.Sprintf("%d checkpoints of this run are pinned already (the most a run keeps asked for by hand); remove some step-N.safetensors.pinned files in %s to pin more",
+				n, filepath.Join(s.runDir, runstore.CheckpointsDir))}
+		}
 		t.SaveCheckpoint()
 	case "edit":
 		if err := t.Edit(req.Key, req.Value); err != nil {

@@ -13,6 +13,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/BurntSushi/toml"
+
+	"github.com/agenttrainer/agenttrainer/internal/inputfile"
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
@@ -88,8 +92,8 @@ func Scan(runsDir string) ([]RunInfo, error) {
 			continue
 		}
 		dir := filepath.Join(runsDir, e.Name())
-		if !IsRunDir(dir) {
-			continue
+		if termtext.HasControl(e.Name()) || !IsRunDir(dir) {
+			continue // a name a terminal would act on is never shown (Unlisted names it safely)
 		}
 		r := RunInfo{Dir: dir, Name: e.Name(), Best: Float(math.NaN()), Last: Float(math.NaN())}
 		r.Started = startedOf(dir, r.Name)
@@ -103,6 +107,21 @@ func Scan(runsDir string) ([]RunInfo, error) {
 		return runs[i].Name > runs[j].Name
 	})
 	return runs, nil
+}
+
+// Unlisted names, cleaned for a terminal (termtext.Clean), the run
+// directories under runsDir that listings leave out because their names
+// hold control characters: a terminal would act on them, and a run
+// directory's path is printed in many places. Renaming one lists it again.
+func Unlisted(runsDir string) []string {
+	entries, _ := os.ReadDir(runsDir)
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() && termtext.HasControl(e.Name()) && IsRunDir(filepath.Join(runsDir, e.Name())) {
+			out = append(out, termtext.Clean(e.Name()))
+		}
+	}
+	return out
 }
 
 func startedOf(dir, name string) time.Time {
@@ -132,12 +151,15 @@ func IsRunDir(dir string) bool {
 func ReadRunInfo(dir string) RunInfo {
 	r := RunInfo{Dir: dir, Name: filepath.Base(dir), Best: Float(math.NaN()), Last: Float(math.NaN())}
 	r.Started = startedOf(dir, r.Name)
+	r.Name = termtext.Clean(r.Name)
 	var errs []error
-	cfg, err := ReadConfig(dir)
+	cfg, parsed, err := readConfig(dir)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	r.EnvID, r.Agent, r.TotalSteps = cfg.Env.ID, cfg.Agent.Name, cfg.PPO.TotalTimesteps
+	if parsed { // else cfg holds only the defaults: better no env than a wrong one
+		r.EnvID, r.Agent, r.TotalSteps = termtext.Clean(cfg.Env.ID), termtext.Clean(cfg.Agent.Name), cfg.PPO.TotalTimesteps
+	}
 	s, err := summarizeMetrics(filepath.Join(dir, MetricsFile))
 	if err != nil {
 		errs = append(errs, err)
@@ -152,7 +174,7 @@ func ReadRunInfo(dir string) RunInfo {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	r.Err = errors.Join(errs...)
+	r.Err = termtext.Error(errors.Join(errs...))
 	return r
 }
 
@@ -164,63 +186,53 @@ type metricsSummary struct {
 	wall       float64
 }
 
-// summarizeMetrics reads path as ReadMetrics does (a missing file is empty,
-// an unfinished last line is skipped, a bad complete line is an error) but
-// takes only step, time_s and ep_return_mean from each record: straight
-// from the bytes the trainer writes, decoding a record as JSON only when it
-// is written some other way.
+// summarizeMetrics reads path as ReadMetrics does (a missing file is
+// empty, an unfinished last line is skipped, lines that are not records
+// are skipped and counted in a *BadRecordsError) but takes only step,
+// time_s and ep_return_mean from each record: straight from the bytes the
+// trainer writes, decoding a record as JSON only when it is written some
+// other way. The file is streamed, never held whole.
 func summarizeMetrics(path string) (metricsSummary, error) {
 	s := metricsSummary{best: Float(math.NaN()), last: Float(math.NaN())}
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return s, nil
+	err := scanRecords(path, MaxMetricsFile, "metrics file", s.add)
+	return s, err
+}
+
+// add takes one record into the summary.
+func (s *metricsSummary) add(line []byte) error {
+	line = bytes.TrimSpace(line)
+	step, t, ret, ok := scanRecord(line)
+	if !ok {
+		var m struct {
+			Step         int64 `json:"step"`
+			TimeS        Float `json:"time_s"`
+			EpReturnMean Float `json:"ep_return_mean"`
+		}
+		m.TimeS, m.EpReturnMean = Float(math.NaN()), Float(math.NaN())
+		if err := json.Unmarshal(line, &m); err != nil {
+			return err
+		}
+		step, t, ret = m.Step, float64(m.TimeS), float64(m.EpReturnMean)
 	}
-	if err != nil {
-		return s, err
+	s.iters++
+	s.steps = max(s.steps, step)
+	if !math.IsNaN(t) {
+		s.wall = t
 	}
-	for n := 1; len(data) > 0; n++ {
-		line, rest, complete := bytes.Cut(data, []byte{'\n'})
-		data = rest
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		step, t, ret, ok := scanRecord(line)
-		if !ok || !complete {
-			var m struct {
-				Step         int64 `json:"step"`
-				TimeS        Float `json:"time_s"`
-				EpReturnMean Float `json:"ep_return_mean"`
-			}
-			m.TimeS, m.EpReturnMean = Float(math.NaN()), Float(math.NaN())
-			if err := json.Unmarshal(line, &m); err != nil {
-				if !complete {
-					break
-				}
-				return s, fmt.Errorf("%s:%d: %w", path, n, err)
-			}
-			step, t, ret = m.Step, float64(m.TimeS), float64(m.EpReturnMean)
-		}
-		s.iters++
-		s.steps = max(s.steps, step)
-		if !math.IsNaN(t) {
-			s.wall = t
-		}
-		if math.IsNaN(ret) {
-			continue
-		}
-		s.last = Float(ret)
-		if math.IsNaN(float64(s.best)) || ret > float64(s.best) {
-			s.best = Float(ret)
-		}
+	if math.IsNaN(ret) {
+		return nil
 	}
-	return s, nil
+	s.last = Float(ret)
+	if math.IsNaN(float64(s.best)) || ret > float64(s.best) {
+		s.best = Float(ret)
+	}
+	return nil
 }
 
 // scanRecord reads step, time_s and ep_return_mean out of one record as
 // json.Marshal writes it (no spaces); ok is false for anything else.
 func scanRecord(line []byte) (step int64, t, ret float64, ok bool) {
-	if line[0] != '{' || line[len(line)-1] != '}' {
+	if len(line) < 2 || line[0] != '{' || line[len(line)-1] != '}' {
 		return 0, 0, 0, false
 	}
 	field := func(key string) ([]byte, bool) {
@@ -280,46 +292,54 @@ func startedFromName(name string) time.Time {
 // ReadConfig reads a run's config.toml over the defaults. Keys the schema no
 // longer knows are reported in the error, and the rest are still applied.
 func ReadConfig(dir string) (config.Config, error) {
-	c := config.Default()
-	return c, c.LoadFile(filepath.Join(dir, ConfigFile))
+	c, _, err := readConfig(dir)
+	return c, err
 }
 
-// ReadMetrics reads a run's metrics.jsonl. A missing file holds no records;
-// an unfinished last line (a writer that crashed, or one still writing) is
-// skipped.
+// readConfig is ReadConfig that also says whether the file could be read
+// as TOML at all: when it could not, c holds only the defaults, which say
+// nothing about the run.
+func readConfig(dir string) (c config.Config, parsed bool, err error) {
+	c = config.Default()
+	path := filepath.Join(dir, ConfigFile)
+	data, err := inputfile.Read(path, maxRunConfig, "config file")
+	if err != nil {
+		return c, false, termtext.Error(&config.Error{Source: path, Msg: fmt.Sprintf("cannot read config file: %v", unwrapPath(err))})
+	}
+	err = c.LoadTOML(string(data), path)
+	if err != nil {
+		var m map[string]any
+		parsed = toml.Unmarshal(data, &m) == nil
+	}
+	return c, err == nil || parsed, termtext.Error(err)
+}
+
+// unwrapPath drops the path from an *fs.PathError (the message names the
+// file already).
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// ReadMetrics reads a run's metrics.jsonl. A missing file holds no
+// records; an unfinished last line (a writer that crashed, or one still
+// writing) is skipped; lines that are not records are skipped too, and
+// counted in a *BadRecordsError that comes with the other records
+// (IsPartial).
 func ReadMetrics(dir string) ([]Metrics, error) {
-	return readJSONL[Metrics](filepath.Join(dir, MetricsFile))
+	return readJSONL[Metrics](filepath.Join(dir, MetricsFile), MaxMetricsFile, "metrics file")
 }
 
 // ReadEdits reads a run's edits.jsonl, with the same tolerance as
-// ReadMetrics.
+// ReadMetrics; the edits' text is cleaned for a terminal.
 func ReadEdits(dir string) ([]Edit, error) {
-	return readJSONL[Edit](filepath.Join(dir, EditsFile))
-}
-
-func readJSONL[T any](path string) ([]T, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	edits, err := readJSONL[Edit](filepath.Join(dir, EditsFile), MaxEditsFile, "edits file")
+	for i := range edits {
+		e := &edits[i]
+		e.Key, e.Value, e.Old = termtext.Clean(e.Key), termtext.Clean(e.Value), termtext.Clean(e.Old)
 	}
-	if err != nil {
-		return nil, err
-	}
-	var out []T
-	for n := 1; len(data) > 0; n++ {
-		line, rest, complete := bytes.Cut(data, []byte{'\n'})
-		data = rest
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var v T
-		if err := json.Unmarshal(line, &v); err != nil {
-			if !complete { // the writer has not finished this line
-				break
-			}
-			return out, fmt.Errorf("%s:%d: %w", path, n, err)
-		}
-		out = append(out, v)
-	}
-	return out, nil
+	return edits, err
 }

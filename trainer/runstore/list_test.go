@@ -35,7 +35,11 @@ func TestReadMetrics(t *testing.T) {
 		{name: "truncated last line", file: `{"iter":1,"step":512}` + "\n" + `{"iter":2,"st`, steps: []int64{512}},
 		{name: "null is NaN", file: `{"iter":1,"step":512,"ep_return_mean":null}` + "\n", steps: []int64{512}},
 		{name: "corrupt middle line", file: `{"iter":1,"step":512}` + "\n" + `{"iter":2,` + "\n" + `{"iter":3,"step":1536}` + "\n",
-			steps: []int64{512}, wantErr: "metrics.jsonl:2"},
+			steps: []int64{512, 1536}, wantErr: "metrics.jsonl:2: not a record"},
+		{name: "binary lines", file: `{"iter":1,"step":512}` + "\n\x00\xff\xfe\n\x1b]0;x\x07\n" + `{"iter":4,"step":2048}` + "\n",
+			steps: []int64{512, 2048}, wantErr: "and 1 more such lines"},
+		{name: "a line over the bound", file: `{"iter":1,"step":512}` + "\n" + strings.Repeat("x", MaxRecordLine+1) + "\n",
+			steps: []int64{512}, wantErr: "a line longer than"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

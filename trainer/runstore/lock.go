@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/agenttrainer/agenttrainer/internal/inputfile"
 )
 
 // LockFile, in a run directory, is held (flock) by the one process that
@@ -89,7 +91,7 @@ func CheckFree(dir string) error {
 
 func inUse(dir string) error {
 	holder := "another process"
-	if b, err := os.ReadFile(filepath.Join(dir, LockFile)); err == nil {
+	if b, err := inputfile.Read(filepath.Join(dir, LockFile), maxPointerFile, "lock file"); err == nil {
 		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 			holder = fmt.Sprintf("process %d", pid)
 		}

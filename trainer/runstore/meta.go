@@ -8,9 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
+	"github.com/agenttrainer/agenttrainer/internal/inputfile"
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
 )
 
 // MetaFile, in a run directory, holds what people say about the run: a
@@ -31,17 +36,38 @@ type Meta struct {
 // ReadMeta reads dir's meta.json (a missing one is empty).
 func ReadMeta(dir string) (Meta, error) {
 	var m Meta
-	b, err := os.ReadFile(filepath.Join(dir, MetaFile))
+	b, err := inputfile.Read(filepath.Join(dir, MetaFile), MaxMetaFile, "meta.json")
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, nil
 	}
 	if err != nil {
-		return m, err
+		return m, termtext.Error(err)
 	}
+	return parseMeta(b, filepath.Join(dir, MetaFile))
+}
+
+// parseMeta reads meta.json's bytes (path names it in errors), cleaned for
+// a terminal.
+func parseMeta(b []byte, path string) (Meta, error) {
+	var m Meta
 	if err := json.Unmarshal(b, &m); err != nil {
-		return Meta{}, fmt.Errorf("%s: %w", filepath.Join(dir, MetaFile), err)
+		return Meta{}, termtext.Error(fmt.Errorf("%s: %w", path, err))
 	}
-	return m, nil
+	return m.cleaned(), nil
+}
+
+// cleaned is m as it may be shown in a terminal: anyone who can write the
+// file could have put control characters in it (termtext.Clean).
+func (m Meta) cleaned() Meta {
+	m.Name, m.Note = termtext.Clean(m.Name), termtext.Clean(m.Note)
+	if len(m.Tags) > 0 {
+		tags := make([]string, len(m.Tags))
+		for i, t := range m.Tags {
+			tags[i] = termtext.Clean(t)
+		}
+		m.Tags = tags
+	}
+	return m
 }
 
 // WriteMeta writes m as dir's meta.json, cleaned: a one-line name and note,
@@ -51,6 +77,11 @@ func WriteMeta(dir string, m Meta) error {
 		return fmt.Errorf("%s is not a run directory (no %s or %s)", dir, ConfigFile, MetricsFile)
 	}
 	m.Name, m.Note = oneLine(m.Name), oneLine(m.Note)
+	for _, f := range []struct{ what, v string }{{"name", m.Name}, {"note", m.Note}} {
+		if termtext.HasControl(f.v) {
+			return fmt.Errorf("the %s %s holds a control character, which a terminal would act on; give plain text", f.what, strconv.Quote(f.v))
+		}
+	}
 	var tags []string
 	for _, t := range m.Tags {
 		t, err := CleanTag(t)
@@ -76,8 +107,17 @@ func WriteMeta(dir string, m Meta) error {
 	return atomicfile.Write(path, append(b, '\n'), 0o644)
 }
 
-// UpdateMeta reads dir's meta.json, lets change edit it, and writes it back.
+// UpdateMeta reads dir's meta.json, lets change edit it, and writes it
+// back, holding dir's meta lock throughout: two processes tagging the same
+// run at once both keep their tags. A write a kill interrupted before
+// leaves its temporary file, which goes here.
 func UpdateMeta(dir string, change func(*Meta)) (Meta, error) {
+	unlock, err := lockMeta(dir)
+	if err != nil {
+		return Meta{}, err
+	}
+	defer unlock()
+	atomicfile.RemoveStaleOf(dir, MetaFile)
 	m, err := ReadMeta(dir)
 	if err != nil {
 		return m, err
@@ -89,6 +129,36 @@ func UpdateMeta(dir string, change func(*Meta)) (Meta, error) {
 	return ReadMeta(dir)
 }
 
+// metaLockWait bounds how long UpdateMeta waits for another process that
+// changes the same meta.json.
+const metaLockWait = 10 * time.Second
+
+// lockMeta takes an exclusive lock (flock) on the run directory itself,
+// which the one-trainer lock (a file inside it) does not touch, so a live
+// training never holds a change of its meta.json up.
+func lockMeta(dir string) (unlock func(), err error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(metaLockWait)
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("locking %s to change its %s: %w", dir, MetaFile, err)
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("another process has been changing %s for %s; try again", filepath.Join(dir, MetaFile), metaLockWait)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // CleanTag trims a tag and checks it is one word: no spaces or commas.
 func CleanTag(t string) (string, error) {
 	t = strings.TrimSpace(t)
@@ -97,6 +167,9 @@ func CleanTag(t string) (string, error) {
 	}
 	if strings.ContainsAny(t, " \t\n,") {
 		return "", fmt.Errorf("tag %q: a tag is one word, without spaces or commas", t)
+	}
+	if termtext.HasControl(t) {
+		return "", fmt.Errorf("tag %q holds a control character, which a terminal would act on; give plain text", t)
 	}
 	return t, nil
 }

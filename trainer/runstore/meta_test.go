@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -201,4 +202,32 @@ func BenchmarkList500(b *testing.B) {
 			}
 		}
 	})
+}
+
+// Concurrent changes of one meta.json keep every change (F24): each holds
+// the run directory's meta lock from its read to its write.
+func TestUpdateMetaConcurrently(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteConfig(dir, config.Default()); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, ".meta.json.tmp123"), []byte("left by a kill"), 0o644)
+	var wg sync.WaitGroup
+	for i := 0; i < 40; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := UpdateMeta(dir, func(m *Meta) { m.Tags = append(m.Tags, fmt.Sprintf("t%d", i)) }); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	m, err := ReadMeta(dir)
+	if err != nil || len(m.Tags) != 40 {
+		t.Fatalf("%d tags of 40 kept: %v", len(m.Tags), err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".meta.json.tmp123")); err == nil {
+		t.Error("the stale temporary file is still there")
+	}
 }

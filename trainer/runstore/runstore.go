@@ -6,7 +6,6 @@
 package runstore
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"encoding/json"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
+	"github.com/agenttrainer/agenttrainer/internal/inputfile"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
@@ -172,6 +172,20 @@ func Pinned(dir, name string) bool {
 	return err == nil
 }
 
+// CountPinned counts the pinned checkpoints in dir.
+func CountPinned(dir string) int {
+	entries, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), pinSuffix); ok {
+			if _, ok := CheckpointStep(name); ok {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // PruneCheckpoints deletes all but the keep newest unpinned checkpoint files in
 // dir (keep 0 keeps everything); pinned ones stay. Called after the newest
 // was written and pointed to.
@@ -215,7 +229,7 @@ func Checkpoints(dir string) ([]string, error) {
 		sb, _ := CheckpointStep(b)
 		return cmp.Compare(sb, sa)
 	})
-	if latest, err := os.ReadFile(filepath.Join(dir, LatestFile)); err == nil {
+	if latest, err := inputfile.Read(filepath.Join(dir, LatestFile), maxPointerFile, "checkpoint pointer"); err == nil {
 		name := strings.TrimSpace(string(latest))
 		if i := slices.Index(names, name); i > 0 {
 			names = append([]string{name}, slices.Delete(names, i, i+1)...)
@@ -244,19 +258,10 @@ func occupied(path string) string {
 	if err != nil {
 		return ""
 	}
-	switch m := st.Mode(); {
-	case m.IsRegular() || m&os.ModeSymlink != 0:
+	if m := st.Mode(); m.IsRegular() || m&os.ModeSymlink != 0 {
 		return ""
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&os.ModeDevice != 0:
-		return "a device"
 	}
-	return "something other than a file"
+	return inputfile.Kind(st.Mode())
 }
 
 // WriteCheckpoint writes a checkpoint's bytes as dir/step-<step>.safetensors
@@ -305,27 +310,25 @@ func Reopen(dir string, iter int) error {
 // is at most iter, dropping later ones and a torn last line, so that a
 // resumed run neither repeats nor skips a record.
 func truncateRecords(path string, iter int) error {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
 	var kept bytes.Buffer
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<16), 1<<26)
-	for sc.Scan() {
+	changed := false
+	err := scanRecords(path, MaxMetricsFile, "records file", func(line []byte) error {
 		var rec struct {
 			Iter *int `json:"iter"`
 		}
-		if json.Unmarshal(sc.Bytes(), &rec) != nil || rec.Iter == nil || *rec.Iter > iter {
-			continue
+		if json.Unmarshal(line, &rec) != nil || rec.Iter == nil || *rec.Iter > iter {
+			changed = true
+			return nil
 		}
-		kept.Write(sc.Bytes())
+		kept.Write(line)
 		kept.WriteByte('\n')
+		return nil
+	})
+	if err != nil && !IsPartial(err) { // lines that are not records are dropped with the rest
+		return err
 	}
-	if kept.Len() == len(data) {
+	st, serr := os.Stat(path)
+	if errors.Is(serr, os.ErrNotExist) || (!changed && serr == nil && st.Size() == int64(kept.Len())) {
 		return nil
 	}
 	return atomicfile.Write(path, kept.Bytes(), 0o644)
