@@ -7,6 +7,7 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/agents/dist"
 	"github.com/agenttrainer/agenttrainer/gpu"
+	"github.com/agenttrainer/agenttrainer/internal/numtest"
 )
 
 // TestObjective holds the CPU device's fused losses (one core and two) to
@@ -130,19 +131,9 @@ func checkObjective(t *testing.T, dev gpu.Device, tol float64) {
 // differences of f.
 func checkObjectiveGradient(t *testing.T, what string, f func([]float64) float64, x []float64, grad []float32) {
 	t.Helper()
-	const h = 1e-5
-	for i := range x {
-		orig := x[i]
-		x[i] = orig + h
-		up := f(x)
-		x[i] = orig - h
-		down := f(x)
-		x[i] = orig
-		num := (up - down) / (2 * h)
-		if diff := math.Abs(num - float64(grad[i])); diff > 1e-4+1e-3*math.Abs(num) {
-			t.Errorf("%s: d/dx[%d] device %v, objective %v", what, i, grad[i], num)
-		}
-	}
+	numtest.Gradient(func() float64 { return f(x) }, x, grad, 1e-5, 1e-4, 1e-3, func(i int, analytic float32, numeric float64) {
+		t.Errorf("%s: d/dx[%d] device %v, objective %v", what, i, analytic, numeric)
+	})
 }
 
 func f64(s []float32) []float64 {
