@@ -33,7 +33,7 @@ func TestEvalExitsOneWhenTheWorldFails(t *testing.T) {
 		"ppo.total_timesteps=512", "trainer.device=cpu"); code != 0 {
 		t.Fatalf("train: exit %d: %s", code, stderr)
 	}
-	if code, stdout, stderr := runCLI(ctx, "eval", run, "--episodes", "1"); code != 0 || !strings.Contains(stdout, "1 episodes") {
+	if code, stdout, stderr := runCLI(ctx, "eval", run, "--episodes", "1"); code != 0 || !strings.Contains(stdout, "1 episode,") {
 		t.Fatalf("eval with its server: exit %d, %q %q", code, stdout, stderr)
 	}
 	if code, _, stderr := runCLI(ctx, "eval", run, "--tasks", "val"); code != 2 || !strings.Contains(stderr, "no validation tasks") {
