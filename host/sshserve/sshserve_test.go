@@ -25,8 +25,8 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/agenttrainer/agenttrainer/cli"
-	"github.com/agenttrainer/agenttrainer/internal/spawn"
-	"github.com/agenttrainer/agenttrainer/internal/sshserve"
+	"github.com/agenttrainer/agenttrainer/host/spawn"
+	"github.com/agenttrainer/agenttrainer/host/sshserve"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/control"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
