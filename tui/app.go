@@ -115,7 +115,7 @@ func (r Result) Summary(again string) string {
 	}
 	line := fmt.Sprintf("run %s after %d steps", r.State, r.Steps)
 	if !math.IsNaN(r.Return) && r.Steps > 0 {
-		line += fmt.Sprintf(", ep_return_mean %.4g", r.Return)
+		line += fmt.Sprintf(", %s %.4g", headlineMetric(), r.Return)
 	}
 	if r.RunDir != "" {
 		line += "; kept in " + r.RunDir

@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/agenttrainer/agenttrainer/trainer"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 // historyBuckets bounds a history's memory and drawing cost; a chart is at
@@ -64,7 +65,7 @@ func (a agg) mean() float64 {
 type bucket struct {
 	start, last int64   // bucket start, last step seen in it
 	time        float64 // wall seconds of the last record in it
-	ch          [numChannels]agg
+	ch          []agg   // by the history's slot of each metric
 }
 
 // history is a run's metrics over environment steps, downsampled to at most
@@ -72,15 +73,28 @@ type bucket struct {
 // span doubles. Memory and redraw cost stay constant however long the run,
 // and every bucket still holds the exact mean, min and max of its records
 // and the values of its last one (ntcharts' own point buffer never trims,
-// so charts redraw from this).
+// so charts redraw from this). It keeps every metric a record carries:
+// the registry's and those the run reports.
 type history struct {
 	span    int64
 	buckets []bucket
 	records int
-	counts  [numChannels]int // values of each channel seen (has asks)
+	names   []string       // the metrics held, by slot
+	slot    map[string]int // a metric's slot in names, counts and buckets
+	counts  []int          // values of each metric seen (has asks)
+	extras  int            // records that carried figures beyond the built-in ones
+	fields  []string       // the registry's metrics when the history began
 }
 
-func newHistory() *history { return &history{span: 1} }
+func newHistory() *history {
+	h := &history{span: 1, slot: map[string]int{}}
+	for _, m := range runstore.MetricList() {
+		if !m.Axis {
+			h.fields = append(h.fields, m.Name)
+		}
+	}
+	return h
+}
 
 // historyOf builds a history from records read back from a run directory.
 func historyOf(ms []trainer.Metrics) *history {
@@ -89,6 +103,17 @@ func historyOf(ms []trainer.Metrics) *history {
 		h.add(ms[i])
 	}
 	return h
+}
+
+// slotOf is name's slot, made on first sight.
+func (h *history) slotOf(name string) int {
+	if i, ok := h.slot[name]; ok {
+		return i
+	}
+	h.slot[name] = len(h.names)
+	h.names = append(h.names, name)
+	h.counts = append(h.counts, 0)
+	return len(h.names) - 1
 }
 
 // add folds one metrics record in. Steps must not go backwards; a record
@@ -100,12 +125,42 @@ func (h *history) add(m trainer.Metrics) {
 	if t := float64(m.TimeS); !math.IsNaN(t) {
 		b.time = math.Max(b.time, t)
 	}
-	for c, v := range valuesOf(&m) {
+	put := func(name string, v float64) {
+		c := h.slotOf(name)
+		if c >= len(b.ch) {
+			b.ch = append(b.ch, make([]agg, c+1-len(b.ch))...)
+		}
 		b.ch[c].add(v)
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
 			h.counts[c]++
 		}
 	}
+	for _, name := range h.fields {
+		if _, extra := m.Extra[name]; !extra {
+			v, _ := m.Value(name)
+			put(name, v)
+		}
+	}
+	if len(m.Extra) > 0 {
+		h.extras++
+		for name, v := range m.Extra {
+			put(name, float64(v))
+		}
+	}
+}
+
+// ownFigures reports whether the run reports figures beyond the built-in
+// ones, seen over its first records.
+func (h *history) ownFigures() bool { return h.records >= 3 && h.extras > 0 }
+
+func (h *history) metricNames() []string { return h.names }
+
+// aggOf is the aggregate of metric name in b (empty when b has none).
+func (h *history) aggOf(b *bucket, name string) agg {
+	if c, ok := h.slot[name]; ok && c < len(b.ch) {
+		return b.ch[c]
+	}
+	return agg{}
 }
 
 func (h *history) bucketFor(step int64) *bucket {
@@ -132,7 +187,10 @@ func (h *history) compact() {
 			o := &out[n-1]
 			o.last = max(o.last, b.last)
 			o.time = math.Max(o.time, b.time)
-			for c := range o.ch {
+			if len(b.ch) > len(o.ch) {
+				o.ch = append(o.ch, make([]agg, len(b.ch)-len(o.ch))...)
+			}
+			for c := range b.ch {
 				o.ch[c].merge(b.ch[c])
 			}
 			continue
@@ -158,12 +216,15 @@ const (
 	statMax
 )
 
-// series returns one channel as chart points over env steps, one per
+// series returns one metric as chart points over env steps, one per
 // bucket that has data.
-func (h *history) series(c channel, s stat) []point { return h.seriesOn(c, s, false) }
+func (h *history) series(name string, s stat) []point { return h.seriesOn(name, s, false) }
 
-// has reports whether a channel holds any value.
-func (h *history) has(c channel) bool { return h.counts[c] > 0 }
+// has reports whether a metric holds any value.
+func (h *history) has(name string) bool {
+	c, ok := h.slot[name]
+	return ok && h.counts[c] > 0
+}
 
 // lastTime is the wall seconds of the latest record.
 func (h *history) lastTime() float64 {
@@ -173,10 +234,10 @@ func (h *history) lastTime() float64 {
 	return h.buckets[len(h.buckets)-1].time
 }
 
-// last is a channel's latest value (NaN when it has none).
-func (h *history) last(c channel) float64 {
+// last is a metric's latest value (NaN when it has none).
+func (h *history) last(name string) float64 {
 	for i := len(h.buckets) - 1; i >= 0; i-- {
-		if a := h.buckets[i].ch[c]; a.n > 0 {
+		if a := h.aggOf(&h.buckets[i], name); a.n > 0 {
 			return a.lastVal
 		}
 	}
@@ -184,10 +245,11 @@ func (h *history) last(c channel) float64 {
 }
 
 // seriesOn is series with x in wall seconds when wall is set.
-func (h *history) seriesOn(c channel, s stat, wall bool) []point {
+func (h *history) seriesOn(name string, s stat, wall bool) []point {
 	pts := make([]point, 0, len(h.buckets))
-	for _, b := range h.buckets {
-		a := b.ch[c]
+	for i := range h.buckets {
+		b := &h.buckets[i]
+		a := h.aggOf(b, name)
 		if a.n == 0 {
 			continue
 		}
@@ -228,13 +290,14 @@ func smooth(pts []point, w float64) []point {
 	return out
 }
 
-// at is the record of channel c nearest to x (steps, or seconds with
+// at is the record of metric name nearest to x (steps, or seconds with
 // wall): its x and value, exact when its bucket holds one record, the
 // bucket's last otherwise.
-func (h *history) at(c channel, x float64, wall bool) (float64, float64, bool) {
+func (h *history) at(name string, x float64, wall bool) (float64, float64, bool) {
 	best, bx, bv, found := math.Inf(1), 0.0, 0.0, false
-	for _, b := range h.buckets {
-		a := b.ch[c]
+	for i := range h.buckets {
+		b := &h.buckets[i]
+		a := h.aggOf(b, name)
 		if a.n == 0 {
 			continue
 		}
@@ -249,11 +312,12 @@ func (h *history) at(c channel, x float64, wall bool) (float64, float64, bool) {
 	return bx, bv, found
 }
 
-// values returns a channel's bucket means, for sparklines.
-func (h *history) values(c channel) []float64 {
+// values returns a metric's bucket means, for sparklines.
+func (h *history) values(name string) []float64 {
 	out := make([]float64, 0, len(h.buckets))
-	for _, b := range h.buckets {
-		out = append(out, b.ch[c].mean())
+	for i := range h.buckets {
+		a := h.aggOf(&h.buckets[i], name)
+		out = append(out, a.mean())
 	}
 	return out
 }

@@ -39,10 +39,12 @@ func TestHistoryDownsamples(t *testing.T) {
 			var n int
 			var got float64
 			lo, hi := math.Inf(1), math.Inf(-1)
-			for i, b := range h.buckets {
-				n += b.ch[chReturn].n
-				got += b.ch[chReturn].sum
-				lo, hi = math.Min(lo, b.ch[chReturnMin].lo), math.Max(hi, b.ch[chReturnMax].hi)
+			for i := range h.buckets {
+				b := &h.buckets[i]
+				ret := h.aggOf(b, "ep_return_mean")
+				n += ret.n
+				got += ret.sum
+				lo, hi = math.Min(lo, h.aggOf(b, "ep_return_min").lo), math.Max(hi, h.aggOf(b, "ep_return_max").hi)
 				if i > 0 && b.start <= h.buckets[i-1].start {
 					t.Fatalf("bucket %d starts at %d, not after %d", i, b.start, h.buckets[i-1].start)
 				}
@@ -65,13 +67,13 @@ func TestHistorySkipsUndefined(t *testing.T) {
 	nan := trainer.Float(math.NaN())
 	h.add(trainer.Metrics{Step: 512, EpReturnMean: nan, EpReturnMin: nan, EpReturnMax: nan, PolicyLoss: 0.5})
 	h.add(trainer.Metrics{Step: 1024, EpReturnMean: 10, EpReturnMin: 5, EpReturnMax: 20, PolicyLoss: 0.25})
-	if pts := h.series(chReturn, statMean); len(pts) != 1 || pts[0] != (point{1024, 10, 1}) {
+	if pts := h.series("ep_return_mean", statMean); len(pts) != 1 || pts[0] != (point{1024, 10, 1}) {
 		t.Errorf("return series = %v, want one point at 1024", pts)
 	}
-	if pts := h.series(chPolicyLoss, statMean); len(pts) != 2 {
+	if pts := h.series("policy_loss", statMean); len(pts) != 2 {
 		t.Errorf("loss series has %d points, want 2", len(pts))
 	}
-	if ema := smooth(h.series(chReturn, statMean), 0.9); len(ema) != 1 || math.Abs(ema[0].y-10) > 1e-9 {
+	if ema := smooth(h.series("ep_return_mean", statMean), 0.9); len(ema) != 1 || math.Abs(ema[0].y-10) > 1e-9 {
 		t.Errorf("the debiased EMA of one value is %v, want 10", ema)
 	}
 }

@@ -27,7 +27,7 @@ const defaultSmoothing = 2
 // holds one set, so the dashboard and the runs browser show runs the same
 // way.
 type chartOpts struct {
-	metric string         // the big chart's metric (a metricDefs name)
+	metric string         // the big chart's metric (a registry name)
 	smooth int            // index into smoothings
 	band   bool           // return: the min/max band
 	grid   bool           // a grid of small charts instead of one
@@ -38,7 +38,7 @@ type chartOpts struct {
 }
 
 func defaultChartOpts() chartOpts {
-	return chartOpts{metric: "ep_return_mean", smooth: defaultSmoothing, band: true}
+	return chartOpts{metric: headlineMetric(), smooth: defaultSmoothing, band: true}
 }
 
 // weight is the smoothing weight (0: none).
@@ -145,9 +145,9 @@ func newChartControls(sh *shared) chartControls {
 // capturing: the picker's filter or the range prompt takes typed keys.
 func (c *chartControls) capturing() bool { return c.picking || c.ranging }
 
-// key handles a chart key; has says which channels the runs on screen have
+// key handles a chart key; has says which metrics the runs on screen have
 // (val_* metrics are offered only then). It reports whether km was one.
-func (c *chartControls) key(km tea.KeyMsg, has func(channel) bool) (bool, tea.Cmd) {
+func (c *chartControls) key(km tea.KeyMsg, has metricSource) (bool, tea.Cmd) {
 	switch {
 	case c.picking:
 		return true, c.updatePicker(km, has)
@@ -207,7 +207,7 @@ func (c *chartControls) key(km tea.KeyMsg, has func(channel) bool) (bool, tea.Cm
 }
 
 // openPicker lists the metrics (val_* only when present).
-func (c *chartControls) openPicker(has func(channel) bool) {
+func (c *chartControls) openPicker(has metricSource) {
 	c.picking = true
 	c.filter.SetValue("")
 	c.refilter(has)
@@ -218,14 +218,8 @@ func (c *chartControls) openPicker(has func(channel) bool) {
 	}
 }
 
-func (c *chartControls) refilter(has func(channel) bool) {
-	var names []string
-	for _, m := range metricDefs {
-		if (m.ch == chValReturn || m.ch == chValSuccess) && !has(m.ch) {
-			continue
-		}
-		names = append(names, m.name)
-	}
+func (c *chartControls) refilter(has metricSource) {
+	names := names(runMetrics(has, anyMetric))
 	c.choices = c.choices[:0]
 	for _, i := range fuzzyFilter(c.filter.Value(), len(names), func(i int) string { return names[i] }, nil) {
 		c.choices = append(c.choices, names[i])
@@ -236,7 +230,7 @@ func (c *chartControls) refilter(has func(channel) bool) {
 	c.listCursor.cursor = min(c.listCursor.cursor, max(len(c.choices)-1, 0))
 }
 
-func (c *chartControls) updatePicker(km tea.KeyMsg, has func(channel) bool) tea.Cmd {
+func (c *chartControls) updatePicker(km tea.KeyMsg, has metricSource) tea.Cmd {
 	lc := &c.listCursor
 	switch km.Type {
 	case tea.KeyEsc:
@@ -300,7 +294,7 @@ func (c *chartControls) updateRange(km tea.KeyMsg) tea.Cmd {
 
 // viewPicker is the metric picker in w×h: a filter and the metrics that
 // pass it, each with its latest value.
-func (c *chartControls) viewPicker(w, h int, last func(channel) float64) string {
+func (c *chartControls) viewPicker(w, h int, last func(string) float64) string {
 	th := c.sh.th
 	var b strings.Builder
 	b.WriteString(th.Title.Render("Chart a metric") + th.Dim.Render("  type to filter · ↑/↓ · enter charts it · esc keeps the chart") + "\n")
@@ -310,8 +304,7 @@ func (c *chartControls) viewPicker(w, h int, last func(channel) float64) string 
 	lc.follow(len(c.choices), rows)
 	for i := lc.offset; i < len(c.choices) && i < lc.offset+rows; i++ {
 		name := c.choices[i]
-		def, _ := metricByName(name)
-		v := num(last(def.ch))
+		v := num(last(name))
 		line := fitLine("  "+name, 26) + th.Dim.Render(v)
 		if i == lc.cursor {
 			line = th.Selected.Render(fitLine("▸ "+name, 26) + v)
@@ -390,17 +383,8 @@ func gridOf(names []string, w, h int, cell func(i int, name string, w, h int) st
 	return strings.Join(lines, "\n")
 }
 
-// gridMetrics are the grid's metrics, val_* only where has says so.
-func gridMetrics(has func(channel) bool) []string {
-	var out []string
-	for _, m := range metricDefs {
-		if !m.grid || ((m.ch == chValReturn || m.ch == chValSuccess) && !has(m.ch)) {
-			continue
-		}
-		out = append(out, m.name)
-	}
-	return out
-}
+// gridMetrics are the grid's metrics that the runs on screen offer.
+func gridMetrics(has metricSource) []string { return names(runMetrics(has, gridMetric)) }
 
 // cellTitle is the title of a small chart in a box boxW wide: the metric
 // and its latest value, the name shortened rather than the value, with a

@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"github.com/agenttrainer/agenttrainer/internal/termtext"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 	"math"
 	"strconv"
 	"strings"
@@ -123,7 +124,7 @@ func (d *dashboard) key(km tea.KeyMsg) tea.Cmd {
 		return d.log.key(km)
 	}
 	if r != nil || d.ctl.capturing() {
-		if ok, cmd := d.ctl.key(km, d.has); ok {
+		if ok, cmd := d.ctl.key(km, d.metrics()); ok {
 			return cmd
 		}
 	}
@@ -195,16 +196,19 @@ func (d *dashboard) pause(r *run) tea.Cmd {
 	}
 }
 
-// has reports whether the focused run has values of a channel.
-func (d *dashboard) has(c channel) bool {
-	r := d.run()
-	return r != nil && r.hist.has(c)
+// metrics is what the focused run holds, for the metric picker and the
+// grid.
+func (d *dashboard) metrics() metricSource {
+	if r := d.run(); r != nil {
+		return r.hist
+	}
+	return newHistory()
 }
 
-// last is the focused run's latest value of a channel.
-func (d *dashboard) last(c channel) float64 {
+// last is the focused run's latest value of a metric.
+func (d *dashboard) last(name string) float64 {
 	if r := d.run(); r != nil {
-		return r.hist.last(c)
+		return r.hist.last(name)
 	}
 	return math.NaN()
 }
@@ -286,16 +290,17 @@ func (d *dashboard) xRange(r *run) (float64, float64) {
 // spec is the chart of one metric of r in w×h cells (inside a box).
 func (d *dashboard) spec(r *run, metric string, w, h int, main bool) (chartSpec, string) {
 	th := d.sh.th
-	def, _ := metricByName(metric)
+	def := metricInfo(metric)
+	banded := def.Band[0] != "" && d.opts.band
 	wall, weight := d.opts.wall, d.opts.weight()
 	var curves []curve
 	title := metric
-	if def.ch == chReturn && main && d.opts.band {
+	if banded && main {
 		curves = append(curves,
-			curve{pts: r.hist.seriesOn(chReturnMin, statMin, wall), style: th.Band},
-			curve{pts: r.hist.seriesOn(chReturnMax, statMax, wall), style: th.Band})
+			curve{pts: r.hist.seriesOn(def.Band[0], statMin, wall), style: th.Band},
+			curve{pts: r.hist.seriesOn(def.Band[1], statMax, wall), style: th.Band})
 	}
-	raw := r.hist.seriesOn(def.ch, statMean, wall)
+	raw := r.hist.seriesOn(metric, statMean, wall)
 	switch {
 	case weight > 0 && main:
 		curves = append(curves, curve{pts: raw, style: th.Dim}, curve{pts: smooth(raw, weight), style: th.Smooth})
@@ -319,7 +324,7 @@ func (d *dashboard) spec(r *run, metric string, w, h int, main bool) (chartSpec,
 			title += " over env steps"
 		}
 		title += d.opts.smoothTitle()
-		if def.ch == chReturn && d.opts.band {
+		if banded {
 			title += " · min/max"
 		}
 		if d.opts.logY {
@@ -327,12 +332,12 @@ func (d *dashboard) spec(r *run, metric string, w, h int, main bool) (chartSpec,
 		}
 		title += d.opts.zoomTitle()
 	} else {
-		title = cellTitle(metric, r.hist.last(def.ch), w+2)
+		title = cellTitle(metric, r.hist.last(metric), w+2)
 	}
 	empty := "waiting for the first metrics…"
 	if r.have {
 		empty = "no value yet"
-		if def.ch == chReturn {
+		if def.Band[0] != "" { // an episode's figure
 			empty = "no episode has finished yet"
 		}
 	}
@@ -372,7 +377,7 @@ func (d *dashboard) redraw(r *run) {
 		}
 		return
 	}
-	names := gridMetrics(d.has)
+	names := gridMetrics(d.metrics())
 	if len(d.cells) < len(names) {
 		d.cells = make([]chartCanvas, len(names))
 	}
@@ -385,9 +390,9 @@ func (d *dashboard) redraw(r *run) {
 // cursorLine reads the values under the cursor: the record nearest to it.
 func (d *dashboard) cursorLine(r *run) string {
 	th := d.sh.th
-	def, _ := metricByName(d.opts.metric)
+	def := metricInfo(d.opts.metric)
 	x := d.canvas.cursorX
-	at, v, ok := r.hist.at(def.ch, x, d.opts.wall)
+	at, v, ok := r.hist.at(def.Name, x, d.opts.wall)
 	if !ok {
 		return th.Dim.Render("cursor: no value here · ←/→ move · esc hides")
 	}
@@ -395,15 +400,15 @@ func (d *dashboard) cursorLine(r *run) string {
 	if d.opts.wall {
 		where = "at " + timeLabel(at, 0.1)
 	}
-	s := th.Heading.Render("│ "+where) + "  " + def.name + " " + num(v)
+	s := th.Heading.Render("│ "+where) + "  " + def.Name + " " + num(v)
 	if w := d.opts.weight(); w > 0 {
-		if sm := nearest(smooth(r.hist.seriesOn(def.ch, statMean, d.opts.wall), w), at); !math.IsNaN(sm) {
+		if sm := nearest(smooth(r.hist.seriesOn(def.Name, statMean, d.opts.wall), w), at); !math.IsNaN(sm) {
 			s += th.Dim.Render("  smoothed ") + num(sm)
 		}
 	}
-	if def.ch == chReturn {
-		_, lo, okLo := r.hist.at(chReturnMin, x, d.opts.wall)
-		_, hi, okHi := r.hist.at(chReturnMax, x, d.opts.wall)
+	if def.Band[0] != "" {
+		_, lo, okLo := r.hist.at(def.Band[0], x, d.opts.wall)
+		_, hi, okHi := r.hist.at(def.Band[1], x, d.opts.wall)
 		if okLo && okHi {
 			s += th.Dim.Render("  min/max ") + num(lo) + " / " + num(hi)
 		}
@@ -577,36 +582,43 @@ func (d *dashboard) progressLine(r *run) string {
 	return d.bar.ViewAs(r.fraction()) + text
 }
 
-// figure is one labelled number in the side panel.
+// figure is one labelled number in the side panel; spark names the metric
+// whose sparkline it may have.
 type figure struct {
-	label, value string
-	spark        channel
-	hasSpark     bool
+	label, value, spark string
 }
 
 // figures are the side panel's lines: progress first, then every metric
-// with a label (metricDefs), the return's band beside it.
+// the registry puts among the figures that the run offers, a band's
+// bounds beside its metric, and the iteration.
 func (d *dashboard) figures(r *run) []figure {
 	m := r.last
-	figs := []figure{
-		{label: "step", value: steps(float64(m.Step)) + " of " + steps(float64(r.total))},
-		{label: "steps/s", value: r.sps(), spark: chSPS, hasSpark: true},
-		{label: "episodes", value: thousands(m.Episodes)},
-	}
-	for _, def := range metricDefs {
-		if def.label == "" || !def.offered(r.hist.has) {
-			continue
+	figs := []figure{{label: "step", value: steps(float64(m.Step)) + " of " + steps(float64(r.total))}}
+	for _, def := range runMetrics(r.hist, func(m runstore.Metric) bool { return m.Figure }) {
+		f := figure{label: def.Label, value: lastValue(r, def)}
+		if sparkMetric(def) {
+			f.spark = def.Name
 		}
-		v := def.value(&m)
-		if def.val {
-			v = r.hist.last(def.ch)
-		}
-		figs = append(figs, figure{label: def.label, value: num(v), spark: def.ch, hasSpark: def.spark})
-		if def.ch == chReturn {
-			figs = append(figs, figure{label: " min / max", value: num(float64(m.EpReturnMin)) + " / " + num(float64(m.EpReturnMax))})
+		figs = append(figs, f)
+		if def.Band[0] != "" {
+			lo, hi := lastValue(r, metricInfo(def.Band[0])), lastValue(r, metricInfo(def.Band[1]))
+			figs = append(figs, figure{label: " min / max", value: lo + " / " + hi})
 		}
 	}
 	return append(figs, figure{label: "iteration", value: strconv.Itoa(m.Iter)})
+}
+
+// lastValue prints a metric's value in r's latest record, or, for a figure
+// only some records carry (validation's, an env's), its latest value.
+func lastValue(r *run, def runstore.Metric) string {
+	v, _ := r.last.Value(def.Name)
+	if !builtinMetric(def) {
+		v = r.hist.last(def.Name)
+	}
+	if def.Integer && !math.IsNaN(v) {
+		return thousands(int64(v))
+	}
+	return num(v)
 }
 
 // side is the panel of figures beside the chart, each with a sparkline of
@@ -626,7 +638,7 @@ func (d *dashboard) side(r *run) string {
 		}
 		valW := inner - 14
 		sw := 0
-		if sparkW > 0 && fg.hasSpark && lipgloss.Width(fg.value)+1 <= valW-sparkW {
+		if sparkW > 0 && fg.spark != "" && lipgloss.Width(fg.value)+1 <= valW-sparkW {
 			sw = sparkW
 		}
 		line := th.Dim.Render(fitLine(fg.label, 14)) + fitLine(cut(fg.value, valW-sw), valW-sw)
@@ -644,14 +656,18 @@ func (d *dashboard) side(r *run) string {
 	return box(th, "figures", b.String(), d.sideW, h)
 }
 
-// compactFigures is the side panel squeezed into three lines.
+// compactFigures is the side panel squeezed into three lines: the figures
+// as "label value" items, as many as two lines hold.
 func (d *dashboard) compactFigures(r *run) string {
-	m := r.last
-	f := func(v float64) string { return num(v) }
-	l1 := fmt.Sprintf("return %s [%s, %s]  len %s  %s steps/s", f(float64(m.EpReturnMean)), f(float64(m.EpReturnMin)), f(float64(m.EpReturnMax)),
-		f(float64(m.EpLengthMean)), r.sps())
-	l2 := fmt.Sprintf("pol %s  val %s  ent %s  kl %s  clip %s  ev %s", f(float64(m.PolicyLoss)), f(float64(m.ValueLoss)), f(float64(m.Entropy)),
-		f(float64(m.ApproxKL)), f(float64(m.ClipFrac)), f(float64(m.ExplainedVariance)))
+	var items []string
+	for _, f := range d.figures(r)[1:] { // the progress line says the step
+		items = append(items, strings.TrimSpace(f.label)+" "+f.value)
+	}
+	lines := strings.SplitN(wrapItems(items, "  ", d.w, 2), "\n", 3)
+	for len(lines) < 2 {
+		lines = append(lines, "")
+	}
+	l1, l2 := lines[0], lines[1]
 	l3 := d.sh.th.Dim.Render("device " + deviceName(r.info.Device))
 	if len(r.edits) > 0 {
 		e := r.edits[len(r.edits)-1]

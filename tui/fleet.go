@@ -268,7 +268,7 @@ func (m *Model) setResult(r *run) {
 	if m.result.Detached {
 		return // said once the app chose to leave; later events change nothing
 	}
-	m.result = Result{RunDir: r.info.RunDir, State: string(r.state), Steps: r.last.Step, Return: float64(r.last.EpReturnMean), Err: r.err}
+	m.result = Result{RunDir: r.info.RunDir, State: string(r.state), Steps: r.last.Step, Return: r.hist.last(headlineMetric()), Err: r.err}
 }
 
 // poll takes in every event of r queued since the last poll, after waiting
@@ -342,8 +342,8 @@ func (m *Model) notify(r *run) tea.Cmd {
 		mark = "■"
 	}
 	text := fmt.Sprintf("%s %s %s at %s steps", mark, r.name(), r.state, thousands(r.last.Step))
-	if v := r.hist.last(chReturn); r.have && !isNaN(v) {
-		text += ", return " + num(v)
+	if h := metricInfo(headlineMetric()); r.have && !isNaN(r.hist.last(h.Name)) {
+		text += ", " + h.Label + " " + num(r.hist.last(h.Name))
 	}
 	if r.err != nil {
 		text += ": " + firstLine(r.err.Error())

@@ -2,115 +2,153 @@ package tui
 
 import (
 	"math"
+	"slices"
 
-	"github.com/agenttrainer/agenttrainer/trainer"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
-// This file is everything the app knows of the metrics a run reports: which
-// there are, how a record's fields map to them, which the grid, the figures
-// panel and the sparklines show. Every list of metrics in the app iterates
-// over metricDefs, so that moving to the trainer's metric registry is a
-// change here alone.
+// This file is everything the app knows of the metrics a run reports, and
+// it knows them only through the trainer's metric registry
+// (runstore.MetricList, LookupMetric): which there are, what each is
+// called, which the grid, the figures panel and the sparklines show. A
+// metric declared in the registry, or reported by an environment, agent or
+// workflow ("env/score"), reaches every view with no change here.
 
-// channel names one metric kept in a history.
-type channel int
-
-const (
-	chReturn    channel = iota // ep_return_mean
-	chReturnMin                // ep_return_min (the band's floor)
-	chReturnMax                // ep_return_max (the band's ceiling)
-	chLength
-	chPolicyLoss
-	chValueLoss
-	chEntropy
-	chApproxKL
-	chClipFrac
-	chExplVar
-	chSPS
-	chEpisodes
-	chLR
-	chGradNorm
-	chRolloutS
-	chUpdateS
-	chTime
-	chValReturn  // val_return_mean (validation records only)
-	chValSuccess // val_success_rate (validation records only)
-	numChannels
-)
-
-// metricDef is one scalar of metrics.jsonl that can be charted.
-type metricDef struct {
-	name  string  // as in metrics.jsonl
-	ch    channel // where a history keeps it
-	grid  bool    // one of the grid's small charts
-	label string  // its line in the figures panel and under one run's chart ("" none)
-	spark bool    // that line has a sparkline
-	val   bool    // validation records only: offered when a run has it
-	value func(*trainer.Metrics) float64
-}
-
-func f64(v trainer.Float) float64 { return float64(v) }
-
-func optFloat(f *trainer.Float) float64 {
-	if f == nil {
-		return math.NaN()
+// metricInfo describes a metric by name: the registry's entry, or a bare
+// one for a name the registry does not know.
+func metricInfo(name string) runstore.Metric {
+	if m, ok := runstore.LookupMetric(name); ok {
+		return m
 	}
-	return float64(*f)
+	return runstore.Metric{Name: name, Label: name}
 }
 
-// metricDefs lists every scalar of trainer.Metrics the app charts, in the
-// metric picker's order.
-var metricDefs = []metricDef{
-	{name: "ep_return_mean", ch: chReturn, grid: true, label: "return", spark: true, value: func(m *trainer.Metrics) float64 { return f64(m.EpReturnMean) }},
-	{name: "ep_return_min", ch: chReturnMin, value: func(m *trainer.Metrics) float64 { return f64(m.EpReturnMin) }},
-	{name: "ep_return_max", ch: chReturnMax, value: func(m *trainer.Metrics) float64 { return f64(m.EpReturnMax) }},
-	{name: "ep_length_mean", ch: chLength, grid: true, label: "ep length", spark: true, value: func(m *trainer.Metrics) float64 { return f64(m.EpLengthMean) }},
-	{name: "policy_loss", ch: chPolicyLoss, grid: true, label: "policy loss", spark: true, value: func(m *trainer.Metrics) float64 { return f64(m.PolicyLoss) }},
-	{name: "value_loss", ch: chValueLoss, grid: true, label: "value loss", spark: true, value: func(m *trainer.Metrics) float64 { return f64(m.ValueLoss) }},
-	{name: "entropy", ch: chEntropy, grid: true, label: "entropy", spark: true, value: func(m *trainer.Metrics) float64 { return f64(m.Entropy) }},
-	{name: "approx_kl", ch: chApproxKL, grid: true, label: "approx_kl", spark: true, value: func(m *trainer.Metrics) float64 { return f64(m.ApproxKL) }},
-	{name: "clipfrac", ch: chClipFrac, grid: true, label: "clipfrac", spark: true, value: func(m *trainer.Metrics) float64 { return f64(m.ClipFrac) }},
-	{name: "explained_variance", ch: chExplVar, grid: true, label: "explained var", spark: true, value: func(m *trainer.Metrics) float64 { return f64(m.ExplainedVariance) }},
-	{name: "lr", ch: chLR, grid: true, label: "learning rate", value: func(m *trainer.Metrics) float64 { return f64(m.LR) }},
-	{name: "sps", ch: chSPS, grid: true, value: func(m *trainer.Metrics) float64 { return f64(m.SPS) }},
-	{name: "grad_norm", ch: chGradNorm, value: func(m *trainer.Metrics) float64 { return f64(m.GradNorm) }},
-	{name: "episodes", ch: chEpisodes, value: func(m *trainer.Metrics) float64 { return float64(m.Episodes) }},
-	{name: "rollout_s", ch: chRolloutS, value: func(m *trainer.Metrics) float64 { return f64(m.RolloutS) }},
-	{name: "update_s", ch: chUpdateS, value: func(m *trainer.Metrics) float64 { return f64(m.UpdateS) }},
-	{name: "time_s", ch: chTime, value: func(m *trainer.Metrics) float64 { return f64(m.TimeS) }},
-	{name: "val_return_mean", ch: chValReturn, grid: true, label: "val return", spark: true, val: true, value: func(m *trainer.Metrics) float64 { return optFloat(m.ValReturnMean) }},
-	{name: "val_success_rate", ch: chValSuccess, grid: true, val: true, value: func(m *trainer.Metrics) float64 { return optFloat(m.ValSuccessRate) }},
-}
-
-// metricByName finds a metric's definition.
-func metricByName(name string) (metricDef, bool) {
-	for _, d := range metricDefs {
-		if d.name == name {
-			return d, true
+// headlineMetric is the metric a run is summed up by (its list line, the
+// default chart): the first graphed one with a band around it, the mean
+// return.
+func headlineMetric() string {
+	var first string
+	for _, m := range runstore.MetricList() {
+		if m.Band[0] != "" && m.Grid {
+			return m.Name
+		}
+		if first == "" && m.Grid {
+			first = m.Name
 		}
 	}
-	return metricDef{}, false
+	return first
 }
 
-// metricOf is the definition of channel c.
-func metricOf(c channel) metricDef {
-	for _, d := range metricDefs {
-		if d.ch == c {
-			return d
+// builtinMetric reports whether every record carries the metric as a field
+// (not a figure a run only sometimes has).
+func builtinMetric(m runstore.Metric) bool {
+	var zero runstore.Metrics
+	v, _ := zero.Value(m.Name) // a built-in field reads 0 here, the others NaN
+	return !m.Optional && !m.Reported() && !math.IsNaN(v)
+}
+
+// metricSource is what views ask of the runs they show: whether any holds
+// a value of a metric, whether they all report figures of their own, and
+// the names of every figure they hold.
+type metricSource interface {
+	has(name string) bool
+	ownFigures() bool
+	metricNames() []string
+}
+
+// shownMetric reports whether views of src offer m: never the axes;
+// figures only some runs carry (optional, declared by an agent, reported
+// by an env) when a run has one; and the built-in ones unless the runs
+// report figures of their own and none carried this one (a language-model
+// run has no value loss).
+func shownMetric(m runstore.Metric, src metricSource) bool {
+	switch {
+	case m.Axis:
+		return false
+	case src.has(m.Name):
+		return true
+	case !builtinMetric(m):
+		return false
+	}
+	return !src.ownFigures()
+}
+
+// runMetrics lists the metrics views of src offer that keep passes: the
+// headline first, the other declared ones in the registry's order, then
+// the ones the runs reported, by name.
+func runMetrics(src metricSource, keep func(runstore.Metric) bool) []runstore.Metric {
+	var out []runstore.Metric
+	seen := map[string]bool{}
+	list := runstore.MetricList()
+	head := headlineMetric()
+	slices.SortStableFunc(list, func(a, b runstore.Metric) int {
+		return boolInt(b.Name == head) - boolInt(a.Name == head)
+	})
+	for _, m := range list {
+		seen[m.Name] = true
+		if shownMetric(m, src) && keep(m) {
+			out = append(out, m)
 		}
 	}
-	return metricDef{}
-}
-
-// valuesOf spreads a record over the channels.
-func valuesOf(m *trainer.Metrics) [numChannels]float64 {
-	var out [numChannels]float64
-	for _, d := range metricDefs {
-		out[d.ch] = d.value(m)
+	var reported []string
+	for _, name := range src.metricNames() {
+		if !seen[name] {
+			reported = append(reported, name)
+		}
+	}
+	slices.Sort(reported)
+	for _, name := range reported {
+		if m := metricInfo(name); shownMetric(m, src) && keep(m) {
+			out = append(out, m)
+		}
 	}
 	return out
 }
 
-// offered reports whether d is offered for runs that have has: val_*
-// metrics only when a run has them.
-func (d metricDef) offered(has func(channel) bool) bool { return !d.val || has(d.ch) }
+// anyMetric keeps every metric runMetrics offers.
+func anyMetric(runstore.Metric) bool { return true }
+
+// gridMetric keeps the grid's small charts.
+func gridMetric(m runstore.Metric) bool { return m.Grid }
+
+// sparkMetric keeps the figures drawn with a sparkline: not counts.
+func sparkMetric(m runstore.Metric) bool { return m.Figure && !m.Integer }
+
+// names lists the metrics' names.
+func names(ms []runstore.Metric) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Name
+	}
+	return out
+}
+
+// histSet is the runs a view overlays, as one metricSource.
+type histSet []*history
+
+func (s histSet) has(name string) bool {
+	return slices.ContainsFunc(s, func(h *history) bool { return h.has(name) })
+}
+
+func (s histSet) ownFigures() bool {
+	return len(s) > 0 && !slices.ContainsFunc(s, func(h *history) bool { return !h.ownFigures() })
+}
+
+func (s histSet) metricNames() []string {
+	var out []string
+	for _, h := range s {
+		for _, n := range h.names {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -571,7 +571,7 @@ func (r *runsBrowser) key(msg tea.KeyMsg) tea.Cmd {
 
 // chartKey handles a key over one run's curves or runs overlaid.
 func (r *runsBrowser) chartKey(msg tea.KeyMsg) tea.Cmd {
-	if ok, cmd := r.ctl.key(msg, r.has); ok {
+	if ok, cmd := r.ctl.key(msg, r.metrics()); ok {
 		r.problem = ""
 		return cmd
 	}
@@ -988,12 +988,8 @@ func (r *runsBrowser) viewOne() string {
 		b.WriteString(r.charts(r.w, max(r.h-used, 4)))
 		return fit(b.String(), r.w, r.h)
 	}
-	var sparks []metricDef
-	for _, def := range metricDefs {
-		if def.spark && def.ch != chReturn && def.offered(run.hist.has) {
-			sparks = append(sparks, def)
-		}
-	}
+	// The return's own figures are in the facts line above.
+	sparks := runMetrics(run.hist, func(m runstore.Metric) bool { return sparkMetric(m) && m.Band[0] == "" })
 	sparkRows := len(sparks)
 	if r.h-used-sparkRows < 8 {
 		sparkRows = max(min(r.h-used-8, sparkRows), 0)
@@ -1004,7 +1000,7 @@ func (r *runsBrowser) viewOne() string {
 	for _, s := range sparks[:sparkRows] {
 		// The figure is the last record's, as the dashboard's: the
 		// sparkline averages, the number does not.
-		b.WriteString("\n" + th.Dim.Render(fitLine(s.label, 15)) + fitLine(num(run.hist.last(s.ch)), 12) + " " + th.Curve.Render(sparkline(run.hist.values(s.ch), sw)))
+		b.WriteString("\n" + th.Dim.Render(fitLine(s.Label, 15)) + fitLine(num(run.hist.last(s.Name)), 12) + " " + th.Curve.Render(sparkline(run.hist.values(s.Name), sw)))
 	}
 	return fit(b.String(), r.w, r.h)
 }

@@ -24,22 +24,21 @@ type exportedMsg struct {
 	err     error
 }
 
-// has reports whether any run on screen has values of a channel.
-func (r *runsBrowser) has(c channel) bool {
-	for _, run := range r.loaded {
-		if run.hist.has(c) {
-			return true
-		}
+// metrics is what the runs on screen hold, as one metricSource.
+func (r *runsBrowser) metrics() metricSource {
+	s := make(histSet, len(r.loaded))
+	for i, run := range r.loaded {
+		s[i] = run.hist
 	}
-	return false
+	return s
 }
 
-// last is the first run's latest value of a channel (the picker shows it).
-func (r *runsBrowser) last(c channel) float64 {
+// last is the first run's latest value of a metric (the picker shows it).
+func (r *runsBrowser) last(name string) float64 {
 	if len(r.loaded) == 0 {
 		return math.NaN()
 	}
-	return r.loaded[0].hist.last(c)
+	return r.loaded[0].hist.last(name)
 }
 
 // xRange is the charts' X axis over the runs on screen: their extent, the
@@ -70,7 +69,8 @@ func (r *runsBrowser) xRange() (float64, float64) {
 // fade.
 func (r *runsBrowser) spec(metric string, w, h int, main bool) (chartSpec, string) {
 	th, o := r.th, r.sh.chart
-	def, _ := metricByName(metric)
+	def := metricInfo(metric)
+	banded := def.Band[0] != "" && o.band && len(r.loaded) == 1
 	weight := o.weight()
 	var curves, front []curve
 	one := len(r.loaded) == 1
@@ -90,12 +90,12 @@ func (r *runsBrowser) spec(metric string, w, h int, main bool) (chartSpec, strin
 		if !one {
 			label = fmt.Sprint(i + 1)
 		}
-		if def.ch == chReturn && o.band && one {
+		if banded {
 			curves = append(curves,
-				curve{pts: run.hist.seriesOn(chReturnMin, statMin, o.wall), style: th.Band},
-				curve{pts: run.hist.seriesOn(chReturnMax, statMax, o.wall), style: th.Band})
+				curve{pts: run.hist.seriesOn(def.Band[0], statMin, o.wall), style: th.Band},
+				curve{pts: run.hist.seriesOn(def.Band[1], statMax, o.wall), style: th.Band})
 		}
-		pts := run.hist.seriesOn(def.ch, statMean, o.wall)
+		pts := run.hist.seriesOn(metric, statMean, o.wall)
 		if weight > 0 {
 			if one {
 				if main { // a grid's cell shows the smoothed curve alone
@@ -130,11 +130,11 @@ func (r *runsBrowser) spec(metric string, w, h int, main bool) (chartSpec, strin
 	case main:
 		title += " over env steps"
 	case one:
-		title = cellTitle(metric, r.loaded[0].hist.last(def.ch), w+2)
+		title = cellTitle(metric, r.loaded[0].hist.last(metric), w+2)
 	}
 	if main {
 		title += o.smoothTitle()
-		if def.ch == chReturn && o.band && one {
+		if banded {
 			title += " · min/max"
 		}
 		if o.logY {
@@ -168,7 +168,7 @@ func (r *runsBrowser) charts(w, h int) string {
 		}
 		return out
 	}
-	return gridOf(gridMetrics(r.has), w, h, func(_ int, name string, cw, ch int) string {
+	return gridOf(gridMetrics(r.metrics()), w, h, func(_ int, name string, cw, ch int) string {
 		spec, title := r.spec(name, cw-2, ch-2, false)
 		return box(th, title, renderChart(th, spec), cw, ch)
 	})
@@ -177,7 +177,7 @@ func (r *runsBrowser) charts(w, h int) string {
 // cursorLine reads each shown run's value nearest to the cursor.
 func (r *runsBrowser) cursorLine(w int) string {
 	th, o := r.th, r.sh.chart
-	def, _ := metricByName(o.metric)
+	name := o.metric
 	x := r.canvas.cursorX
 	where := "step " + thousands(int64(math.Round(x)))
 	if o.wall {
@@ -188,7 +188,7 @@ func (r *runsBrowser) cursorLine(w int) string {
 		if run.hidden {
 			continue
 		}
-		at, v, ok := run.hist.at(def.ch, x, o.wall)
+		at, v, ok := run.hist.at(name, x, o.wall)
 		if !ok {
 			continue
 		}
@@ -196,9 +196,9 @@ func (r *runsBrowser) cursorLine(w int) string {
 		if len(r.loaded) > 1 {
 			s = th.Palette[i%len(th.Palette)].Render(fmt.Sprint(i+1)) + " " + s
 		} else {
-			s = def.name + " " + s + th.Dim.Render(" at step "+thousands(int64(at)))
+			s = name + " " + s + th.Dim.Render(" at step "+thousands(int64(at)))
 			if o.wall {
-				s = def.name + " " + num(v) + th.Dim.Render(" at "+timeLabel(at, 0.1))
+				s = name + " " + num(v) + th.Dim.Render(" at "+timeLabel(at, 0.1))
 			}
 		}
 		parts = append(parts, s)
@@ -213,7 +213,7 @@ func (r *runsBrowser) export() tea.Cmd {
 	o := *r.sh.chart
 	metrics := []string{o.metric}
 	if o.grid {
-		metrics = gridMetrics(r.has)
+		metrics = gridMetrics(r.metrics())
 	}
 	var dirs []string
 	for _, run := range r.loaded {
