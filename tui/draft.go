@@ -24,6 +24,7 @@ type draft struct {
 	changed     map[string]bool // keys the user set, in the editor or from a trial
 	from        string          // where the config came from ("trial-003 of lr"), until the environment changes
 	envIDs      []string        // the registry's environments, once listed (refusing unknown ones)
+	reg         *registry       // which agents fit which environments, once listed (nil before)
 }
 
 func newDraft(cfg config.Config, resolve func(envID, agent string) (config.Config, error)) *draft {
@@ -100,7 +101,52 @@ func (d *draft) setEnv(id string) (string, error) {
 	}
 	delete(d.changed, "env.args") // they belong to the environment they were written for
 	d.from = ""
-	return d.rebase(id, agent)
+	swap, err := d.fittingAgent(id, agent)
+	if err != nil {
+		return "", err
+	}
+	note, err := d.rebase(id, swap)
+	if err != nil || swap == agent {
+		return note, err
+	}
+	// The agent the user chose, or the preset's, cannot play id: say
+	// which one plays it instead.
+	was := agent
+	if was == "" {
+		was = "the preset's agent"
+	}
+	d.mark("agent.name", false)
+	return joinNotes(fmt.Sprintf("%s does not play %s: picked %s", was, id, swap), note), nil
+}
+
+// fittingAgent is agent ("" the preset's) when it can play envID, else the
+// first registered agent that can.
+func (d *draft) fittingAgent(envID, agent string) (string, error) {
+	if d.reg == nil {
+		return agent, nil
+	}
+	name := agent
+	if name == "" {
+		p, err := d.resolve(envID, "")
+		if err != nil {
+			return "", err
+		}
+		name = p.Agent.Name
+	}
+	if d.reg.fits(envID, name) {
+		return agent, nil
+	}
+	if fit := d.reg.agentsFor(envID); len(fit) > 0 {
+		return fit[0], nil
+	}
+	return agent, nil
+}
+
+func joinNotes(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + "; " + b
 }
 
 // setAgent chooses an agent for the draft's environment.

@@ -71,15 +71,24 @@ func (p *picker) setRegistry() {
 		items[i] = choice{id: e.ID, kind: e.Action, desc: e.Description}
 	}
 	p.envList.setItems(items)
-	items = make([]choice, len(reg.agents))
-	for i, a := range reg.agents {
-		items[i] = choice{id: a.Name, desc: a.Description}
-	}
-	p.agentList.setItems(items)
+	p.setAgents()
 	p.sync()
 	p.envList.selectID(p.envList.chosen)
 	p.agentList.selectID(p.agentList.chosen)
 	p.SetSize(p.w, p.h) // the lists are as tall as what they hold
+}
+
+// setAgents lists the agents that can play the draft's environment: text
+// agents for a text environment, the others for the rest.
+func (p *picker) setAgents() {
+	reg, env := p.sh.reg, p.sh.draft.cfg.Env.ID
+	var items []choice
+	for _, a := range reg.agents {
+		if reg.fits(env, a.Name) {
+			items = append(items, choice{id: a.Name, desc: a.Description})
+		}
+	}
+	p.agentList.setItems(items)
 }
 
 func (p *picker) Init() tea.Cmd { return nil }
@@ -167,8 +176,10 @@ func (p *picker) chooseEnv(env string) bool {
 		return false
 	}
 	p.note = note
+	p.setAgents()
 	p.sync()
 	p.agentList.selectID(p.agentList.chosen)
+	p.SetSize(p.w, p.h)
 	return true
 }
 
@@ -270,7 +281,10 @@ func (p *picker) details(w int) []string {
 			continue
 		}
 		s := fmt.Sprintf("%s: actions %s, observations %s", e.ID, e.Action, e.Observation)
-		if e.MaxSteps > 0 {
+		switch {
+		case e.Text:
+			s = fmt.Sprintf("%s: a text environment for language-model agents, up to %s an episode", e.ID, plural(e.MaxSteps, "turn", "turns"))
+		case e.MaxSteps > 0:
 			s += fmt.Sprintf(", episodes of up to %d steps", e.MaxSteps)
 		}
 		lines = append(lines, th.Heading.Render(cut(s, w)))

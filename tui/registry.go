@@ -2,6 +2,8 @@ package tui
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -9,6 +11,8 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/agents"
 	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/envs/text"
+	"github.com/agenttrainer/agenttrainer/gpu"
 )
 
 // EnvChoice is an environment as the picker lists it.
@@ -18,12 +22,18 @@ type EnvChoice struct {
 	Action      string // "discrete(2)", "continuous(1)", or "?" when it cannot be built without arguments
 	Observation string // "continuous(4)", "10×10×4 image"
 	MaxSteps    int
+	// Text marks a text environment (envs/text's registry): a language
+	// model plays it, in words.
+	Text bool
 }
 
 // AgentChoice is an agent as the picker lists it.
 type AgentChoice struct {
 	Name        string
 	Description string
+	// Text marks an agent that plays text environments (a language
+	// model) and no numeric one.
+	Text bool
 }
 
 // Registry lists the registered environments and agents, custom ones
@@ -39,12 +49,40 @@ func Registry() ([]EnvChoice, []AgentChoice) {
 		}
 		es = append(es, c)
 	}
+	for _, id := range text.IDs() {
+		s, _ := text.Lookup(id)
+		es = append(es, EnvChoice{ID: id, Description: s.Description, Action: "text", Observation: "text", MaxSteps: s.MaxTurns, Text: true})
+	}
 	var as []AgentChoice
 	for _, name := range agents.Names() {
 		s, _ := agents.Lookup(name)
-		as = append(as, AgentChoice{Name: name, Description: s.Description})
+		as = append(as, AgentChoice{Name: name, Description: s.Description, Text: playsText(name)})
 	}
 	return es, as
+}
+
+// playsText reports whether a registered agent plays text and no numbers:
+// it refuses to be built for a vector and for an image observation alike
+// (a language model's agent says it wants a text env.id). The registry
+// says no more of an agent, and asking it this way needs no list here.
+func playsText(name string) bool {
+	dev := gpu.NewCPU(1)
+	act := envs.Space{Kind: envs.Discrete, N: 2}
+	for _, obs := range []envs.Space{{Kind: envs.Box, Dim: 4}, {Kind: envs.Box, Dim: 16, Shape: []int{4, 4, 1}}} {
+		ok := func() (ok bool) {
+			defer func() {
+				if recover() != nil {
+					ok = true // it got past checking the observation
+				}
+			}()
+			_, err := agents.New(name, agents.Build{Obs: obs, Act: act, Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
+			return err == nil
+		}()
+		if ok {
+			return false
+		}
+	}
+	return true
 }
 
 // spaceName says what a space holds: discrete(3), continuous(4), or an
@@ -70,6 +108,26 @@ type registry struct {
 	ready  bool
 }
 
+// fits reports whether agent can play envID: a text agent a text
+// environment, any other agent any other environment. Names the registry
+// does not list fit (the trainer has the last word).
+func (r *registry) fits(envID, agent string) bool {
+	ei := slices.IndexFunc(r.envs, func(e EnvChoice) bool { return e.ID == envID })
+	ai := slices.IndexFunc(r.agents, func(a AgentChoice) bool { return a.Name == agent })
+	return ei < 0 || ai < 0 || r.envs[ei].Text == r.agents[ai].Text
+}
+
+// agentsFor lists the agents that fit envID, in the registry's order.
+func (r *registry) agentsFor(envID string) []string {
+	var out []string
+	for _, a := range r.agents {
+		if r.fits(envID, a.Name) {
+			out = append(out, a.Name)
+		}
+	}
+	return out
+}
+
 func (r *registry) envIDs() []string {
 	ids := make([]string, len(r.envs))
 	for i, e := range r.envs {
@@ -88,5 +146,6 @@ type registryMsg struct {
 func (r registryMsg) apply(m *Model) tea.Cmd {
 	*m.sh.reg = registry{envs: r.envs, agents: r.agents, ready: true}
 	m.sh.draft.envIDs = m.sh.reg.envIDs()
+	m.sh.draft.reg = m.sh.reg
 	return broadcastMsg{r}.apply(m)
 }

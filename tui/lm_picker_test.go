@@ -1,0 +1,73 @@
+package tui
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agenttrainer/agenttrainer/agents"
+)
+
+// lmRegistry is testRegistry with a text environment and a language-model
+// agent, as the registries list them once the lm agent is registered.
+func lmRegistry() ([]EnvChoice, []AgentChoice) {
+	es, as := testRegistry()
+	es = append(es, EnvChoice{ID: "TextFrozenLake-v0", Description: "rLLM's FrozenLake in words", Action: "text", Observation: "text", MaxSteps: 10, Text: true})
+	as = append(as, AgentChoice{Name: "lm", Description: "decoder-only language model for text environments", Text: true})
+	return es, as
+}
+
+var registerTextAgent sync.Once
+
+// The registry says which agents play text: one that refuses numbers of
+// every shape, as the lm agent does, and none of the numeric ones.
+func TestPlaysText(t *testing.T) {
+	registerTextAgent.Do(func() {
+		agents.Register(agents.Spec{Name: "tuitest-words", Description: "a test agent that plays text",
+			New: func(agents.Build) (agents.Agent, error) { return nil, errors.New("pick a text env.id") }})
+	})
+	want := map[string]bool{"mlp": false, "cnn": false, "random": false, "tuitest-words": true}
+	for name, text := range want {
+		if got := playsText(name); got != text {
+			t.Errorf("playsText(%s) = %v, want %v", name, got, text)
+		}
+	}
+	_, as := Registry()
+	for _, a := range as {
+		if w, ok := want[a.Name]; ok && a.Text != w {
+			t.Errorf("Registry lists %s with Text %v", a.Name, a.Text)
+		}
+	}
+}
+
+// The picker pairs text environments with language-model agents and the
+// others with numeric agents; an agent chosen for one kind is swapped for
+// one that fits when the environment changes kind, and the picker says so.
+func TestPickerPairsTextEnvsWithLMAgents(t *testing.T) {
+	hs := newHarnessWith(t, 120, 40, func(o *Options, _ *fakeHost) { o.Registry = lmRegistry })
+	hs.press("down", "enter") // CartPole-v1, then the agents
+	if v := hs.view(); !strings.Contains(v, "mlp") || strings.Contains(v, "decoder-only") {
+		t.Fatalf("a numeric environment lists the lm agent:\n%s", v)
+	}
+	hs.press("down", "enter") // random: chosen explicitly
+	if got := hs.m.sh.draft.cfg.Agent.Name; got != "random" {
+		t.Fatalf("agent %q, want random", got)
+	}
+	hs.press("1")
+	for range 5 {
+		hs.press("down")
+	}
+	hs.press("enter")
+	v := hs.view()
+	if got := hs.m.sh.draft.cfg; got.Env.ID != "TextFrozenLake-v0" || got.Agent.Name != "lm" {
+		t.Fatalf("text FrozenLake drafted with %s on %s, want lm:\n%s", got.Agent.Name, got.Env.ID, v)
+	}
+	if !strings.Contains(v, "random does not play TextFrozenLake-v0: picked lm") {
+		t.Errorf("the swap is not explained:\n%s", v)
+	}
+	if strings.Contains(v, "Uniformly random") || !strings.Contains(v, "decoder-only") {
+		t.Errorf("the agents listed for a text environment are not the text ones:\n%s", v)
+	}
+	golden(t, "picker-text-120x40", hs.screenView())
+}
