@@ -2,8 +2,6 @@ package tui
 
 import (
 	"fmt"
-	"github.com/agenttrainer/agenttrainer/internal/termtext"
-	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 	"math"
 	"strconv"
 	"strings"
@@ -14,6 +12,9 @@ import (
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 const scrDashboard screenID = "train"
@@ -25,6 +26,7 @@ type dashboardKeys struct {
 	Pause, Save, LiveEdit, StopRun, NewRun key.Binding
 	NextRun, PrevRun                       key.Binding
 	LogUp, LogDown, Log                    key.Binding
+	Words                                  key.Binding
 }
 
 func newDashboardKeys() dashboardKeys {
@@ -34,6 +36,7 @@ func newDashboardKeys() dashboardKeys {
 		LiveEdit: bind("e", "edit live", "e"),
 		StopRun:  bind("x", "stop run", "x"),
 		NewRun:   bind("n", "new run", "n"),
+		Words:    bind("T", "transcripts", "T"),
 		NextRun:  bind("]", "next run", "]"),
 		PrevRun:  bind("[", "previous run", "["),
 		LogUp:    bind("pgup", "scroll log up", "pgup", "ctrl+u"),
@@ -44,14 +47,14 @@ func newDashboardKeys() dashboardKeys {
 
 func (k dashboardKeys) ShortHelp() []key.Binding {
 	return []key.Binding{k.Pause, k.Save, k.LiveEdit, k.StopRun, k.NewRun, k.NextRun, k.PrevRun,
-		k.Metric, k.Grid, k.XAxis, k.LogY, k.Zoom, k.Smooth, k.CursorRight, k.Log}
+		k.Metric, k.Grid, k.XAxis, k.LogY, k.Zoom, k.Smooth, k.CursorRight, k.Words, k.Log}
 }
 
 func (k dashboardKeys) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Pause, k.Save, k.LiveEdit, k.StopRun, k.NewRun, k.NextRun, k.PrevRun},
 		k.chartKeys.group(),
-		{k.LogUp, k.LogDown, k.Log},
+		{k.LogUp, k.LogDown, k.Log, k.Words},
 	}
 }
 
@@ -73,6 +76,10 @@ type dashboard struct {
 	cells   []chartCanvas
 	chart   string // cached: redrawn only when data, size or options change
 	drawn   drawKey
+
+	words     wordsCache // the focused run's latest group of transcripts
+	wordsMode int        // 0: beside the chart where there is room; 1: shown; 2: hidden (T)
+	wordsW    int        // the transcripts panel's width beside the chart (0: none)
 
 	w, h    int
 	compact bool // narrow or short terminal: no side panel, no log
@@ -150,6 +157,13 @@ func (d *dashboard) key(km tea.KeyMsg) tea.Cmd {
 		d.logView.HalfPageDown()
 	case key.Matches(km, k.Log):
 		d.log.show(r.name(), r.logs, d.w, d.h)
+	case key.Matches(km, k.Words) && len(d.words.group) > 0:
+		if d.wordsShown() {
+			d.wordsMode = 2
+		} else {
+			d.wordsMode = 1
+		}
+		d.drawn = drawKey{}
 	case !r.active():
 		return nil
 	case key.Matches(km, k.StopRun):
@@ -194,6 +208,31 @@ func (d *dashboard) pause(r *run) tea.Cmd {
 		}
 		return pausedMsg{run: id, want: want, was: was}
 	}
+}
+
+// wordsShown reports whether the transcripts panel is on screen: when the
+// run has transcripts, beside the chart where there is room, or as T says.
+func (d *dashboard) wordsShown() bool {
+	if len(d.words.group) == 0 {
+		return false
+	}
+	switch d.wordsMode {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	return d.w >= 100 && !d.compact
+}
+
+// wordsPanel is the latest group of the run's transcripts in a w×h box.
+func (d *dashboard) wordsPanel(w, h int) string {
+	th := d.sh.th
+	lines := transcriptLines(th, d.words.group, w-2, false)
+	if len(lines) > h-2 {
+		lines = append(lines[:max(h-3, 0)], th.Dim.Render(cut(fmt.Sprintf("… %d more lines · the runs browser's T shows them all", len(lines)-(h-3)), w-2)))
+	}
+	return box(th, cut(groupTitle(d.words.group), w-6), strings.Join(lines, "\n"), w, h)
 }
 
 // metrics is what the focused run holds, for the metric picker and the
@@ -273,6 +312,18 @@ func (d *dashboard) layout() {
 		}
 	}
 	d.logView.Width, d.logView.Height = max(d.w-2, 1), max(logH-2, 1)
+	d.wordsW = 0
+	if d.wordsShown() && !d.opts.grid {
+		switch {
+		case d.w >= 100 && !d.compact:
+			// beside the chart, in place of the figures
+			sideW = max(d.w*9/20, d.sideW)
+			d.wordsW = sideW
+		default:
+			// in place of the chart (T goes back to it)
+			d.wordsW = d.w
+		}
+	}
 	d.chartW = d.w - sideW
 	d.chartH = max(d.h-extra-logH-d.runLines()-d.ctl.rangeLines()-d.cursorLines(), 3)
 	d.bar.Width = max(d.w-34, 10)
@@ -440,6 +491,7 @@ func (d *dashboard) View() string {
 		d.log.update(r.name(), r.logs)
 		return d.log.view(d.w, d.h)
 	}
+	d.words.load(r.info.RunDir)
 	d.layout()
 	if d.ctl.picking {
 		return d.ctl.viewPicker(d.w, d.h, d.last)
@@ -463,6 +515,12 @@ func (d *dashboard) View() string {
 			parts = append(parts, d.runLine(r))
 		}
 		parts = append(parts, chart)
+	case d.wordsW == d.w && !d.compact:
+		parts = append(parts, d.runLine(r), d.wordsPanel(d.w, d.chartH+d.cursorLines()))
+	case d.wordsW == d.w:
+		parts = append(parts, d.wordsPanel(d.w, d.chartH))
+	case d.wordsW > 0:
+		parts = append(parts, d.runLine(r), columns(chart, d.wordsPanel(d.wordsW, d.chartH+d.cursorLines())))
 	case !d.compact:
 		parts = append(parts, d.runLine(r), columns(chart, d.side(r)))
 	case d.h >= 16:
@@ -700,6 +758,10 @@ func (d *dashboard) Help() help.KeyMap {
 	}
 	for _, b := range []*key.Binding{&k.NextRun, &k.PrevRun} {
 		b.SetEnabled(len(d.sh.runs.runs) > 1)
+	}
+	k.Words.SetEnabled(len(d.words.group) > 0)
+	if d.wordsShown() {
+		k.Words = renamed(k.Words, "hide transcripts")
 	}
 	return k
 }

@@ -553,7 +553,7 @@ func writeRun(t *testing.T, root, name string, mutate func(*config.Config), iter
 }
 
 func knownEnv(id string) bool {
-	es, _ := testRegistry()
+	es, _ := lmRegistry()
 	for _, e := range es {
 		if e.ID == id {
 			return true

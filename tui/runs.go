@@ -28,7 +28,7 @@ type runsListKeys struct {
 	Open, Details, Filter, Sort, SortReverse   key.Binding
 	Tag, Rename, Note, Delete                  key.Binding
 	Attach, Resume, Watch, Mark, Compare, Back key.Binding
-	Refresh                                    key.Binding
+	Refresh, Words                             key.Binding
 }
 
 func newRunsListKeys() runsListKeys {
@@ -49,16 +49,17 @@ func newRunsListKeys() runsListKeys {
 		Compare:     bind("c", "compare marked", "c"),
 		Back:        bind("esc", "back", "esc"),
 		Refresh:     bind("ctrl+r", "read again", "ctrl+r"),
+		Words:       bind("T", "transcripts", "T"),
 	}
 }
 
 func (k runsListKeys) ShortHelp() []key.Binding {
-	return []key.Binding{k.Open, k.Details, k.Filter, k.Sort, k.Attach, k.Resume, k.Mark, k.Compare, k.Tag, k.Rename, k.Note, k.Delete, k.Watch}
+	return []key.Binding{k.Open, k.Details, k.Filter, k.Sort, k.Attach, k.Resume, k.Mark, k.Compare, k.Tag, k.Rename, k.Note, k.Delete, k.Watch, k.Words}
 }
 
 func (k runsListKeys) FullHelp() [][]key.Binding {
 	return [][]key.Binding{k.navKeys.group(),
-		{k.Open, k.Details, k.Attach, k.Resume, k.Watch, k.Mark, k.Compare},
+		{k.Open, k.Details, k.Attach, k.Resume, k.Watch, k.Words, k.Mark, k.Compare},
 		{k.Filter, k.Sort, k.SortReverse, k.Refresh, k.Back},
 		{k.Tag, k.Rename, k.Note, k.Delete}}
 }
@@ -327,6 +328,7 @@ type runsBrowser struct {
 	confirm   string        // the run directory asked to be deleted, until y or n
 	ctl       chartControls // the charts of one run or of runs overlaid
 	canvas    chartCanvas
+	words     wordsPager // a run's transcripts (T)
 }
 
 func newRunsBrowser(sh *shared) Screen {
@@ -336,7 +338,7 @@ func newRunsBrowser(sh *shared) Screen {
 	return &runsBrowser{sh: sh, th: sh.th, keys: newRunsListKeys(), chartKeys: newRunsChartKeys(), compareKeys: newCompareKeys(),
 		detailKeys: newDetailKeys(), textKeys: newTextKeys("save", "cancel"), filterKeys: newTextKeys("keep filter", "clear filter"),
 		deleteKeys: newConfirmKeys("delete", "keep"), cache: &runstore.SummaryCache{}, targets: map[string]int64{},
-		filter: f, input: in, ctl: newChartControls(sh)}
+		filter: f, input: in, ctl: newChartControls(sh), words: newWordsPager(sh.th)}
 }
 
 func (r *runsBrowser) Init() tea.Cmd { return nil }
@@ -401,6 +403,9 @@ func (r *runsBrowser) isMarked(dir string) int {
 
 func (r *runsBrowser) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
+	case transcriptsMsg:
+		r.words.show(msg, r.w, r.h)
+		return nil
 	case runsListedMsg:
 		return r.listed(msg)
 	case runsSummarizedMsg:
@@ -554,6 +559,9 @@ func (r *runsBrowser) forgetGone() {
 
 // key handles a key in the view on show.
 func (r *runsBrowser) key(msg tea.KeyMsg) tea.Cmd {
+	if r.words.open {
+		return r.words.key(msg)
+	}
 	switch r.mode {
 	case runsOne, runsCompare:
 		return r.chartKey(msg)
@@ -719,6 +727,9 @@ func (r *runsBrowser) updateList(msg tea.KeyMsg) tea.Cmd {
 		r.cursor = min(r.cursor+1, n-1)
 	case key.Matches(msg, k.Watch):
 		return send(gotoMsg{to: scrWatch, msg: watchRunMsg{dir: r.runs[r.cursor].Dir}})
+	case key.Matches(msg, k.Words):
+		run := r.runs[r.cursor]
+		return readTranscriptsCmd(run.Dir, filepath.Base(run.Dir))
 	case key.Matches(msg, k.Attach):
 		d := r.runs[r.cursor].Dir
 		if !r.live[d] {
@@ -755,6 +766,9 @@ func (r *runsBrowser) updateList(msg tea.KeyMsg) tea.Cmd {
 
 func (r *runsBrowser) SetSize(w, h int) {
 	r.w, r.h = w, h
+	if r.words.open {
+		r.words.resize(w, h)
+	}
 	r.scroll()
 }
 
@@ -765,6 +779,9 @@ func (r *runsBrowser) rows() int { return max(r.h-3, 1) }
 func (r *runsBrowser) scroll() { r.follow(len(r.runs), r.rows()) }
 
 func (r *runsBrowser) View() string {
+	if r.words.open {
+		return r.words.view()
+	}
 	if r.ctl.picking && (r.mode == runsOne || r.mode == runsCompare) {
 		return r.ctl.viewPicker(r.w, r.h, r.last)
 	}
@@ -1181,6 +1198,8 @@ func configDiff(runs []loadedRun) []diffRow {
 
 func (r *runsBrowser) Help() help.KeyMap {
 	switch {
+	case r.words.open:
+		return r.words.help()
 	case (r.mode == runsOne || r.mode == runsCompare) && r.ctl.help() != nil:
 		return *r.ctl.help()
 	case r.mode == runsOne:

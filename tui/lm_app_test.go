@@ -1,0 +1,101 @@
+package tui
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agenttrainer/agenttrainer/trainer"
+)
+
+// startLM starts a language-model run on text FrozenLake in the harness
+// and feeds it iters iterations: metrics as events, transcripts in its run
+// directory as the trainer writes them.
+func startLM(t *testing.T, w, h, iters int) *harness {
+	t.Chdir(t.TempDir())
+	hs := newHarnessWith(t, w, h, func(o *Options, _ *fakeHost) { o.Registry = lmRegistry })
+	for range 4 {
+		hs.press("down")
+	}
+	hs.press("enter", "enter", "s")
+	if hs.fake == nil {
+		t.Fatalf("no run started:\n%s", hs.view())
+	}
+	dir := hs.fake.info.RunDir
+	writeLMRun(t, filepath.Dir(dir), filepath.Base(dir), 0)
+	for i := 1; i <= iters; i++ {
+		appendLMIteration(t, dir, i)
+		hs.fake.publish(trainer.Event{Kind: trainer.EventMetrics, Time: epoch, Metrics: lmMetrics(i)})
+	}
+	hs.pump()
+	return hs
+}
+
+// The dashboard of a language-model run shows the latest group of
+// transcripts beside the curves at 120×40 — each sample's reward, the
+// model's words and the environment's marked apart, FrozenLake's grid as
+// the environment drew it — and T puts it in place of the chart at 80×24.
+func TestDashboardShowsTranscripts(t *testing.T) {
+	hs := startLM(t, 120, 40, 12)
+	v := hs.view()
+	for _, want := range []string{"transcripts · iter 12 · train task 0", "#0 ✓ reward 1", "model│", " env│", " _   O   _   _"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the dashboard has no %q:\n%s", want, v)
+		}
+	}
+	if strings.Contains(v, "value loss") {
+		t.Errorf("the figures of a run with no value function show a value loss:\n%s", v)
+	}
+	golden(t, "dashboard-lm-120x40", hs.screenView())
+	hs.press("T")
+	if v := hs.view(); strings.Contains(v, "transcripts · iter") || !strings.Contains(v, "env/success_r") {
+		t.Errorf("T does not hide the transcripts:\n%s", v)
+	}
+
+	small := startLM(t, 80, 24, 12)
+	if v := small.view(); strings.Contains(v, "transcripts · iter") {
+		t.Errorf("at 80×24 the transcripts take the chart's place before T:\n%s", v)
+	}
+	small.press("T")
+	v = small.view()
+	if !strings.Contains(v, "transcripts · iter 12") || !strings.Contains(v, "model│") {
+		t.Errorf("T at 80×24 shows no transcripts:\n%s", v)
+	}
+	golden(t, "dashboard-lm-80x24", small.screenView())
+}
+
+// The runs browser opens a run's transcripts (T): an iteration at a time
+// ([ and ]) or all (a), right or wrong ones only (c), scrolled.
+func TestRunsBrowserTranscripts(t *testing.T) {
+	for _, size := range []struct{ w, h int }{{120, 40}, {80, 24}} {
+		t.Chdir(t.TempDir())
+		writeLMRun(t, "runs", "20240102-030405-TextFrozenLake-v0-lm", 5)
+		hs := newHarnessWith(t, size.w, size.h, func(o *Options, _ *fakeHost) { o.Registry = lmRegistry })
+		hs.press("4")
+		hs.press("T")
+		v := hs.view()
+		if !strings.Contains(v, "Transcripts · iteration 5 (5 of 5)") || !strings.Contains(v, "iteration 5 (5 of 5)") {
+			t.Fatalf("T opens no transcripts at the latest iteration:\n%s", v)
+		}
+		if !strings.Contains(v, "── iteration 5") || strings.Contains(v, "── iteration 4") {
+			t.Errorf("not iteration 5 alone:\n%s", v)
+		}
+		golden(t, "runs-transcripts-"+sizeName(size.w, size.h), hs.screenView())
+		hs.press("[", "c")
+		v = hs.view()
+		if !strings.Contains(v, "iteration 4 (4 of 5) · right only") || strings.Contains(v, " ✗ ") {
+			t.Errorf("[ and c do not show iteration 4's right samples:\n%s", v)
+		}
+		hs.press("c", "a")
+		if v := hs.view(); !strings.Contains(v, "all iterations · wrong only") || strings.Contains(v, " ✓ ") {
+			t.Errorf("a and c do not show every wrong sample:\n%s", v)
+		}
+		hs.press("esc")
+		if v := hs.view(); strings.Contains(v, "Transcripts ·") {
+			t.Errorf("esc does not close the transcripts:\n%s", v)
+		}
+	}
+}
+
+func sizeName(w, h int) string { return fmt.Sprintf("%dx%d", w, h) }
