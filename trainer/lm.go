@@ -195,17 +195,20 @@ func checkTextRows(spec text.Spec, rows []envs.Params) error {
 }
 
 // generatedTrain and generatedVal are the sizes of the task sets a text
-// environment makes for itself when no files are given.
+// environment makes for itself when no files are given; a training set is
+// made smaller when the environment has fewer distinct tasks (1-digit
+// addition has 100).
 const (
 	generatedTrain = 10_000
 	generatedVal   = 64
 )
 
-// generateTasks makes the training and validation sets the files do not
-// give, with the environment's own generator from env.args; validation
-// tasks are kept apart from the training ones.
+// generateTasks makes the validation and training sets the files do not
+// give, with the environment's own generator from env.args: validation
+// first, then training tasks other than those. The sets depend on env.args
+// and trainer.seed alone, so a resumed run finds the same ones.
 func generateTasks(cfg *config.Config, spec text.Spec, train, val []envs.Params) ([]envs.Params, []envs.Params, error) {
-	if train != nil && val != nil {
+	if train != nil && (val != nil || cfg.Trainer.TestFreq == 0) {
 		return train, val, nil
 	}
 	if spec.Generate == nil {
@@ -215,27 +218,36 @@ func generateTasks(cfg *config.Config, spec text.Spec, train, val []envs.Params)
 		return train, val, nil
 	}
 	args := envs.Params(cfg.Env.Args)
-	var err error
-	if train == nil {
-		if train, err = spec.Generate(text.GenerateOptions{N: generatedTrain, Seed: cfg.Trainer.Seed, Args: args}); err != nil {
-			return nil, nil, &config.Error{Key: "env.args", Msg: err.Error()}
-		}
-	}
-	if val == nil && cfg.Trainer.TestFreq > 0 {
-		exclude := map[string]bool{}
+	keys := func(rows []envs.Params) map[string]bool {
+		out := map[string]bool{}
 		if spec.Key != nil {
-			for _, row := range train {
+			for _, row := range rows {
 				if k, err := spec.Key(row); err == nil {
-					exclude[k] = true
+					out[k] = true
 				}
 			}
 		}
+		return out
+	}
+	var err error
+	if val == nil && cfg.Trainer.TestFreq > 0 {
 		n := generatedVal
 		if cfg.Data.ValBatchSize > 0 {
 			n = cfg.Data.ValBatchSize
 		}
-		if val, err = spec.Generate(text.GenerateOptions{N: n, Seed: cfg.Trainer.Seed + 1_000_003, Args: args, Exclude: exclude}); err != nil {
+		if val, err = spec.Generate(text.GenerateOptions{N: n, Seed: cfg.Trainer.Seed + 1_000_003, Args: args, Exclude: keys(train)}); err != nil {
 			return nil, nil, &config.Error{Key: "env.args", Msg: "validation tasks: " + err.Error()}
+		}
+	}
+	if train == nil {
+		exclude := keys(val)
+		for _, n := range []int{generatedTrain, 5000, 2000, 1000, 500, 200, 100, 50, 20, 10, 5, 2, 1} {
+			if train, err = spec.Generate(text.GenerateOptions{N: n, Seed: cfg.Trainer.Seed, Args: args, Exclude: exclude}); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			return nil, nil, &config.Error{Key: "env.args", Msg: "training tasks: " + err.Error()}
 		}
 	}
 	return train, val, nil

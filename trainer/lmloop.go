@@ -598,34 +598,9 @@ func (t *Trainer) lmUpdate(seqs []*lmSeq, p *progress, lr float64) (st lmrl.Stat
 				if err != nil {
 					return st, 0, steps, fmt.Errorf("the training pass: %w", err)
 				}
-				sc, err := pass.Forward(b, lm.ForwardOptions{Entropy: true})
+				_, dl, de, err := microLoss(pass, b, mb, w[wi:wi+len(mb)], loss, &st)
 				if err != nil {
-					return st, 0, steps, fmt.Errorf("the training pass: %w", err)
-				}
-				idx := scoredIndex(mb)
-				dl, de := make([]float32, len(idx)), make([]float32, len(idx))
-				for k, at := range idx {
-					s := mb[at[0]]
-					tok := lmrl.Token{LogP: float64(sc.LogProbs[k]), OldLogP: float64(s.oldLogp[at[1]]), Entropy: float64(sc.Entropy[k]), Adv: s.adv[at[1]]}
-					if s.refLogp != nil {
-						tok.RefLogP = float64(s.refLogp[at[1]])
-					}
-					var ts lmrl.Stats
-					lt, dlogp, dent, err := loss.TokenLoss(tok, &ts)
-					if err != nil {
-						return st, 0, steps, err
-					}
-					weight := w[wi+at[0]]
-					pg := lt + c.Actor.EntropyCoeff*tok.Entropy
-					if loss.KLCoef > 0 {
-						pg -= loss.KLCoef * ts.KL
-					}
-					ts.PGLoss, ts.Loss = weight*pg, weight*lt
-					st.Add(ts)
-					dl[k], de[k] = float32(weight*dlogp), float32(weight*dent)
-				}
-				if loss.EntCoef == 0 {
-					de = nil
+					return st, 0, steps, err
 				}
 				if err := pass.Backward(dl, de); err != nil {
 					return st, 0, steps, err
@@ -643,4 +618,43 @@ func (t *Trainer) lmUpdate(seqs []*lmSeq, p *progress, lr float64) (st lmrl.Stat
 		}
 	}
 	return st, gradNorm, steps, nil
+}
+
+// microLoss runs the forward pass of a micro-batch b of the sequences mb
+// (whose aggregation weights are w) and returns its part of the loss,
+// Σ w·ℓ over its scored tokens, with the gradients Backward takes: in each
+// scored log-probability and, when the loss has an entropy bonus, in each
+// entropy (nil otherwise). Its figures add to st.
+func microLoss(pass *lm.Pass, b lm.Batch, mb []*lmSeq, w []float64, loss lmrl.Loss, st *lmrl.Stats) (total float64, dl, de []float32, err error) {
+	sc, err := pass.Forward(b, lm.ForwardOptions{Entropy: true})
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("the training pass: %w", err)
+	}
+	idx := scoredIndex(mb)
+	dl, de = make([]float32, len(idx)), make([]float32, len(idx))
+	for k, at := range idx {
+		s := mb[at[0]]
+		tok := lmrl.Token{LogP: float64(sc.LogProbs[k]), OldLogP: float64(s.oldLogp[at[1]]), Entropy: float64(sc.Entropy[k]), Adv: s.adv[at[1]]}
+		if s.refLogp != nil {
+			tok.RefLogP = float64(s.refLogp[at[1]])
+		}
+		var ts lmrl.Stats
+		lt, dlogp, dent, err := loss.TokenLoss(tok, &ts)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		weight := w[at[0]]
+		pg := lt + loss.EntCoef*tok.Entropy
+		if loss.KLCoef > 0 {
+			pg -= loss.KLCoef * ts.KL
+		}
+		ts.PGLoss, ts.Loss = weight*pg, weight*lt
+		st.Add(ts)
+		total += weight * lt
+		dl[k], de[k] = float32(weight*dlogp), float32(weight*dent)
+	}
+	if loss.EntCoef == 0 {
+		de = nil
+	}
+	return total, dl, de, nil
 }

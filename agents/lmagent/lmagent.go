@@ -16,10 +16,12 @@ import (
 	"strings"
 
 	"github.com/agenttrainer/agenttrainer/agents"
+	"github.com/agenttrainer/agenttrainer/agents/dist"
 	"github.com/agenttrainer/agenttrainer/agents/lm"
 	"github.com/agenttrainer/agenttrainer/agents/lm/chat"
 	"github.com/agenttrainer/agenttrainer/agents/lm/hf"
 	"github.com/agenttrainer/agenttrainer/agents/lm/tokenizer"
+	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/gpu"
 )
 
@@ -33,13 +35,11 @@ const Charset = tokenizer.DefaultCharset + "√×÷−"
 
 func init() {
 	agents.Register(agents.Spec{
-		Name:        Name,
-		Description: "decoder-only language model (Qwen2/Qwen3/Llama) for text environments: a Hugging Face directory or a from-scratch architecture",
-		Keys:        Keys(),
-		New: func(b agents.Build) (agents.Agent, error) {
-			return nil, fmt.Errorf("the lm agent plays text environments (%s); observations %v are numbers: pick a text env.id, or a numeric agent such as mlp",
-				"TextFrozenLake-v0, Arithmetic-v0, Countdown-v0, QA-v0", b.Obs)
-		},
+		Name:         Name,
+		Description:  "decoder-only language model (Qwen2/Qwen3/Llama) for text environments: a Hugging Face directory or a from-scratch architecture",
+		Keys:         Keys(),
+		New:          func(agents.Build) (agents.Agent, error) { return nil, errNumeric },
+		Distribution: func(envs.Space) (dist.Distribution, error) { return nil, errNumeric },
 		Estimate: func(w agents.Workload) agents.Estimate {
 			c, err := ArchConfig(w.Config)
 			if err != nil {
@@ -52,6 +52,9 @@ func init() {
 		},
 	})
 }
+
+// errNumeric is the lm agent's answer to a numeric environment.
+var errNumeric = errors.New("the lm agent plays text environments (TextFrozenLake-v0, Arithmetic-v0, Countdown-v0, QA-v0, …), not numeric observations: pick a text env.id, or a numeric agent such as mlp")
 
 // Keys are the agent's [agent] keys.
 func Keys() []agents.Key {

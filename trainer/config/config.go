@@ -28,10 +28,10 @@ var defaultsTOML string
 // schema: `toml` names the key, `live` marks keys a running training may
 // change, `check` states the constraint on the value.
 type Config struct {
-	Env     EnvConfig     `toml:"env"`
-	Data    DataConfig    `toml:"data"`
-	Agent   AgentConfig   `toml:"agent"`
-	PPO     PPOConfig     `toml:"ppo"`
+	Env   EnvConfig   `toml:"env"`
+	Data  DataConfig  `toml:"data"`
+	Agent AgentConfig `toml:"agent"`
+	PPO   PPOConfig   `toml:"ppo"`
 	// The language-model sections (agent.name = "lm" on a text env.id):
 	// their names are verl's, so its users find them where they expect.
 	Rollout   RolloutConfig   `toml:"rollout"`
