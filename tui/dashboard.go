@@ -228,9 +228,23 @@ func (d *dashboard) wordsShown() bool {
 // wordsPanel is the latest group of the run's transcripts in a w×h box.
 func (d *dashboard) wordsPanel(w, h int) string {
 	th := d.sh.th
-	lines := transcriptLines(th, d.words.group, w-2, false)
-	if len(lines) > h-2 {
-		lines = append(lines[:max(h-3, 0)], th.Dim.Render(cut(fmt.Sprintf("… %d more lines · the runs browser's T shows them all", len(lines)-(h-3)), w-2)))
+	lines := transcriptLines(th, d.words.group, w-2, false, false)
+	room := h - 2
+	var edit string
+	if r := d.run(); r != nil && len(r.edits) > 0 {
+		// the figures panel's note of the last live edit, which this panel hides
+		e := r.edits[len(r.edits)-1]
+		edit = th.Marker.Render(cut(fmt.Sprintf("┊ %s, the last %s = %s @ %s", plural(len(r.edits), "live edit", "live edits"), e.Key, e.Value, steps(float64(e.Step))), w-2))
+		room--
+	}
+	if len(lines) > room {
+		lines = append(lines[:max(room-1, 0)], th.Dim.Render(cut(fmt.Sprintf("… %d more lines · the runs browser's T shows them all", len(lines)-(room-1)), w-2)))
+	}
+	if edit != "" {
+		for len(lines) < room {
+			lines = append(lines, "")
+		}
+		lines = append(lines, edit)
 	}
 	return box(th, cut(groupTitle(d.words.group), w-6), strings.Join(lines, "\n"), w, h)
 }

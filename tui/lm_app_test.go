@@ -28,6 +28,9 @@ func startLM(t *testing.T, w, h, iters int) *harness {
 		appendLMIteration(t, dir, i)
 		hs.fake.publish(trainer.Event{Kind: trainer.EventMetrics, Time: epoch, Metrics: lmMetrics(i)})
 	}
+	hs.fake.publish(trainer.Event{Kind: trainer.EventEdit, Time: epoch,
+		Edit:    trainer.Edit{Iter: iters, Step: int64(iters) * 64, Key: "rollout.temperature", Value: "0.7", Old: "1.0"},
+		Message: "rollout.temperature = 0.7 (was 1.0)"})
 	hs.pump()
 	return hs
 }
@@ -39,7 +42,7 @@ func startLM(t *testing.T, w, h, iters int) *harness {
 func TestDashboardShowsTranscripts(t *testing.T) {
 	hs := startLM(t, 120, 40, 12)
 	v := hs.view()
-	for _, want := range []string{"transcripts · iter 12 · train task 0", "#0 ✓ reward 1", "model│", " env│", " _   O   _   _"} {
+	for _, want := range []string{"transcripts · iter 12 · train task 0", "#0 ✓ reward 1", "model│", " env│", " _   O   _   _", "┊ 1 live edit, the last rollout.temperature"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("the dashboard has no %q:\n%s", want, v)
 		}
@@ -81,7 +84,15 @@ func TestRunsBrowserTranscripts(t *testing.T) {
 		if !strings.Contains(v, "── iteration 5") || strings.Contains(v, "── iteration 4") {
 			t.Errorf("not iteration 5 alone:\n%s", v)
 		}
+		if strings.Contains(v, "FrozenLake Quick Guide") || !strings.Contains(v, "(system) You are Qwen") {
+			t.Errorf("the system prompt is not cut to its first line:\n%s", v)
+		}
 		golden(t, "runs-transcripts-"+sizeName(size.w, size.h), hs.screenView())
+		hs.press("s")
+		if v := hs.view(); !strings.Contains(v, "FrozenLake Quick Guide") {
+			t.Errorf("s does not show the system prompt whole:\n%s", v)
+		}
+		hs.press("s")
 		hs.press("[", "c")
 		v = hs.view()
 		if !strings.Contains(v, "iteration 4 (4 of 5) · right only") || strings.Contains(v, " ✗ ") {

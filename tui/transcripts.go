@@ -83,9 +83,10 @@ func latestGroup(dir string) ([]runstore.Transcript, error) {
 // (its reward, whether it is right, how it ended), then its messages, the
 // model's marked "model│" and the environment's (and the template's)
 // " env│", each message's text as the environment or the model wrote it
-// (FrozenLake's grid keeps its rows). full shows system prompts whole;
-// otherwise each gets one line.
-func transcriptLines(th *theme, ts []runstore.Transcript, w int, full bool) []string {
+// (FrozenLake's grid keeps its rows). full shows every message whole
+// (system prompts too when sys is set, else their first line); otherwise
+// the model's turns, a line each, and the environment's last message.
+func transcriptLines(th *theme, ts []runstore.Transcript, w int, full, sys bool) []string {
 	var out []string
 	for i, t := range ts {
 		if i > 0 {
@@ -115,7 +116,7 @@ func transcriptLines(th *theme, ts []runstore.Transcript, w int, full bool) []st
 			case m.Role == "assistant":
 				m.Content = strings.Join(strings.Fields(m.Content), " ")
 			}
-			out = append(out, messageLines(th, m, w, full)...)
+			out = append(out, messageLines(th, m, w, full && sys)...)
 		}
 	}
 	return out
@@ -220,7 +221,7 @@ func (c *wordsCache) load(dir string) {
 // wordsKeys are the transcripts pager's bindings.
 type wordsKeys struct {
 	navKeys
-	PrevIter, NextIter, Correct, AllIters, Close key.Binding
+	PrevIter, NextIter, Correct, AllIters, System, Close key.Binding
 }
 
 func newWordsKeys() wordsKeys {
@@ -229,16 +230,17 @@ func newWordsKeys() wordsKeys {
 		NextIter: bind("]", "later iteration", "]"),
 		AllIters: bind("a", "all iterations", "a"),
 		Correct:  bind("c", "right/wrong/all", "c"),
+		System:   bind("s", "system prompts", "s"),
 		Close:    bind("esc", "back", "esc", "T"),
 	}
 }
 
 func (k wordsKeys) ShortHelp() []key.Binding {
-	return []key.Binding{k.PrevIter, k.NextIter, k.AllIters, k.Correct, k.PageUp, k.PageDown, k.Close}
+	return []key.Binding{k.PrevIter, k.NextIter, k.AllIters, k.Correct, k.System, k.PageUp, k.PageDown, k.Close}
 }
 
 func (k wordsKeys) FullHelp() [][]key.Binding {
-	return [][]key.Binding{k.navKeys.group(), {k.PrevIter, k.NextIter, k.AllIters, k.Correct, k.Close}}
+	return [][]key.Binding{k.navKeys.group(), {k.PrevIter, k.NextIter, k.AllIters, k.Correct, k.System, k.Close}}
 }
 
 // wordsPager is a run's transcripts on the full screen, scrolled like a
@@ -252,6 +254,7 @@ type wordsPager struct {
 	iters   []int // the iterations the run has transcripts of
 	iter    int   // index into iters; -1 all of them
 	correct int   // 0 all, 1 right only, 2 wrong only
+	sys     bool  // system prompts whole (s), not their first line
 	problem string
 	vp      viewport.Model
 	w, h    int
@@ -326,7 +329,7 @@ func (p *wordsPager) render() {
 			}
 			lines = append(lines, p.th.Title.Render(cut(fmt.Sprintf("── iteration %d · %s · group %d · task %s", t.Iter, termtext.Clean(t.Split), t.Group, termtext.Clean(t.Task)), p.w)))
 		}
-		lines = append(lines, transcriptLines(p.th, []runstore.Transcript{t}, p.w, true)...)
+		lines = append(lines, transcriptLines(p.th, []runstore.Transcript{t}, p.w, true, p.sys)...)
 	}
 	if len(lines) == 0 {
 		lines = []string{p.th.Dim.Render("no transcript passes the filters (c: right/wrong/all, a: all iterations)")}
@@ -360,6 +363,9 @@ func (p *wordsPager) key(km tea.KeyMsg) tea.Cmd {
 		p.render()
 	case key.Matches(km, k.Correct):
 		p.correct = (p.correct + 1) % 3
+		p.render()
+	case key.Matches(km, k.System):
+		p.sys = !p.sys
 		p.render()
 	default:
 		var cmd tea.Cmd
