@@ -66,7 +66,7 @@ for size in ${SIZES:-120x40 80x24}; do
   # 3. Transcripts beside the curves (in the chart's place with T at 80×24).
   if [ "$w" -lt 100 ]; then
     wait_for "figures" 60
-    wait_for "iteration     1" 180
+    wait_for "ep length" 180 && sleep 1
     keys T
   fi
   wait_for "transcripts · iter" 180
@@ -82,7 +82,9 @@ for size in ${SIZES:-120x40 80x24}; do
   keys Enter C-u ; type_text 0.7 ; keys Enter
   wait_for "0.7" 10
   shot "$size-4-live-edit"
-  keys Escape
+  keys Escape   # clears the key filter
+  wait_gone "/temperature (" 10
+  keys Escape   # back to the dashboard
   wait_for "live edit, the last rollout.temperature = 0.7" 120
   [ "$w" -lt 100 ] && keys T
   wait_for "transcripts · iter" 60

@@ -157,7 +157,7 @@ func (d *dashboard) key(km tea.KeyMsg) tea.Cmd {
 		d.logView.HalfPageDown()
 	case key.Matches(km, k.Log):
 		d.log.show(r.name(), r.logs, d.w, d.h)
-	case key.Matches(km, k.Words) && len(d.words.group) > 0:
+	case key.Matches(km, k.Words):
 		if d.wordsShown() {
 			d.wordsMode = 2
 		} else {
@@ -213,22 +213,25 @@ func (d *dashboard) pause(r *run) tea.Cmd {
 // wordsShown reports whether the transcripts panel is on screen: when the
 // run has transcripts, beside the chart where there is room, or as T says.
 func (d *dashboard) wordsShown() bool {
-	if len(d.words.group) == 0 {
-		return false
-	}
 	switch d.wordsMode {
 	case 1:
 		return true
 	case 2:
 		return false
 	}
-	return d.w >= 100 && !d.compact
+	return len(d.words.group) > 0 && d.w >= 100 && !d.compact
 }
 
 // wordsPanel is the latest group of the run's transcripts in a w×h box.
 func (d *dashboard) wordsPanel(w, h int) string {
 	th := d.sh.th
 	lines := transcriptLines(th, d.words.group, w-2, false, false)
+	if len(d.words.group) == 0 {
+		lines = []string{th.Dim.Render("no transcripts yet: language-model runs write a group each iteration (T hides this)")}
+		if d.words.err != nil {
+			lines = []string{th.Warn.Render(termtext.Clean(firstLine(d.words.err.Error())))}
+		}
+	}
 	room := h - 2
 	var edit string
 	if r := d.run(); r != nil && len(r.edits) > 0 {
@@ -773,7 +776,7 @@ func (d *dashboard) Help() help.KeyMap {
 	for _, b := range []*key.Binding{&k.NextRun, &k.PrevRun} {
 		b.SetEnabled(len(d.sh.runs.runs) > 1)
 	}
-	k.Words.SetEnabled(len(d.words.group) > 0)
+	k.Words.SetEnabled(len(d.words.group) > 0 || d.wordsShown()) // offered to runs that write transcripts
 	if d.wordsShown() {
 		k.Words = renamed(k.Words, "hide transcripts")
 	}

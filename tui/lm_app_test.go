@@ -110,3 +110,20 @@ func TestRunsBrowserTranscripts(t *testing.T) {
 }
 
 func sizeName(w, h int) string { return fmt.Sprintf("%dx%d", w, h) }
+
+// T pressed before the run wrote its first transcripts is kept: the panel
+// says none are there yet, and shows them once they are (the trainer
+// writes the metrics first).
+func TestTranscriptsToggleBeforeTheFirst(t *testing.T) {
+	hs := startLM(t, 80, 24, 0)
+	hs.fake.publish(trainer.Event{Kind: trainer.EventMetrics, Time: epoch, Metrics: lmMetrics(1)})
+	hs.pump()
+	hs.press("T")
+	if v := hs.view(); !strings.Contains(v, "no transcripts yet") {
+		t.Fatalf("T before any transcript does not say so:\n%s", v)
+	}
+	appendLMIteration(t, hs.fake.info.RunDir, 1)
+	if v := hs.view(); !strings.Contains(v, "transcripts · iter 1") {
+		t.Errorf("the first transcripts do not show:\n%s", v)
+	}
+}
