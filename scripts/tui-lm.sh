@@ -85,9 +85,10 @@ for size in ${SIZES:-120x40 80x24}; do
   keys Escape   # clears the key filter
   wait_gone "/temperature (" 10
   keys Escape   # back to the dashboard
-  wait_for "live edit, the last rollout.temperature = 0.7" 120
+  wait_for "rollout.temperature = 0.7 (was 1.0)" 120   # the log
   [ "$w" -lt 100 ] && keys T
   wait_for "transcripts · iter" 60
+  wait_for "live edit, the last rollout.temperature = 0.7" 60
   shot "$size-5-dashboard-after-edit"
 
   # 5. The runs browser opens the run's transcripts; c keeps the wrong ones.
