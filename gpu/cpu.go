@@ -45,7 +45,12 @@ func NewCPU(threads int) *CPU {
 }
 
 // Name implements Device.
-func (d *CPU) Name() string { return fmt.Sprintf("cpu (%d threads)", d.threads) }
+func (d *CPU) Name() string {
+	if d.threads == 1 {
+		return "cpu (1 thread)"
+	}
+	return fmt.Sprintf("cpu (%d threads)", d.threads)
+}
 
 // Close stops the device's worker goroutines.
 func (d *CPU) Close() {

@@ -115,26 +115,29 @@ func (d *draft) setEnv(id string) (string, error) {
 	if was == "" {
 		was = "the preset's agent"
 	}
-	d.mark("agent.name", false)
-	return joinNotes(fmt.Sprintf("%s does not play %s: picked %s", was, id, swap), note), nil
+	d.mark("agent.name", swap != "" && swap != d.presetAgent)
+	return joinNotes(fmt.Sprintf("%s does not play %s: picked %s", was, id, d.cfg.Agent.Name), note), nil
 }
 
-// fittingAgent is agent ("" the preset's) when it can play envID, else the
-// first registered agent that can.
+// fittingAgent is agent ("" the preset's) when it can play envID, else
+// the preset's when that can, else the first registered agent that can.
 func (d *draft) fittingAgent(envID, agent string) (string, error) {
 	if d.reg == nil {
 		return agent, nil
 	}
+	p, err := d.resolve(envID, "")
+	if err != nil {
+		return "", err
+	}
 	name := agent
 	if name == "" {
-		p, err := d.resolve(envID, "")
-		if err != nil {
-			return "", err
-		}
 		name = p.Agent.Name
 	}
-	if d.reg.fits(envID, name) {
+	switch {
+	case d.reg.fits(envID, name):
 		return agent, nil
+	case agent != "" && d.reg.fits(envID, p.Agent.Name):
+		return "", nil
 	}
 	if fit := d.reg.agentsFor(envID); len(fit) > 0 {
 		return fit[0], nil

@@ -71,3 +71,34 @@ func TestPickerPairsTextEnvsWithLMAgents(t *testing.T) {
 	}
 	golden(t, "picker-text-120x40", hs.screenView())
 }
+
+// An agent that takes images alone is not kept for an environment of
+// vectors: the editor's agent.name=cnn on CartPole, then Acrobot in the
+// picker, trains Acrobot's preset agent, and the picker says so.
+func TestPickerSwapsAnImageAgentOnVectors(t *testing.T) {
+	if v, i := takes("cnn"); v || !i {
+		t.Fatalf("takes(cnn) = %v, %v; want images alone", v, i)
+	}
+	if v, i := takes("mlp"); !v {
+		t.Fatalf("takes(mlp) = %v, %v; want vectors", v, i)
+	}
+	reg := func() ([]EnvChoice, []AgentChoice) {
+		es, as := lmRegistry()
+		return es, append(as, AgentChoice{Name: "cnn", Description: "convolutional actor-critic", NoVectors: true})
+	}
+	hs := newHarnessWith(t, 120, 40, func(o *Options, _ *fakeHost) { o.Registry = reg })
+	if _, err := hs.m.sh.draft.set("agent.name", "cnn"); err != nil {
+		t.Fatal(err)
+	}
+	hs.press("1", "home", "enter") // Acrobot-v1
+	v := hs.view()
+	if got := hs.m.sh.draft.cfg.Agent.Name; got != "mlp" {
+		t.Fatalf("Acrobot-v1 drafted with %s, want its preset mlp:\n%s", got, v)
+	}
+	if !strings.Contains(v, "cnn does not play Acrobot-v1: picked mlp") {
+		t.Errorf("the swap is not explained:\n%s", v)
+	}
+	if strings.Contains(v, "convolutional") {
+		t.Errorf("cnn is listed for an environment of vectors:\n%s", v)
+	}
+}

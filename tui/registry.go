@@ -32,8 +32,9 @@ type AgentChoice struct {
 	Name        string
 	Description string
 	// Text marks an agent that plays text environments (a language
-	// model) and no numeric one.
-	Text bool
+	// model) and no numeric one; NoVectors one that takes images but not
+	// vector observations (a convolutional network).
+	Text, NoVectors bool
 }
 
 // Registry lists the registered environments and agents, custom ones
@@ -56,20 +57,23 @@ func Registry() ([]EnvChoice, []AgentChoice) {
 	var as []AgentChoice
 	for _, name := range agents.Names() {
 		s, _ := agents.Lookup(name)
-		as = append(as, AgentChoice{Name: name, Description: s.Description, Text: playsText(name)})
+		vectors, images := takes(name)
+		as = append(as, AgentChoice{Name: name, Description: s.Description, Text: !vectors && !images, NoVectors: !vectors && images})
 	}
 	return es, as
 }
 
-// playsText reports whether a registered agent plays text and no numbers:
-// it refuses to be built for a vector and for an image observation alike
-// (a language model's agent says it wants a text env.id). The registry
+// takes reports which numeric observations a registered agent can be
+// built for: vectors, images (height × width × channels). One that takes
+// neither plays text (a language model's agent says it wants a text
+// env.id); one that takes images alone is convolutional. The registry
 // says no more of an agent, and asking it this way needs no list here.
-func playsText(name string) bool {
+func takes(name string) (vectors, images bool) {
 	dev := gpu.NewCPU(1)
 	act := envs.Space{Kind: envs.Discrete, N: 2}
-	for _, obs := range []envs.Space{{Kind: envs.Box, Dim: 4}, {Kind: envs.Box, Dim: 16, Shape: []int{4, 4, 1}}} {
-		ok := func() (ok bool) {
+	var ok [2]bool
+	for i, obs := range []envs.Space{{Kind: envs.Box, Dim: 4}, {Kind: envs.Box, Dim: 16, Shape: []int{4, 4, 1}}} {
+		ok[i] = func() (ok bool) {
 			defer func() {
 				if recover() != nil {
 					ok = true // it got past checking the observation
@@ -78,11 +82,14 @@ func playsText(name string) bool {
 			_, err := agents.New(name, agents.Build{Obs: obs, Act: act, Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
 			return err == nil
 		}()
-		if ok {
-			return false
-		}
 	}
-	return true
+	return ok[0], ok[1]
+}
+
+// playsText reports whether a registered agent plays text and no numbers.
+func playsText(name string) bool {
+	vectors, images := takes(name)
+	return !vectors && !images
 }
 
 // spaceName says what a space holds: discrete(3), continuous(4), or an
@@ -109,12 +116,21 @@ type registry struct {
 }
 
 // fits reports whether agent can play envID: a text agent a text
-// environment, any other agent any other environment. Names the registry
-// does not list fit (the trainer has the last word).
+// environment; any other agent any other environment, except one that
+// takes images alone an environment of vectors. Names the registry does
+// not list fit (the trainer has the last word), as does an environment
+// whose observations are unknown until it is built (remote).
 func (r *registry) fits(envID, agent string) bool {
 	ei := slices.IndexFunc(r.envs, func(e EnvChoice) bool { return e.ID == envID })
 	ai := slices.IndexFunc(r.agents, func(a AgentChoice) bool { return a.Name == agent })
-	return ei < 0 || ai < 0 || r.envs[ei].Text == r.agents[ai].Text
+	if ei < 0 || ai < 0 {
+		return true
+	}
+	e, a := r.envs[ei], r.agents[ai]
+	if e.Text != a.Text {
+		return false
+	}
+	return !a.NoVectors || e.Text || e.Observation == "?" || strings.HasSuffix(e.Observation, "image")
 }
 
 // agentsFor lists the agents that fit envID, in the registry's order.

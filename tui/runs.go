@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -165,15 +166,39 @@ type loadedRun struct {
 	hidden bool  // left out of the overlay
 }
 
+// probeLive asks which runs have a training answering, dialling up to
+// probeWorkers control sockets at once: a dial to a dead run's socket can
+// take its time, and hundreds of runs one after another would hold the
+// list up.
 func probeLive(runs []runstore.RunInfo, live func(string) bool) map[string]bool {
+	answers := make([]bool, len(runs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(probeWorkers, len(runs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				answers[i] = live(runs[i].Dir)
+			}
+		}()
+	}
+	for i := range runs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 	out := map[string]bool{}
-	for _, r := range runs {
-		if live(r.Dir) {
+	for i, r := range runs {
+		if answers[i] {
 			out[r.Dir] = true
 		}
 	}
 	return out
 }
+
+// probeWorkers bounds the control sockets probeLive dials at once.
+const probeWorkers = 16
 
 // scanRuns lists the runs under dir and the trials of its sweeps (named
 // sweep/trial-003).
