@@ -127,3 +127,29 @@ func TestTranscriptsToggleBeforeTheFirst(t *testing.T) {
 		t.Errorf("the first transcripts do not show:\n%s", v)
 	}
 }
+
+// The live editor of a language-model run offers the keys lmrl tags live
+// (temperature, top_p, the learning rate, KL and clip coefficients) as
+// any other live key, and sends an edit of one to the trainer.
+func TestLiveEditorOffersLMKeys(t *testing.T) {
+	hs := startLM(t, 120, 40, 3)
+	hs.press("e")
+	for _, k := range []string{"rollout.temperature", "rollout.top_p", "ppo.learning_rate", "actor.kl_loss_coef", "algorithm.kl_coef", "actor.clip_ratio_low", "actor.clip_ratio_high"} {
+		hs.press("/", "ctrl+u", "type:"+k, "enter")
+		v := hs.view()
+		row := ""
+		for _, line := range strings.Split(v, "\n") {
+			if strings.Contains(line, "▸") && strings.Contains(line, k) {
+				row = line
+			}
+		}
+		if !strings.HasSuffix(strings.TrimSpace(row), "live") {
+			t.Errorf("%s is not offered live: %q\n%s", k, row, v)
+		}
+		hs.press("esc")
+	}
+	hs.press("/", "ctrl+u", "type:rollout.temperature", "enter", "enter", "ctrl+u", "type:0.7", "enter")
+	if calls := strings.Join(hs.fake.Calls(), "\n"); !strings.Contains(calls, "edit rollout.temperature=0.7") {
+		t.Errorf("no edit of the temperature sent; calls:\n%s", calls)
+	}
+}
