@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -151,5 +152,35 @@ func TestLiveEditorOffersLMKeys(t *testing.T) {
 	hs.press("/", "ctrl+u", "type:rollout.temperature", "enter", "enter", "ctrl+u", "type:0.7", "enter")
 	if calls := strings.Join(hs.fake.Calls(), "\n"); !strings.Contains(calls, "edit rollout.temperature=0.7") {
 		t.Errorf("no edit of the temperature sent; calls:\n%s", calls)
+	}
+}
+
+// Watching a language-model run replays its latest group turn by turn:
+// the grid as the environment drew it, the model's answer and the reward
+// under it; the episode's return is the sample's reward.
+func TestWatchReplaysTranscripts(t *testing.T) {
+	dir := writeLMRun(t, t.TempDir(), "lm", 5)
+	var frames []trainer.Frame
+	res, err := replayTranscripts(context.Background(), dir, trainer.EvalOptions{Episodes: 2,
+		Frame: func(f trainer.Frame) error { frames = append(frames, f); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	group, _ := latestGroup(dir)
+	if len(res.Returns) != 2 || res.Returns[0] != group[0].Reward || res.Returns[1] != group[1].Reward {
+		t.Errorf("returns %v, want the first two samples' rewards", res.Returns)
+	}
+	if len(frames) != group[0].Turns+group[1].Turns+2 {
+		t.Errorf("%d frames, want a turn each and an end each", len(frames))
+	}
+	f := frames[0]
+	if !strings.Contains(f.Drawing, " _   ") || !strings.Contains(f.Caption, "model: ") || !strings.Contains(f.Caption, "reward ") {
+		t.Errorf("first frame: drawing %q caption %q", f.Drawing, f.Caption)
+	}
+	if last := frames[group[0].Turns]; !last.Last || last.Return != group[0].Reward {
+		t.Errorf("episode 1's last frame %+v", last)
+	}
+	if _, err := replayTranscripts(context.Background(), t.TempDir(), trainer.EvalOptions{Episodes: 1}); err == nil || !strings.Contains(err.Error(), "no transcripts yet") {
+		t.Errorf("a run without transcripts: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/agenttrainer/agenttrainer/internal/termtext"
+	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
@@ -390,3 +392,78 @@ func (p *wordsPager) view() string {
 }
 
 func (p *wordsPager) help() help.KeyMap { return p.keys }
+
+// hasTranscripts reports whether the run in dir wrote transcripts (a
+// language model's run).
+func hasTranscripts(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, runstore.TranscriptsFile))
+	return err == nil
+}
+
+// evaluate is trainer.Evaluate, a failure inside it an error rather than
+// the app's end.
+func evaluate(ctx context.Context, dir string, o trainer.EvalOptions) (res trainer.EvalResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("evaluating the run in %s failed: %v", dir, p)
+		}
+	}()
+	return trainer.Evaluate(ctx, dir, o)
+}
+
+// replayTranscripts plays the latest group of a language-model run's
+// transcripts as the watch view plays episodes: a frame a turn, the
+// environment's words (FrozenLake's grid) as the drawing and the model's
+// answer and the reward under it. These are the trainer's own samples
+// (o.Episodes of them at most), not a fresh evaluation.
+func replayTranscripts(ctx context.Context, dir string, o trainer.EvalOptions) (trainer.EvalResult, error) {
+	group, err := latestGroup(dir)
+	if err != nil {
+		return trainer.EvalResult{}, err
+	}
+	if len(group) == 0 {
+		return trainer.EvalResult{}, fmt.Errorf("the run in %s has written no transcripts yet", dir)
+	}
+	if len(group) > o.Episodes && o.Episodes > 0 {
+		group = group[:o.Episodes]
+	}
+	t0 := group[0]
+	res := trainer.EvalResult{EnvID: t0.Env, Agent: "lm", HasSuccess: true,
+		Tasks: fmt.Sprintf("the samples of iteration %d's group %d (task %s), from transcripts.jsonl", t0.Iter, t0.Group, termtext.Clean(t0.Task))}
+	for ep, t := range group {
+		var obs string
+		step, ret := 0, 0.0
+		frames := []trainer.Frame{}
+		for _, m := range t.Messages {
+			switch m.Role {
+			case "system":
+			case "assistant":
+				step++
+				caption := "model: " + termtext.Clean(strings.Join(strings.Fields(m.Content), " "))
+				if m.Reward != nil {
+					ret += *m.Reward
+					caption += "\nreward " + num(*m.Reward)
+				}
+				frames = append(frames, trainer.Frame{Episode: ep, Step: step, Return: ret, Drawing: obs, Caption: caption + "\n"})
+			default:
+				obs = strings.TrimRight(termtext.CleanText(expandTabs(m.Content)), "\n ") + "\n"
+			}
+		}
+		end := "ended: " + termtext.Clean(t.Termination)
+		frames = append(frames, trainer.Frame{Episode: ep, Step: step, Return: t.Reward, Last: true, Drawing: obs, Caption: end + "\n"})
+		for _, f := range frames {
+			if err := o.Frame(f); err != nil {
+				return res, err
+			}
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+		}
+		res.Returns = append(res.Returns, t.Reward)
+		res.Lengths = append(res.Lengths, float64(t.Turns))
+		if t.Correct {
+			res.Successes++
+		}
+	}
+	return res, nil
+}

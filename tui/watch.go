@@ -110,7 +110,11 @@ func (w *watcher) play(dir string, paused bool) tea.Cmd {
 	w.mu.Unlock()
 	pace := w.pace
 	go func() {
-		res, err := trainer.Evaluate(ctx, dir, trainer.EvalOptions{Episodes: watchEpisodes,
+		play := evaluate
+		if hasTranscripts(dir) {
+			play = replayTranscripts // a language model's run: its own words
+		}
+		res, err := play(ctx, dir, trainer.EvalOptions{Episodes: watchEpisodes,
 			Frame: func(f trainer.Frame) error {
 				w.mu.Lock()
 				w.frame, w.loading = f, false
