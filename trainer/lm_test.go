@@ -117,6 +117,21 @@ func TestLMTrainResume(t *testing.T) {
 	if ms, _ = runstore.ReadMetrics(dir); len(ms) != 3 || ms[2].Iter != 3 {
 		t.Errorf("after resuming: %d rows", len(ms))
 	}
+	// eval plays the validation tasks with the saved policy.
+	var frames int
+	res, err := Evaluate(context.Background(), dir, EvalOptions{Episodes: 2, Samples: 2, Frame: func(f Frame) error {
+		frames++
+		if !strings.Contains(f.Caption, "model: ") {
+			t.Errorf("a frame without the model's words: %q", f.Caption)
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Transcripts) != 4 || res.Samples != 2 || res.PassK < 0 || res.PassK > 1 || frames < 4 || !strings.HasSuffix(res.Checkpoint, "step-3.safetensors") {
+		t.Errorf("eval: %d transcripts, samples %d, pass@k %v, %d frames, checkpoint %s", len(res.Transcripts), res.Samples, res.PassK, frames, res.Checkpoint)
+	}
 }
 
 // TestLMLossGradient checks the loss's gradient through the model's
