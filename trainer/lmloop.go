@@ -12,6 +12,7 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/agents/lm"
 	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/envs/remote"
 	"github.com/agenttrainer/agenttrainer/gpu"
 	"github.com/agenttrainer/agenttrainer/trainer/lmrl"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
@@ -75,6 +76,7 @@ func (t *Trainer) trainLM(ctx context.Context, f *runFiles) (Summary, error) {
 		return Summary{}, err
 	}
 	defer transcripts.Close()
+	defer remote.CloseTextPools() // the servers remote-text environments started for this run
 	sum := Summary{Iterations: p.iter, Last: Metrics{Iter: p.iter, Step: p.step}}
 	t.stepsDone.Store(p.step)
 	mc := r.pol.Model.Config
