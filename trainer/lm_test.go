@@ -275,3 +275,37 @@ func TestDAPOFilter(t *testing.T) {
 		t.Errorf("advantages of the mixed group: %v %v", seqs[0].adv, seqs[1].adv)
 	}
 }
+
+// The warm-start hook runs once on the policy before the first iteration,
+// and the reference policy is the warm-started one.
+func TestLMWarmStart(t *testing.T) {
+	calls := 0
+	WarmStartFor = func(cfg config.Config) (func(context.Context, WarmStart) error, error) {
+		return func(_ context.Context, w WarmStart) error {
+			calls++
+			if w.Policy == nil || w.RunDir == "" || w.Config.Agent.Name != "lm" {
+				t.Errorf("warm start given %+v", w)
+			}
+			m := w.Policy.Model
+			host := make([]float32, m.Params.Len())
+			m.Dev.Download(host, m.Params)
+			host[0] += 0.5 // a visible change
+			m.Dev.Upload(m.Params, host)
+			return nil
+		}, nil
+	}
+	defer func() { WarmStartFor = nil }()
+	tr, err := New(lmConfig(t, "trainer.total_training_steps=1", "trainer.test_freq=0", "actor.use_kl_loss=true"), Options{RunDir: filepath.Join(t.TempDir(), "run"), Device: gpu.NewCPU(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if _, err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ref := make([]float32, tr.lmr.ref.Params.Len())
+	tr.dev.Download(ref, tr.lmr.ref.Params)
+	if calls != 1 || ref[0] < 0.4 {
+		t.Errorf("%d warm starts; the reference's first weight %v (want the warm-started one)", calls, ref[0])
+	}
+}
