@@ -233,6 +233,16 @@ func (t *Trainer) lmIteration(ctx context.Context, iter int, p *progress) (Metri
 	if c.Algorithm.UseKLInReward {
 		m.Set("critic/kl_in_reward", klPenalty)
 	}
+	for i, s := range seqs { // for the transcripts: the advantage of the sample's first trained token
+		if ep := kept[owner[i].group][owner[i].sample]; owner[i].row == 0 {
+			for j, mk := range s.mask {
+				if mk == 1 {
+					ep.Metrics["advantage"] = s.adv[j]
+					break
+				}
+			}
+		}
+	}
 
 	updateStart := time.Now()
 	var st lmrl.Stats

@@ -139,7 +139,7 @@ func (t *Trainer) writeTranscripts(w *runstore.JSONL, iter int, split string, gr
 // first participant with each assistant turn's reward, and its rows.
 func Transcript(ep *textrl.Episode, envID string, spec text.Spec, _ textrl.Tokenizer) runstore.Transcript {
 	tr := runstore.Transcript{Env: envID, Task: taskName(ep.Task, spec, ep.TaskIndex), Sample: ep.Sample,
-		Reward: ep.Reward(), Correct: ep.Correct, Termination: string(ep.Termination), Turns: int(ep.Metrics["turns"]),
+		Reward: ep.Reward(), Advantage: ep.Metrics["advantage"], Correct: ep.Correct, Termination: string(ep.Termination), Turns: int(ep.Metrics["turns"]),
 		Metrics: map[string]float64{}}
 	for k, v := range ep.Metrics {
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
