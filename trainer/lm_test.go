@@ -309,3 +309,42 @@ func TestLMWarmStart(t *testing.T) {
 		t.Errorf("%d warm starts; the reference's first weight %v (want the warm-started one)", calls, ref[0])
 	}
 }
+
+// A language-model run takes live edits of its sampling, learning rate,
+// clip and KL coefficients (recorded in edits.jsonl and config.toml) and
+// refuses keys that only apply when a run starts; it pauses and resumes.
+func TestLMLiveEditsAndPause(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	tr, err := New(lmConfig(t, "trainer.total_training_steps=3", "trainer.test_freq=0"), Options{RunDir: dir, Device: gpu.NewCPU(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	tr.Pause()
+	done := make(chan error, 1)
+	go func() { _, err := tr.Run(context.Background()); done <- err }()
+	for _, kv := range [][2]string{{"rollout.temperature", "0.5"}, {"rollout.top_p", "0.9"}, {"ppo.learning_rate", "1e-4"},
+		{"actor.clip_ratio_high", "0.28"}, {"actor.kl_loss_coef", "0.01"}, {"algorithm.kl_coef", "0.02"}} {
+		if err := tr.Edit(kv[0], kv[1]); err != nil {
+			t.Errorf("live edit %s=%s: %v", kv[0], kv[1], err)
+		}
+	}
+	if err := tr.Edit("rollout.n", "8"); err == nil || !strings.Contains(err.Error(), "only when a run starts") {
+		t.Errorf("rollout.n edited live: %v", err)
+	}
+	tr.Resume()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := runstore.ReadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Rollout.Temperature != 0.5 || cfg.Actor.ClipRatioHigh != 0.28 || cfg.PPO.LearningRate != 1e-4 {
+		t.Errorf("config.toml after the edits: temperature %v, clip_ratio_high %v, lr %v", cfg.Rollout.Temperature, cfg.Actor.ClipRatioHigh, cfg.PPO.LearningRate)
+	}
+	edits, err := os.ReadFile(filepath.Join(dir, runstore.EditsFile))
+	if err != nil || strings.Count(string(edits), "\n") != 6 {
+		t.Errorf("edits.jsonl: %v\n%s", err, edits)
+	}
+}
