@@ -120,7 +120,7 @@ func newLM(cfg config.Config, opts Options) (*Trainer, error) {
 	}
 	pol, err := lmagent.Open(cfg.Agent.Params, t.dev, uint64(cfg.Trainer.Seed), limit)
 	if err != nil {
-		return nil, &config.Error{Key: "agent.name", Msg: err.Error()}
+		return nil, agentError(err)
 	}
 	mc := pol.Model.Config
 	if need := cfg.Data.MaxPromptLength + cfg.Data.MaxResponseLength; need > mc.MaxPositions {
@@ -159,6 +159,16 @@ func newLM(cfg config.Config, opts Options) (*Trainer, error) {
 	t.shadow = cfg.Clone()
 	built = true
 	return t, nil
+}
+
+// agentError is the lm agent's error as a config error on the key it
+// names ("agent.model: …"), else on agent.name.
+func agentError(err error) error {
+	msg := err.Error()
+	if key, rest, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(key, "agent.") && !strings.ContainsAny(key, " \t") {
+		return &config.Error{Key: key, Msg: rest}
+	}
+	return &config.Error{Key: "agent.name", Msg: "the lm agent: " + msg}
 }
 
 // SetWarmStart gives a language-model run a phase that runs once, before
