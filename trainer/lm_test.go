@@ -45,7 +45,7 @@ func TestLMRefusesMismatchedEnvAndAgent(t *testing.T) {
 	}{
 		{[]string{"env.id=CartPole-v1"}, "env.id", "text environments"},
 		{[]string{"agent.name=mlp"}, "agent.name", "needs a language model"},
-		{[]string{"agent.hidden_size=30", "agent.num_attention_heads=4"}, "agent.name", "multiple"},
+		{[]string{"agent.hidden_size=30", "agent.num_attention_heads=4"}, "agent.hidden_size", "multiple"},
 		{[]string{"data.max_prompt_length=5000"}, "data.max_prompt_length", "context"},
 	} {
 		_, err := New(lmConfig(t, c.overrides...), Options{})
