@@ -329,6 +329,14 @@ func TestLMLiveEditsAndPause(t *testing.T) {
 			t.Errorf("live edit %s=%s: %v", kv[0], kv[1], err)
 		}
 	}
+	if err := tr.Edit("trainer.total_training_steps", "3"); err != nil {
+		t.Errorf("raising nothing: %v", err)
+	}
+	tr.stepsDone.Store(2) // as if two iterations were done: lowering the total to them would end the run unannounced
+	if err := tr.Edit("trainer.total_training_steps", "2"); err == nil || !strings.Contains(err.Error(), "already done") {
+		t.Errorf("total_training_steps lowered to what was done: %v", err)
+	}
+	tr.stepsDone.Store(0)
 	if err := tr.Edit("rollout.n", "8"); err == nil || !strings.Contains(err.Error(), "only when a run starts") {
 		t.Errorf("rollout.n edited live: %v", err)
 	}
@@ -344,7 +352,7 @@ func TestLMLiveEditsAndPause(t *testing.T) {
 		t.Errorf("config.toml after the edits: temperature %v, clip_ratio_high %v, lr %v", cfg.Rollout.Temperature, cfg.Actor.ClipRatioHigh, cfg.PPO.LearningRate)
 	}
 	edits, err := os.ReadFile(filepath.Join(dir, runstore.EditsFile))
-	if err != nil || strings.Count(string(edits), "\n") != 6 {
+	if err != nil || strings.Count(string(edits), "\n") != 7 {
 		t.Errorf("edits.jsonl: %v\n%s", err, edits)
 	}
 }

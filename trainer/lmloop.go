@@ -122,7 +122,7 @@ func (t *Trainer) trainLM(ctx context.Context, f *runFiles) (Summary, error) {
 		}
 		elapsed := p.elapsed(t.opts.Now())
 		m.TimeS = Float(elapsed.Seconds())
-		m.SPS = Float(float64(iter-sum.Iterations+sum.Iterations) / math.Max(elapsed.Seconds(), 1e-9))
+		m.SPS = Float(float64(iter) / math.Max(elapsed.Seconds(), 1e-9)) // iterations a second
 		mean, lo, hi, length := p.episodes.stats()
 		m.Episodes, m.EpReturnMean, m.EpReturnMin, m.EpReturnMax, m.EpLengthMean =
 			p.episodes.total, Float(mean), Float(lo), Float(hi), Float(length)

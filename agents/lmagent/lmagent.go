@@ -40,6 +40,12 @@ func init() {
 		Keys:         Keys(),
 		New:          func(agents.Build) (agents.Agent, error) { return nil, errNumeric },
 		Distribution: func(envs.Space) (dist.Distribution, error) { return nil, errNumeric },
+		Requires: func(dev gpu.Device) error {
+			if _, ok := dev.(gpu.TransformerOps); !ok {
+				return errors.New("the device has no transformer operations")
+			}
+			return nil
+		},
 		Estimate: func(w agents.Workload) agents.Estimate {
 			c, err := ArchConfig(w.Config)
 			if err != nil {
