@@ -356,3 +356,31 @@ func TestLMLiveEditsAndPause(t *testing.T) {
 		t.Errorf("edits.jsonl: %v\n%s", err, edits)
 	}
 }
+
+// per_step: a two-turn episode's row holds two answer segments; each gets
+// the advantage of its own turn's return to go, the other sample's row its
+// own.
+func TestPerStepAdvantages(t *testing.T) {
+	ep := func(r1, r2 float64) *textrl.Episode {
+		traj := &textagent.Trajectory{Reward: r1 + r2, Steps: []*textagent.Step{{Reward: r1}, {Reward: r2}}}
+		return &textrl.Episode{Trajectories: []*textagent.Trajectory{traj}, Rows: []textrl.Row{{Steps: []int{0, 1},
+			PromptIDs: []int{1}, ResponseIDs: []int{2, 3, 9, 4}, Mask: []uint8{1, 1, 0, 1}, LogProbs: []float32{-1, -1, 0, -1}}}}
+	}
+	groups := [][]*textrl.Episode{{ep(1, 0), ep(0, 0)}}
+	seqs, owner := buildSeqs(groups)
+	tr := &Trainer{cfg: lmConfig(t, "algorithm.stepwise_advantage=per_step", "algorithm.adv_estimator=drgrpo")}
+	var kl float64
+	if err := tr.assignAdvantages(groups, seqs, owner, &kl); err != nil {
+		t.Fatal(err)
+	}
+	// Returns 1 and 0, mean 0.5. Sample 0: turn 1's return to go 1 → 0.5,
+	// turn 2's 0 → −0.5; sample 1: −0.5 both. The environment's token: 0.
+	want := [][]float64{{0.5, 0.5, 0, -0.5}, {-0.5, -0.5, 0, -0.5}}
+	for i, s := range seqs {
+		for j := range want[i] {
+			if math.Abs(s.adv[j]-want[i][j]) > 1e-9 {
+				t.Fatalf("sample %d advantages %v, want %v", i, s.adv, want[i])
+			}
+		}
+	}
+}
