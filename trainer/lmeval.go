@@ -40,7 +40,7 @@ func (t *Trainer) evaluateLM(ctx context.Context, o EvalOptions, res EvalResult)
 	if seed == 0 {
 		seed = c.Trainer.Seed + 1_000_000
 	}
-	eng, err := t.engine(0, temp, seed)
+	eng, err := t.engine(temp, seed)
 	if err != nil {
 		return res, err
 	}

@@ -71,7 +71,7 @@ func (t *Trainer) validateLM(ctx context.Context, iter int, m *Metrics, transcri
 	if b := c.Data.ValBatchSize; b > 0 && b < len(rows) {
 		rows = rows[:b]
 	}
-	eng, err := t.engine(iter, c.Rollout.ValTemp, c.Trainer.Seed+2_000_000)
+	eng, err := t.engine(c.Rollout.ValTemp, c.Trainer.Seed+2_000_000)
 	if err != nil {
 		return err
 	}
