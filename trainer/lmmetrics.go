@@ -4,7 +4,8 @@ import "github.com/agenttrainer/agenttrainer/trainer/runstore"
 
 // The figures of language-model runs, named as TRL and verl name them, in
 // the metric registry so that every sink (metrics.jsonl, TensorBoard, the
-// progress line, the app) shows them.
+// progress line, the app) shows them. Only language-model records carry
+// them (Optional), so numeric runs' rows and lines are as they were.
 func init() {
 	for _, m := range []runstore.Metric{
 		{Name: "reward", Label: "reward", Tag: "lm/reward", Grid: true, Figure: true, Progress: 8, Better: runstore.Higher},
@@ -36,6 +37,7 @@ func init() {
 		{Name: "val/pass_at_k", Label: "val pass@k", Tag: "val/pass_at_k", Figure: true, Better: runstore.Higher, Optional: true},
 		{Name: "val/k", Label: "val k", Tag: "val/k", Integer: true, Optional: true},
 	} {
+		m.Optional = true // only language-model runs' records carry them
 		runstore.DeclareMetric(m)
 	}
 }

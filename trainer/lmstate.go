@@ -71,7 +71,7 @@ func (t *Trainer) validateLM(ctx context.Context, iter int, m *Metrics, transcri
 	if b := c.Data.ValBatchSize; b > 0 && b < len(rows) {
 		rows = rows[:b]
 	}
-	eng, err := t.engine(iter, c.Rollout.ValTemp, c.Trainer.Seed+2_000_000)
+	eng, err := t.engine(c.Rollout.ValTemp, c.Trainer.Seed+2_000_000)
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (t *Trainer) writeTranscripts(w *runstore.JSONL, iter int, split string, gr
 // first participant with each assistant turn's reward, and its rows.
 func Transcript(ep *textrl.Episode, envID string, spec text.Spec, _ textrl.Tokenizer) runstore.Transcript {
 	tr := runstore.Transcript{Env: envID, Task: taskName(ep.Task, spec, ep.TaskIndex), Sample: ep.Sample,
-		Reward: ep.Reward(), Correct: ep.Correct, Termination: string(ep.Termination), Turns: int(ep.Metrics["turns"]),
+		Reward: ep.Reward(), Advantage: ep.Metrics["advantage"], Correct: ep.Correct, Termination: string(ep.Termination), Turns: int(ep.Metrics["turns"]),
 		Metrics: map[string]float64{}}
 	for k, v := range ep.Metrics {
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
