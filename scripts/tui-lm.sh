@@ -3,7 +3,8 @@
 # 27 item 6), at 120×40 and at 80×24, and fails when the screen does not
 # show it: pick text FrozenLake (the lm agent comes with it), start, watch
 # the transcripts beside the curves (T at 80×24), change the temperature
-# live, open the run's transcripts in the runs browser and filter them.
+# live, open the run's transcripts in the runs browser and filter them,
+# watch the latest group replayed turn by turn.
 # Every screen it checks is kept in SCREENS_DIR.
 #
 #   scripts/tui-lm.sh [SCREENS_DIR]       (VIA=ssh: the same over serve --ssh and OpenSSH)
@@ -104,6 +105,14 @@ for size in ${SIZES:-120x40 80x24}; do
   shot "$size-7-runs-transcripts-wrong"
   keys Escape
   wait_gone "Transcripts ·" 10
+
+  # 6. Watch: the latest group replayed a turn at a time, grid and words.
+  keys w
+  wait_for "model: " 30
+  wait_for "episode over" 60
+  shot "$size-8-watch"
+  keys Escape
+  wait_for "TextFrozenLake-v0" 10
 
   # Leave: stop the run and quit.
   keys q

@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/trainer"
@@ -74,6 +75,8 @@ type watcher struct {
 	gen    int // which watch the ticks belong to
 	pace   *pacer
 
+	words bool // the run is a language model's: its transcripts replayed
+
 	mu      sync.Mutex
 	frame   trainer.Frame
 	loading bool
@@ -109,9 +112,11 @@ func (w *watcher) play(dir string, paused bool) tea.Cmd {
 	w.frame, w.loading, w.returns, w.result, w.err = trainer.Frame{}, true, nil, nil, nil
 	w.mu.Unlock()
 	pace := w.pace
+	words := hasTranscripts(dir)
+	w.words = words
 	go func() {
 		play := evaluate
-		if hasTranscripts(dir) {
+		if words {
 			play = replayTranscripts // a language model's run: its own words
 		}
 		res, err := play(ctx, dir, trainer.EvalOptions{Episodes: watchEpisodes,
@@ -227,6 +232,9 @@ func (w *watcher) View() string {
 		return box(w.th, title, msg, w.w, w.h)
 	case loading:
 		top = append(top, "loading the latest checkpoint…")
+		if w.words {
+			top[len(top)-1] = "reading the latest transcripts…"
+		}
 	default:
 		line := w.pace.describe(w.th, res != nil, f.Episode) + " · " +
 			fmt.Sprintf("episode %d of %d · step %d · return %s", f.Episode+1, watchEpisodes, f.Step, num(f.Return))
@@ -253,6 +261,11 @@ func (w *watcher) View() string {
 	caption := strings.TrimSuffix(f.Caption, "\n")
 	used := len(top) + len(bottom) + strings.Count(caption, "\n") + 1
 	drawing := centre(scaleDrawing(f.Drawing, inner, w.h-2-used), inner)
+	if w.words {
+		// words are not scaled (a column dropped is a letter lost): wrapped
+		drawing = strings.TrimSuffix(ansi.Wrap(f.Drawing, inner, ""), "\n")
+		caption = ansi.Wrap(caption, inner, "")
+	}
 	if len(f.Colours) > 0 { // after scaling and centring: they count cells
 		paint := func(s string, c int) string {
 			return w.th.r.NewStyle().Foreground(lipgloss.Color(strconv.Itoa(c))).Render(s)
@@ -264,7 +277,10 @@ func (w *watcher) View() string {
 		body += "\n" + strings.Join(bottom, "\n")
 	}
 	title := "watch " + filepath.Base(w.runDir) + " · latest checkpoint"
-	if res != nil {
+	switch {
+	case w.words:
+		title = "watch " + filepath.Base(w.runDir) + " · its latest samples"
+	case res != nil:
 		title = "watch " + filepath.Base(w.runDir) + " · " + filepath.Base(res.Checkpoint)
 	}
 	return box(w.th, title, body, w.w, w.h)
@@ -293,6 +309,8 @@ func tasksPhrase(tasks string) string {
 // frame by frame while paused, or not at all while skipping to the next
 // episode.
 type pacer struct {
+	words bool // the run is a language model's: its transcripts replayed
+
 	mu      sync.Mutex
 	paused  bool
 	speed   int           // index into watchSpeeds
