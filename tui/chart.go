@@ -83,17 +83,29 @@ type history struct {
 	slot    map[string]int // a metric's slot in names, counts and buckets
 	counts  []int          // values of each metric seen (has asks)
 	extras  int            // records that carried figures beyond the built-in ones
-	fields  []string       // the registry's metrics when the history began
+	fields  []string       // the metrics a record holds in fields of its own (the others are in Extra)
+	slots   []int          // each field's slot
 }
 
 func newHistory() *history {
 	h := &history{span: 1, slot: map[string]int{}}
 	for _, m := range runstore.MetricList() {
-		if !m.Axis {
+		if !m.Axis && recordField(m.Name) {
 			h.fields = append(h.fields, m.Name)
+			h.slots = append(h.slots, h.slotOf(m.Name))
 		}
 	}
 	return h
+}
+
+// recordField reports whether a record keeps the metric in a field of its
+// own rather than among its Extra figures: a record that carries the
+// name in Extra alone does not read it back.
+func recordField(name string) bool {
+	var probe runstore.Metrics
+	probe.Set(name, 1)
+	v, ok := probe.Value(name)
+	return ok && v != 1
 }
 
 // historyOf builds a history from records read back from a run directory.
@@ -125,26 +137,23 @@ func (h *history) add(m trainer.Metrics) {
 	if t := float64(m.TimeS); !math.IsNaN(t) {
 		b.time = math.Max(b.time, t)
 	}
-	put := func(name string, v float64) {
-		c := h.slotOf(name)
+	put := func(c int, v float64) {
 		if c >= len(b.ch) {
-			b.ch = append(b.ch, make([]agg, c+1-len(b.ch))...)
+			b.ch = append(b.ch, make([]agg, len(h.names)-len(b.ch))...)
 		}
 		b.ch[c].add(v)
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
 			h.counts[c]++
 		}
 	}
-	for _, name := range h.fields {
-		if _, extra := m.Extra[name]; !extra {
-			v, _ := m.Value(name)
-			put(name, v)
-		}
+	for i, name := range h.fields {
+		v, _ := m.Value(name)
+		put(h.slots[i], v)
 	}
 	if len(m.Extra) > 0 {
 		h.extras++
 		for name, v := range m.Extra {
-			put(name, float64(v))
+			put(h.slotOf(name), float64(v))
 		}
 	}
 }

@@ -188,3 +188,16 @@ func BenchmarkDashboardFrame(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHistoryOf is the cost of reading a run's records into a
+// history (opening a run in the runs browser, attaching to one).
+func BenchmarkHistoryOf(b *testing.B) {
+	ms := make([]trainer.Metrics, 10000)
+	for i := range ms {
+		ms[i] = fakeMetrics(i + 1)
+	}
+	b.ResetTimer()
+	for range b.N {
+		historyOf(ms)
+	}
+}
