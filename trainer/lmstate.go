@@ -185,6 +185,11 @@ func Transcript(ep *textrl.Episode, envID string, spec text.Spec, _ textrl.Token
 			}
 			tr.Messages = append(tr.Messages, tt)
 		}
+		// The environment's answer to the last move (FrozenLake's final
+		// grid) closes the transcript.
+		if last, _ := ep.Info["last_observation"].(string); last != "" && len(tr.Messages) > 0 && tr.Messages[len(tr.Messages)-1].Role == "assistant" {
+			tr.Messages = append(tr.Messages, runstore.TranscriptTurn{Role: "user", Content: last})
+		}
 	}
 	for _, row := range ep.Rows {
 		tr.Rows = append(tr.Rows, runstore.TranscriptRow{PromptIDs: row.PromptIDs, ResponseIDs: row.ResponseIDs, Mask: row.Mask, LogProbs: row.LogProbs})
