@@ -295,7 +295,8 @@ func TestLMWarmStart(t *testing.T) {
 		}, nil
 	}
 	defer func() { WarmStartFor = nil }()
-	tr, err := New(lmConfig(t, "trainer.total_training_steps=1", "trainer.test_freq=0", "actor.use_kl_loss=true"), Options{RunDir: filepath.Join(t.TempDir(), "run"), Device: gpu.NewCPU(1)})
+	dir := filepath.Join(t.TempDir(), "run")
+	tr, err := New(lmConfig(t, "trainer.total_training_steps=1", "trainer.test_freq=0", "actor.use_kl_loss=true"), Options{RunDir: dir, Device: gpu.NewCPU(1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,6 +308,21 @@ func TestLMWarmStart(t *testing.T) {
 	tr.dev.Download(ref, tr.lmr.ref.Params)
 	if calls != 1 || ref[0] < 0.4 {
 		t.Errorf("%d warm starts; the reference's first weight %v (want the warm-started one)", calls, ref[0])
+	}
+	// A resumed run neither warms up again nor loses the warm-started
+	// reference: the checkpoint carries it.
+	tr2, err := Resume(dir, []string{"trainer.total_training_steps=2"}, Options{Device: gpu.NewCPU(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr2.Close()
+	if _, err := tr2.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ref2 := make([]float32, tr2.lmr.ref.Params.Len())
+	tr2.dev.Download(ref2, tr2.lmr.ref.Params)
+	if calls != 1 || ref2[0] != ref[0] {
+		t.Errorf("after resuming: %d warm starts; the reference's first weight %v, was %v", calls, ref2[0], ref[0])
 	}
 }
 
