@@ -412,7 +412,8 @@ func evaluate(ctx context.Context, dir string, o trainer.EvalOptions) (res train
 }
 
 // replayTranscripts plays the latest group of a language-model run's
-// transcripts as the watch view plays episodes: a frame a turn, the
+// transcripts as the watch view plays episodes (when its checkpoint
+// cannot be played): a frame a turn, the
 // environment's words (FrozenLake's grid) as the drawing and the model's
 // answer and the reward under it. These are the trainer's own samples
 // (o.Episodes of them at most), not a fresh evaluation.

@@ -115,14 +115,11 @@ func (w *watcher) play(dir string, paused bool) tea.Cmd {
 	words := hasTranscripts(dir)
 	w.words = words
 	go func() {
-		play := evaluate
-		if words {
-			play = replayTranscripts // a language model's run: its own words
-		}
-		res, err := play(ctx, dir, trainer.EvalOptions{Episodes: watchEpisodes,
+		shown := false
+		o := trainer.EvalOptions{Episodes: watchEpisodes,
 			Frame: func(f trainer.Frame) error {
 				w.mu.Lock()
-				w.frame, w.loading = f, false
+				w.frame, w.loading, shown = f, false, true
 				if f.Last {
 					w.returns = append(w.returns, f.Return)
 				}
@@ -132,7 +129,13 @@ func (w *watcher) play(dir string, paused bool) tea.Cmd {
 					hold = lastFrameHold
 				}
 				return pace.wait(ctx, f.Episode, hold)
-			}})
+			}}
+		res, err := evaluate(ctx, dir, o)
+		if err != nil && words && !shown && ctx.Err() == nil {
+			// A language model's run with no checkpoint to play yet (or one
+			// that cannot be played here): its latest samples instead.
+			res, err = replayTranscripts(ctx, dir, o)
+		}
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		if ctx.Err() == nil {
@@ -232,9 +235,6 @@ func (w *watcher) View() string {
 		return box(w.th, title, msg, w.w, w.h)
 	case loading:
 		top = append(top, "loading the latest checkpoint…")
-		if w.words {
-			top[len(top)-1] = "reading the latest transcripts…"
-		}
 	default:
 		line := w.pace.describe(w.th, res != nil, f.Episode) + " · " +
 			fmt.Sprintf("episode %d of %d · step %d · return %s", f.Episode+1, watchEpisodes, f.Step, num(f.Return))
@@ -278,7 +278,7 @@ func (w *watcher) View() string {
 	}
 	title := "watch " + filepath.Base(w.runDir) + " · latest checkpoint"
 	switch {
-	case w.words:
+	case w.words && res != nil && res.Checkpoint == "":
 		title = "watch " + filepath.Base(w.runDir) + " · its latest samples"
 	case res != nil:
 		title = "watch " + filepath.Base(w.runDir) + " · " + filepath.Base(res.Checkpoint)
