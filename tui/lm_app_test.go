@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/charmbracelet/lipgloss"
+
 	"github.com/agenttrainer/agenttrainer/trainer"
 )
 
@@ -182,5 +184,30 @@ func TestWatchReplaysTranscripts(t *testing.T) {
 	}
 	if _, err := replayTranscripts(context.Background(), t.TempDir(), trainer.EvalOptions{Episodes: 1}); err == nil || !strings.Contains(err.Error(), "no transcripts yet") {
 		t.Errorf("a run without transcripts: %v", err)
+	}
+}
+
+// Watching a language-model run that has no checkpoint yet plays its
+// latest samples instead, saying so, the grid and the words wrapped, not
+// scaled (no letter lost).
+func TestWatchLMRunWithoutCheckpoint(t *testing.T) {
+	dir := writeLMRun(t, t.TempDir(), "lm", 3)
+	th := defaultTheme(lipgloss.DefaultRenderer())
+	w := newWatcher(&shared{th: &th}).(*watcher)
+	w.SetSize(80, 24)
+	w.pace.set(func(p *pacer) { p.speed = len(watchSpeeds) - 1 })
+	w.play(dir, false)
+	eventually(t, "the samples' end", w.finished)
+	v := w.View()
+	for _, want := range []string{"its latest samples", "episodes: return", "on the samples of"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the watch has no %q:\n%s", want, v)
+		}
+	}
+	w.mu.Lock()
+	f := w.frame
+	w.mu.Unlock()
+	if !strings.Contains(v, strings.Split(strings.TrimSpace(f.Drawing), "\n")[0]) {
+		t.Errorf("the last frame's first line %q is not on screen whole:\n%s", f.Drawing, v)
 	}
 }

@@ -75,7 +75,7 @@ type watcher struct {
 	gen    int // which watch the ticks belong to
 	pace   *pacer
 
-	words bool // the run is a language model's: its transcripts replayed
+	words bool // the run is a language model's: words, wrapped rather than scaled
 
 	mu      sync.Mutex
 	frame   trainer.Frame
@@ -83,6 +83,8 @@ type watcher struct {
 	returns []float64 // of the episodes that ended, in order
 	result  *trainer.EvalResult
 	err     error
+	// replaying: its transcripts are played, having no checkpoint to play
+	replaying bool
 }
 
 type watchTickMsg struct{ gen int }
@@ -109,7 +111,7 @@ func (w *watcher) play(dir string, paused bool) tea.Cmd {
 	w.gen++
 	w.pace.set(func(p *pacer) { p.paused, p.steps, p.skipTo = paused, 0, 0 })
 	w.mu.Lock()
-	w.frame, w.loading, w.returns, w.result, w.err = trainer.Frame{}, true, nil, nil, nil
+	w.frame, w.loading, w.returns, w.result, w.err, w.replaying = trainer.Frame{}, true, nil, nil, nil, false
 	w.mu.Unlock()
 	pace := w.pace
 	words := hasTranscripts(dir)
@@ -134,6 +136,9 @@ func (w *watcher) play(dir string, paused bool) tea.Cmd {
 		if err != nil && words && !shown && ctx.Err() == nil {
 			// A language model's run with no checkpoint to play yet (or one
 			// that cannot be played here): its latest samples instead.
+			w.mu.Lock()
+			w.replaying = true
+			w.mu.Unlock()
 			res, err = replayTranscripts(ctx, dir, o)
 		}
 		w.mu.Lock()
@@ -225,6 +230,7 @@ func (w *watcher) key(msg tea.KeyMsg) tea.Cmd {
 func (w *watcher) View() string {
 	w.mu.Lock()
 	f, loading, returns, res, err := w.frame, w.loading, append([]float64(nil), w.returns...), w.result, w.err
+	replaying := w.replaying
 	w.mu.Unlock()
 	inner := max(w.w-2, 1)
 	var top, bottom []string
@@ -278,7 +284,7 @@ func (w *watcher) View() string {
 	}
 	title := "watch " + filepath.Base(w.runDir) + " · latest checkpoint"
 	switch {
-	case w.words && res != nil && res.Checkpoint == "":
+	case replaying:
 		title = "watch " + filepath.Base(w.runDir) + " · its latest samples"
 	case res != nil:
 		title = "watch " + filepath.Base(w.runDir) + " · " + filepath.Base(res.Checkpoint)
@@ -309,8 +315,6 @@ func tasksPhrase(tasks string) string {
 // frame by frame while paused, or not at all while skipping to the next
 // episode.
 type pacer struct {
-	words bool // the run is a language model's: its transcripts replayed
-
 	mu      sync.Mutex
 	paused  bool
 	speed   int           // index into watchSpeeds
