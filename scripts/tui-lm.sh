@@ -108,8 +108,8 @@ for size in ${SIZES:-120x40 80x24}; do
 
   # 6. Watch: the latest group replayed a turn at a time, grid and words.
   keys w
-  wait_for "model: " 30
-  wait_for "returns   1:" 60
+  wait_for "returns   1:" 60   # (a turn's "model: " frame may go by between two looks at 20 fps)
+  expect "P   "
   shot "$size-8-watch"
   keys Escape
   wait_for "TextFrozenLake-v0" 10
