@@ -109,7 +109,7 @@ for size in ${SIZES:-120x40 80x24}; do
   # 6. Watch: the latest group replayed a turn at a time, grid and words.
   keys w
   wait_for "returns   1:" 60   # (a turn's "model: " frame may go by between two looks at 20 fps)
-  expect "P   "
+  expect " _  "   # the grid
   shot "$size-8-watch"
   keys Escape
   wait_for "TextFrozenLake-v0" 10
