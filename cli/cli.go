@@ -16,6 +16,7 @@ import (
 	"github.com/agenttrainer/agenttrainer/cli/eval"
 	"github.com/agenttrainer/agenttrainer/cli/export"
 	"github.com/agenttrainer/agenttrainer/cli/info"
+	"github.com/agenttrainer/agenttrainer/cli/lm"
 	"github.com/agenttrainer/agenttrainer/cli/plot"
 	"github.com/agenttrainer/agenttrainer/cli/runs"
 	"github.com/agenttrainer/agenttrainer/cli/serve"
@@ -60,6 +61,7 @@ func commands() []command {
 		{"export", "export a run's metrics as CSV", cmd(export.Parse, export.Run)},
 		{"plot", "draw a metric of runs as a PNG or SVG picture", cmd(plot.Parse, plot.Run)},
 		{"runs", "list runs with their names, tags and notes; tag, note or name one", cmd(runs.Parse, runs.Run)},
+		{"lm", "language models: make one from scratch, tokenize, score completions, generate", cmd(lm.Parse, lm.Run)},
 		{"bench", "measure training speed on this machine (the CPU-speed table)", cmd(bench.Parse, bench.Run)},
 		{"list", "list agents and environments", cmd(info.ParseList, info.RunList)},
 		{"config", "print the resolved config as TOML", cmd(info.ParseConfig, info.RunConfig)},
