@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,9 +65,15 @@ milestones = [2048]
 time = "00:10:00"
 extra = ["--comment=agenttrainer-test"]
 `)
-	code, out, errb := runCLI("sweep", "--backend", "slurm", spec, "trainer.runs_dir="+runs)
+	// Bounded, so that a cluster whose node another job holds fails this
+	// test with the queue shown instead of stalling the package until its
+	// timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	code, out, errb := runCLIContext(ctx, "sweep", "--backend", "slurm", spec, "trainer.runs_dir="+runs)
 	if code != 0 {
-		t.Fatalf("sweep: exit %d\n%s%s", code, out, errb)
+		q, _ := exec.Command("squeue", "--states=all").CombinedOutput()
+		t.Fatalf("sweep: exit %d\n%s%s\nsqueue:\n%s", code, out, errb, q)
 	}
 	dir := filepath.Join(runs, "slurm")
 	recs := readRecords(t, dir)

@@ -1,13 +1,16 @@
 // Package agents holds the policies PPO trains: the Agent and Learner
-// interfaces, a registry, the actor-critic MLP and a random baseline.
+// interfaces, the registry (an agent's Spec declares its config keys, its
+// action distribution, its cost and what it needs of a device), and the
+// agents that ship: the actor-critic MLP, the convolutional actor-critic
+// and a random baseline. Networks are made of agents/layers; actions come
+// from agents/dist.
 package agents
 
 import (
-	"fmt"
 	"math/rand/v2"
-	"slices"
-	"strings"
 
+	"github.com/agenttrainer/agenttrainer/agents/dist"
+	"github.com/agenttrainer/agenttrainer/agents/layers"
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/gpu"
 )
@@ -45,78 +48,19 @@ type Learner interface {
 	Tensors() []NamedTensor
 }
 
-// NamedTensor is one parameter tensor for export. Weights are stored
-// in×out on the device; Transposed says the exported (PyTorch) layout is
-// out×in. Shape and Index, when set, give any other exported layout (a
-// convolution's out×in×kh×kw): the exported tensor has shape Shape and its
-// element e is element Index[e] of T.
-type NamedTensor struct {
-	Name       string
-	T          gpu.Tensor
-	Transposed bool
-	Shape      []int
-	Index      []int
-}
-
-// ExportShape is the shape of the exported tensor: Shape when set, out×in
-// for a transposed weight, a vector for a single row (biases, log-stds),
-// else rows×cols.
-func (nt NamedTensor) ExportShape() []int {
-	switch {
-	case nt.Shape != nil:
-		return nt.Shape
-	case nt.Transposed:
-		return []int{nt.T.Cols, nt.T.Rows}
-	case nt.T.Rows == 1:
-		return []int{nt.T.Cols}
-	}
-	return []int{nt.T.Rows, nt.T.Cols}
-}
-
-// Export writes the stored values src (T.Len() of them, in T's layout) into
-// dst in the exported layout.
-func (nt NamedTensor) Export(dst, src []float32) {
-	switch {
-	case nt.Index != nil:
-		for e, i := range nt.Index {
-			dst[e] = src[i]
-		}
-	case nt.Transposed:
-		for r := 0; r < nt.T.Rows; r++ {
-			for c := 0; c < nt.T.Cols; c++ {
-				dst[c*nt.T.Rows+r] = src[r*nt.T.Cols+c]
-			}
-		}
-	default:
-		copy(dst, src)
-	}
-}
-
-// Import is Export's inverse: exported values src into dst in T's layout.
-func (nt NamedTensor) Import(dst, src []float32) {
-	switch {
-	case nt.Index != nil:
-		for e, i := range nt.Index {
-			dst[i] = src[e]
-		}
-	case nt.Transposed:
-		for r := 0; r < nt.T.Rows; r++ {
-			for c := 0; c < nt.T.Cols; c++ {
-				dst[r*nt.T.Cols+c] = src[c*nt.T.Rows+r]
-			}
-		}
-	default:
-		copy(dst, src)
-	}
-}
+// NamedTensor is one parameter tensor for export (layers.NamedTensor).
+type NamedTensor = layers.NamedTensor
 
 // Build is what an agent constructor gets.
 type Build struct {
-	Obs, Act   envs.Space
-	Conv       [][]int // convolution layers (cnn): out_channels, kernel, stride[, padding]
-	Hidden     []int
-	Activation string
-	LogStdInit float64 // initial log-std of a Gaussian policy
+	Obs, Act envs.Space
+	// Config holds the [agent] section's values by key ("hidden" for
+	// agent.hidden): every registered agent's keys, of the types they
+	// declare. New fills the keys it lacks with the agent's defaults.
+	Config Config
+	// Dist is the action distribution (Spec.Distribution's for Act); nil:
+	// dist.For(Act).
+	Dist dist.Distribution
 	// NoCritic builds the policy alone: advantage estimators that compare
 	// episodes (GRPO, RLOO) need no value function. Values are then zero.
 	NoCritic bool
@@ -124,47 +68,10 @@ type Build struct {
 	RNG      *rand.Rand // for initialisation
 }
 
-// Spec describes a registered agent.
-type Spec struct {
-	Name        string
-	Description string
-	New         func(Build) (Agent, error)
-}
-
-var registry = map[string]Spec{}
-
-// Register adds an agent to the registry; it panics on a duplicate name.
-func Register(s Spec) {
-	if s.Name == "" || s.New == nil {
-		panic("agents: Register needs a name and a constructor")
+// distribution is b.Dist, or the usual one for b.Act.
+func (b Build) distribution() (dist.Distribution, error) {
+	if b.Dist != nil {
+		return b.Dist, nil
 	}
-	if _, dup := registry[s.Name]; dup {
-		panic("agents: duplicate registration of " + s.Name)
-	}
-	registry[s.Name] = s
-}
-
-// Lookup returns a registered agent's spec.
-func Lookup(name string) (Spec, bool) {
-	s, ok := registry[name]
-	return s, ok
-}
-
-// Names lists the registered agents in sorted order.
-func Names() []string {
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
-
-// New builds a registered agent.
-func New(name string, b Build) (Agent, error) {
-	s, ok := registry[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown agent %q (registered: %s)", name, strings.Join(Names(), ", "))
-	}
-	return s.New(b)
+	return dist.For(b.Act)
 }

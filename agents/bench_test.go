@@ -30,7 +30,7 @@ func BenchmarkPolicyForward(b *testing.B) {
 			dev := gpu.NewCPU(bc.cores)
 			defer dev.Close()
 			a, err := NewActorCritic(Build{Obs: envs.Space{Kind: envs.Box, Dim: 4}, Act: envs.Space{Kind: envs.Discrete, N: 2},
-				Hidden: bc.hidden, Activation: "tanh", Device: dev, RNG: rand.New(rand.NewPCG(1, 1))})
+				Config: Config{"hidden": bc.hidden, "activation": "tanh"}, Device: dev, RNG: rand.New(rand.NewPCG(1, 1))})
 			if err != nil {
 				b.Fatal(err)
 			}

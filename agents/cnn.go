@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/agenttrainer/agenttrainer/agents/dist"
+	"github.com/agenttrainer/agenttrainer/agents/layers"
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/gpu"
 )
@@ -14,8 +16,44 @@ func init() {
 	Register(Spec{
 		Name:        "cnn",
 		Description: "convolutional actor-critic for image observations (MinAtar): conv layers, a shared torso, policy and value heads",
+		Keys:        append([]Key{convKey}, actorCriticKeys...),
 		New:         func(b Build) (Agent, error) { return NewCNN(b) },
+		Estimate:    cnnEstimate,
 	})
+}
+
+// convKey is agent.conv, the cnn's own key.
+var convKey = Key{Name: "conv", Default: [][]int{{16, 3, 1}},
+	Check:    "layers of [out_channels, kernel, stride] or [out_channels, kernel, stride, padding]",
+	Validate: func(v any) error { return checkConv(v.([][]int)) },
+	Doc:      "Convolution layers of the cnn agent, in order: [out_channels, kernel, stride] or [out_channels, kernel, stride, padding] each (square kernels, ReLU after each), followed by the fully connected layers."}
+
+// checkConv checks agent.conv's layers one by one; whether they fit the
+// observation is NewCNN's to say.
+func checkConv(layers [][]int) error {
+	if len(layers) == 0 {
+		return errors.New("needs at least one layer, e.g. [[16, 3, 1]] (out_channels, kernel, stride[, padding])")
+	}
+	for i, l := range layers {
+		if len(l) != 3 && len(l) != 4 {
+			return fmt.Errorf("layer %d is %v: give [out_channels, kernel, stride] or [out_channels, kernel, stride, padding]", i+1, l)
+		}
+		pad := 0
+		if len(l) == 4 {
+			pad = l[3]
+		}
+		switch {
+		case l[0] < 1 || l[0] > 65536:
+			return fmt.Errorf("layer %d has %d output channels; give 1 to 65536", i+1, l[0])
+		case l[1] < 1 || l[1] > 64:
+			return fmt.Errorf("layer %d has kernel size %d; give 1 to 64", i+1, l[1])
+		case l[2] < 1 || l[2] > 64:
+			return fmt.Errorf("layer %d has stride %d; give 1 to 64", i+1, l[2])
+		case pad < 0 || pad >= l[1]:
+			return fmt.Errorf("layer %d has padding %d; give 0 to kernel−1 (%d)", i+1, pad, l[1]-1)
+		}
+	}
+	return nil
 }
 
 // CNN is a convolutional actor-critic for image observations (a Box with a
@@ -65,63 +103,22 @@ func init() {
 // "actor_logstd"; without a critic (grpo, rloo) there is no "critic.*".
 type CNN struct {
 	dev       gpu.Device
-	discrete  bool
 	hasCritic bool
 	obsDim    int
-	nOut      int
-	act       gpu.Activation
 
-	convs  []convLayer
-	dense  []linear // hidden layers
-	pi, vf linear   // policy and value heads
+	convs  []*layers.Conv
+	dense  layers.Stack // hidden layers (*layers.Dense)
+	pi, vf *layers.Dense
+	head   *dist.Head
+	params layers.Params
+	obsDev gpu.Tensor // observations being acted on, for the most rows yet
 
-	params, grads   gpu.Tensor
-	logStd, dLogStd gpu.Tensor // Gaussian only
-	names           []NamedTensor
-
-	// Activations of the last forward pass and gradient buffers, for up to
-	// cap rows: per convolution its patches (of a chunk of images, reused
-	// for their gradient), outputs and output gradients; per hidden layer
-	// its outputs and their gradients; the heads' outputs and gradients.
-	cap               int
-	cols, cOut, cGrad []gpu.Tensor
-	dOut, dGrad       []gpu.Tensor
-	piOut, piGrad     gpu.Tensor
-	vfOut, vfGrad     gpu.Tensor
-	rows              int
-	x                 gpu.Tensor // the last forward pass's input
-
-	// direct is set for the convolutions the device computes without
-	// patches (gpu.DirectConv: the CPU with AVX-512 on MinAtar's layer).
-	direct []bool
-	dconv  gpu.DirectConv
-
-	// blocked: the convolutions' weight and bias gradients are summed by
-	// blocks of gpu.ConvBlock images, whose sums are then added in order
-	// (dwBlock, dbBlock hold a block's), as the CPU's direct kernels sum;
-	// on the CPU every route then gives the same bits.
-	blocked          bool
-	dwBlock, dbBlock []gpu.Tensor
-
-	// chunk is how many images a convolution's patches are made for at a
-	// time (all of them when 0; a multiple of gpu.ConvBlock when blocked). On the CPU, a minibatch's patches (9 MB
-	// for MinAtar's 1,024 frames) would leave the caches before the product
-	// reads them; a chunk's stay in L2, at the price of making them again
-	// for the backward pass. A GPU takes the whole minibatch at once.
-	chunk int
-
-	actBuffers
-}
-
-// convLayer is one convolution: weights (K·K·C)×out, rows in the patch
-// order of gpu.Conv2D ((ky·K + kx)·C + c), exported as out×C×K×K.
-type convLayer struct {
-	g        gpu.Conv2D
-	out      int
-	oh, ow   int
-	w, b     gpu.Tensor
-	dw, db   gpu.Tensor
-	outWidth int // oh·ow·out
+	// fused: the last convolution hands its output to the first hidden
+	// layer block by block (a direct layer; layers.Conv.ForwardDense).
+	fused bool
+	// The last forward pass: its rows and the heads' outputs.
+	rows         int
+	piOut, vfOut gpu.Tensor
 }
 
 // NewCNN builds the agent on b.Device.
@@ -133,26 +130,68 @@ func NewCNN(b Build) (*CNN, error) {
 	if H*W*C != b.Obs.Dim || H < 1 || W < 1 || C < 1 {
 		return nil, fmt.Errorf("observation shape %v does not hold its %d values", b.Obs.Shape, b.Obs.Dim)
 	}
-	if len(b.Conv) == 0 {
+	conv, hidden := b.Config.Layers("conv"), b.Config.Ints("hidden")
+	if len(conv) == 0 {
 		return nil, errors.New("cnn needs at least one convolution layer (agent.conv)")
 	}
-	if len(b.Hidden) == 0 {
+	if len(hidden) == 0 {
 		return nil, errors.New("cnn needs at least one hidden layer (agent.hidden)")
 	}
-	act, err := gpu.ParseActivation(b.Activation)
+	act, err := gpu.ParseActivation(b.Config.String("activation"))
 	if err != nil {
 		return nil, err
 	}
-	a := &CNN{dev: b.Device, obsDim: b.Obs.Dim, hasCritic: !b.NoCritic, act: act}
-	_, onCPU := b.Device.(*gpu.CPU)
-	a.blocked = onCPU
-	if a.discrete, a.nOut, err = policyWidth(b.Act); err != nil {
+	d, err := b.distribution()
+	if err != nil {
 		return nil, err
 	}
+	a := &CNN{dev: b.Device, obsDim: b.Obs.Dim, hasCritic: !b.NoCritic}
 	// The shapes, layer by layer, before anything is allocated.
+	geoms, err := convGeometry(conv, H, W, C)
+	if err != nil {
+		return nil, err
+	}
+	relu := layers.Orthogonal(math.Sqrt2, b.RNG)
+	chunk := 0 // the smallest over the layers: patches of a chunk of images go through them all
+	for i, g := range geoms {
+		c := layers.NewConv(&a.params, fmt.Sprintf("torso.%d", 2*i), g, conv[i][0], b.Device, relu)
+		if ch, _ := c.Plan(); ch > 0 && (chunk == 0 || ch < chunk) {
+			chunk = ch
+		}
+		a.convs = append(a.convs, c)
+	}
+	for _, c := range a.convs {
+		_, blocked := c.Plan()
+		c.SetPlan(chunk, blocked)
+	}
+	last := a.convs[len(a.convs)-1]
+	h, w, c := last.OutShape()
+	in := last.Width()
+	for i, out := range hidden {
+		name := fmt.Sprintf("torso.%d", 2*len(a.convs)+1+2*i)
+		if i == 0 { // exported as PyTorch's Linear after nn.Flatten
+			a.dense = append(a.dense, layers.NewDenseOnImage(&a.params, name, h, w, c, out, act, relu))
+		} else {
+			a.dense = append(a.dense, layers.NewDense(&a.params, name, in, out, act, relu))
+		}
+		in = out
+	}
+	a.pi = layers.NewDense(&a.params, "actor", in, d.Width(), gpu.Identity, layers.Orthogonal(0.01, b.RNG))
+	if a.hasCritic {
+		a.vf = layers.NewDense(&a.params, "critic", in, 1, gpu.Identity, layers.Orthogonal(1, b.RNG))
+	}
+	a.head = dist.NewHead(d, &a.params, "actor_logstd", layers.Fill(b.Config.Float("log_std_init")))
+	a.params.Build(b.Device)
+	a.fused = last.Direct()
+	return a, nil
+}
+
+// convGeometry checks agent.conv's layers on an H×W×C image and returns
+// each one's geometry.
+func convGeometry(conv [][]int, H, W, C int) ([]gpu.Conv2D, error) {
+	var out []gpu.Conv2D
 	h, w, c := H, W, C
-	total := 0
-	for i, l := range b.Conv {
+	for i, l := range conv {
 		if len(l) < 3 {
 			return nil, fmt.Errorf("agent.conv layer %d is %v: give [out_channels, kernel, stride] or [out_channels, kernel, stride, padding]", i+1, l)
 		}
@@ -163,363 +202,82 @@ func NewCNN(b Build) (*CNN, error) {
 		if err := g.Valid(); err != nil {
 			return nil, fmt.Errorf("agent.conv layer %d on its %d×%d×%d input: %v", i+1, h, w, c, err)
 		}
-		cl := convLayer{g: g, out: l[0]}
-		cl.oh, cl.ow = g.Out()
-		cl.outWidth = cl.oh * cl.ow * cl.out
-		a.convs = append(a.convs, cl)
-		total += g.Patch()*cl.out + cl.out
-		dc, ok := b.Device.(gpu.DirectConv)
-		direct := ok && dc.ConvDirect(g, cl.out)
-		a.direct = append(a.direct, direct)
-		if direct {
-			a.dconv = dc
-		}
-		if onCPU { // the smallest chunk over the layers: about 1 MB of patches
-			perImage := cl.oh * cl.ow * g.Patch() * 4
-			if c := max(1, (1<<20)/perImage/gpu.ConvBlock) * gpu.ConvBlock; a.chunk == 0 || c < a.chunk {
-				a.chunk = c
-			}
-		}
-		h, w, c = cl.oh, cl.ow, cl.out
+		out = append(out, g)
+		h, w = g.Out()
+		c = l[0]
 	}
-	sizes := append([]int{h * w * c}, b.Hidden...)
-	total += countParams(sizes)
-	featDim := sizes[len(sizes)-1] // width of the torso's output
-	total += featDim*a.nOut + a.nOut
-	if a.hasCritic {
-		total += featDim + 1
-	}
-	if !a.discrete {
-		total += a.nOut
-	}
-	a.params = b.Device.Alloc(1, total)
-	a.grads = b.Device.Alloc(1, total)
-	host := make([]float32, total)
-	off := 0
-	for i := range a.convs {
-		a.layoutConv(i, &off, host, b.RNG)
-	}
-	for i := 1; i < len(sizes); i++ {
-		var index []int
-		if i == 1 {
-			index = flattenIndex(h, w, c, sizes[1])
-		}
-		a.dense = append(a.dense, a.layoutLinear(fmt.Sprintf("torso.%d", 2*len(a.convs)+1+2*(i-1)), sizes[i-1], sizes[i], math.Sqrt2, index, &off, host, b.RNG))
-	}
-	a.pi = a.layoutLinear("actor", featDim, a.nOut, 0.01, nil, &off, host, b.RNG)
-	if a.hasCritic {
-		a.vf = a.layoutLinear("critic", featDim, 1, 1, nil, &off, host, b.RNG)
-	}
-	if !a.discrete {
-		a.logStd, a.dLogStd = layoutLogStd(a.params, a.grads, off, a.nOut, b.LogStdInit, host)
-		a.names = append(a.names, NamedTensor{Name: "actor_logstd", T: a.logStd})
-	}
-	b.Device.Upload(a.params, host)
-	return a, nil
-}
-
-// layoutConv carves convolution i out of the flat tensors and initialises
-// it: an orthogonal out×(C·K·K) matrix, as torch.nn.init.orthogonal_ makes
-// for a Conv2d weight, stored in patch order.
-func (a *CNN) layoutConv(i int, off *int, host []float32, rng *rand.Rand) {
-	l := &a.convs[i]
-	rows, out := l.g.Patch(), l.out
-	l.w, l.dw = a.params.Slice(*off, rows, out), a.grads.Slice(*off, rows, out)
-	l.b, l.db = a.params.Slice(*off+rows*out, 1, out), a.grads.Slice(*off+rows*out, 1, out)
-	K, C := l.g.K, l.g.C
-	// Exported element ((o·C + c)·K + ky)·K + kx is stored at row
-	// (ky·K + kx)·C + c, column o.
-	index := make([]int, rows*out)
-	for o := 0; o < out; o++ {
-		for c := 0; c < C; c++ {
-			for ky := 0; ky < K; ky++ {
-				for kx := 0; kx < K; kx++ {
-					index[((o*C+c)*K+ky)*K+kx] = ((ky*K+kx)*C+c)*out + o
-				}
-			}
-		}
-	}
-	torch := make([]float32, rows*out)
-	orthogonal(torch, out, rows, math.Sqrt2, rng)
-	for e, s := range index {
-		host[*off+s] = torch[e]
-	}
-	name := fmt.Sprintf("torso.%d", 2*i)
-	a.names = append(a.names,
-		NamedTensor{Name: name + ".weight", T: l.w, Shape: []int{out, C, K, K}, Index: index},
-		NamedTensor{Name: name + ".bias", T: l.b})
-	*off += rows*out + out
-}
-
-// flattenIndex maps the weight of the first hidden layer, stored in×out
-// with inputs channel-last ((y·w + x)·c + ch), onto PyTorch's out×in after
-// nn.Flatten of an NCHW map (input ch·h·w + y·w + x).
-func flattenIndex(h, w, c, out int) []int {
-	in := h * w * c
-	index := make([]int, in*out)
-	for o := 0; o < out; o++ {
-		for ch := 0; ch < c; ch++ {
-			for y := 0; y < h; y++ {
-				for x := 0; x < w; x++ {
-					index[o*in+(ch*h+y)*w+x] = ((y*w+x)*c+ch)*out + o
-				}
-			}
-		}
-	}
-	return index
-}
-
-// layoutLinear carves one fully connected layer out of the flat tensors and
-// initialises it orthogonally with gain; index, when set, is the layer's
-// export mapping (flattenIndex), else the weight exports transposed.
-func (a *CNN) layoutLinear(name string, in, out int, gain float64, index []int, off *int, host []float32, rng *rand.Rand) linear {
-	l := newLinear(a.params, a.grads, *off, in, out)
-	torch := make([]float32, in*out)
-	orthogonal(torch, out, in, gain, rng) // PyTorch's out×in
-	wt := NamedTensor{Name: name + ".weight", T: l.w, Transposed: true}
-	if index != nil {
-		wt = NamedTensor{Name: name + ".weight", T: l.w, Shape: []int{out, in}, Index: index}
-		for e, s := range index {
-			host[*off+s] = torch[e]
-		}
-	} else {
-		storeTransposed(host[*off:], torch, in, out)
-	}
-	a.names = append(a.names, wt, NamedTensor{Name: name + ".bias", T: l.b})
-	*off += in*out + out
-	return l
+	return out, nil
 }
 
 // Params implements Learner.
-func (a *CNN) Params() gpu.Tensor { return a.params }
+func (a *CNN) Params() gpu.Tensor { return a.params.Flat() }
 
 // Grads implements Learner.
-func (a *CNN) Grads() gpu.Tensor { return a.grads }
+func (a *CNN) Grads() gpu.Tensor { return a.params.Grads() }
 
 // Tensors implements Learner.
-func (a *CNN) Tensors() []NamedTensor { return a.names }
-
-// reserve sizes the activation buffers for rows rows; it allocates only
-// when rows exceeds every earlier call's (the minibatch, then never again).
-func (a *CNN) reserve(rows int) {
-	if rows <= a.cap {
-		return
-	}
-	d := a.dev
-	a.cols, a.cOut, a.cGrad = a.cols[:0], a.cOut[:0], a.cGrad[:0]
-	for i, l := range a.convs {
-		var cols gpu.Tensor // patches, or an input gradient's: none for a direct first layer
-		if !a.direct[i] || i > 0 {
-			cols = d.Alloc(a.chunkOf(rows)*l.oh*l.ow, l.g.Patch())
-		}
-		a.cols = append(a.cols, cols)
-		a.cOut = append(a.cOut, d.Alloc(rows, l.outWidth))
-		a.cGrad = append(a.cGrad, d.Alloc(rows, l.outWidth))
-	}
-	a.dOut, a.dGrad = a.dOut[:0], a.dGrad[:0]
-	for _, l := range a.dense {
-		a.dOut = append(a.dOut, d.Alloc(rows, l.out))
-		a.dGrad = append(a.dGrad, d.Alloc(rows, l.out))
-	}
-	if a.blocked && a.dwBlock == nil {
-		for _, l := range a.convs {
-			a.dwBlock = append(a.dwBlock, d.Alloc(l.g.Patch(), l.out))
-			a.dbBlock = append(a.dbBlock, d.Alloc(1, l.out))
-		}
-	}
-	a.piOut, a.piGrad = d.Alloc(rows, a.nOut), d.Alloc(rows, a.nOut)
-	if a.hasCritic {
-		a.vfOut, a.vfGrad = d.Alloc(rows, 1), d.Alloc(rows, 1)
-	}
-	a.cap = rows
-}
+func (a *CNN) Tensors() []NamedTensor { return a.params.Named() }
 
 // forward runs the torso on x (rows×obsDim) and the heads asked for,
 // keeping every activation for backward.
 func (a *CNN) forward(x gpu.Tensor, policy, value bool) {
-	d, rows := a.dev, x.Rows
-	a.reserve(rows)
-	a.rows, a.x = rows, x
-	h, chunk := x, a.chunkOf(rows)
-	// The first dense layer's product is taken with a direct last
-	// convolution, a block of images at a time while its output is in cache.
+	d := a.dev
+	a.rows = x.Rows
+	h := x
 	last := len(a.convs) - 1
-	fused := a.direct[last] && len(a.dense) > 0
-	for i, l := range a.convs {
-		pos := l.oh * l.ow
-		y := a.cOut[i].RowRange(0, rows)
-		if a.direct[i] {
-			if fused && i == last {
-				a.dconv.ConvForwardDense(y, h, l.w, l.b, a.dOut[0].RowRange(0, rows), a.dense[0].w, l.g)
-			} else {
-				a.dconv.ConvForward(y, h, l.w, l.b, l.g)
-			}
-			h = y
-			continue
-		}
-		yv := y.Reshape(rows*pos, l.out)
-		for r0 := 0; r0 < rows; r0 += chunk {
-			r1 := min(r0+chunk, rows)
-			cols := a.cols[i].RowRange(0, (r1-r0)*pos)
-			d.Im2Col(cols, h.RowRange(r0, r1), l.g)
-			d.MatMul(yv.RowRange(r0*pos, r1*pos), cols, false, l.w, false, 0)
-		}
-		d.BiasAct(yv, l.b, gpu.ReLU)
-		h = y
+	for _, c := range a.convs[:last] {
+		h = c.Forward(d, h)
 	}
-	for i, l := range a.dense {
-		y := a.dOut[i].RowRange(0, rows)
-		if i > 0 || !fused {
-			d.MatMul(y, h, false, l.w, false, 0)
-		}
-		d.BiasAct(y, l.b, a.act)
-		h = y
+	if a.fused { // the first hidden layer's product a block of images at a time
+		h = a.dense[1:].Forward(d, a.convs[last].ForwardDense(d, h, a.first()))
+	} else {
+		h = a.dense.Forward(d, a.convs[last].Forward(d, h))
 	}
 	if policy {
-		y := a.piOut.RowRange(0, rows)
-		d.MatMul(y, h, false, a.pi.w, false, 0)
-		d.BiasAct(y, a.pi.b, gpu.Identity)
+		a.piOut = a.pi.Forward(d, h)
 	}
 	if value && a.hasCritic {
-		y := a.vfOut.RowRange(0, rows)
-		d.MatMul(y, h, false, a.vf.w, false, 0)
-		d.BiasAct(y, a.vf.b, gpu.Identity)
+		a.vfOut = a.vf.Forward(d, h)
 	}
 }
 
-// backward turns the heads' output gradients (piGrad, and vfGrad when
-// value) into every parameter gradient.
+func (a *CNN) first() *layers.Dense { return a.dense[0].(*layers.Dense) }
+
+// backward turns the heads' output gradients (the policy's, and the
+// value's when value) into every parameter gradient.
 func (a *CNN) backward(value bool) {
 	d, rows := a.dev, a.rows
-	chunk := a.chunkOf(rows)
-	feat := a.dOut[len(a.dense)-1].RowRange(0, rows)
-	dFeat := a.dGrad[len(a.dense)-1].RowRange(0, rows)
-	dy := a.piGrad.RowRange(0, rows)
-	d.MatMul(a.pi.dw, feat, true, dy, false, 0)
-	d.ColSum(a.pi.db, dy, 0)
-	d.MatMul(dFeat, dy, false, a.pi.w, true, 0)
-	if a.hasCritic {
-		if value {
-			dv := a.vfGrad.RowRange(0, rows)
-			d.MatMul(a.vf.dw, feat, true, dv, false, 0)
-			d.ColSum(a.vf.db, dv, 0)
-			d.MatMul(dFeat, dv, false, a.vf.w, true, 1) // the torso gets both heads' gradients
-		} else {
-			d.Fill(a.vf.dw, 0)
-			d.Fill(a.vf.db, 0)
+	top := a.dense[len(a.dense)-1]
+	dFeat := top.Grad(rows)
+	// The torso's output gets both heads' gradients, then goes through its
+	// activation.
+	through := top.Activation()
+	if a.hasCritic && value {
+		a.pi.Backward(d, a.pi.Grad(rows), layers.InputGrad{DX: dFeat})
+		a.vf.Backward(d, a.vf.Grad(rows), layers.InputGrad{DX: dFeat, Add: true, Through: through})
+	} else {
+		a.pi.Backward(d, a.pi.Grad(rows), layers.InputGrad{DX: dFeat, Through: through})
+		if a.hasCritic {
+			layers.Stack{a.vf}.ZeroGrads(d)
 		}
 	}
-	for i := len(a.dense) - 1; i >= 0; i-- {
-		l := a.dense[i]
-		g := a.dGrad[i].RowRange(0, rows)
-		d.ActGrad(g, a.dOut[i].RowRange(0, rows), a.act)
-		prev, dprev := a.cOut[len(a.convs)-1].RowRange(0, rows), a.cGrad[len(a.convs)-1].RowRange(0, rows)
-		if i > 0 {
-			prev, dprev = a.dOut[i-1].RowRange(0, rows), a.dGrad[i-1].RowRange(0, rows)
+	first := a.first()
+	a.dense[1:].Backward(d, dFeat, layers.InputGrad{DX: first.Grad(rows), Through: first.Activation()})
+	// The first hidden layer's gradients, then the convolutions', the
+	// last one's taken through the first hidden layer (in one pass where
+	// the device can).
+	n := len(a.convs)
+	below := func(i int) layers.InputGrad { // convolution i's input gradient
+		if i == 0 {
+			return layers.InputGrad{}
 		}
-		d.MatMul(l.dw, prev, true, g, false, 0)
-		d.ColSum(l.db, g, 0)
-		if i > 0 {
-			d.MatMul(dprev, g, false, l.w, true, 0)
-			continue
-		}
-		if len(a.convs) == 1 && a.direct[0] {
-			// The convolution's gradients straight from the dense layer's,
-			// its output gradient made a block of images at a time.
-			c := a.convs[0]
-			a.dconv.ConvGradsThroughDense(c.dw, c.db, a.x, prev, l.w, g, c.g)
-			return
-		}
-		gpu.MatMulActGrad(d, dprev, g, l.w, prev, gpu.ReLU) // through the last convolution's ReLU at once
+		return layers.InputGrad{DX: a.convs[i-1].Grad(rows), Through: gpu.ReLU}
 	}
-	for i := len(a.convs) - 1; i >= 0; i-- {
-		l := a.convs[i]
-		pos := l.oh * l.ow
-		g := a.cGrad[i].RowRange(0, rows)
-		if i < len(a.convs)-1 { // the last one's went through its ReLU above
-			d.ActGrad(g, a.cOut[i].RowRange(0, rows), gpu.ReLU)
-		}
-		gv := g.Reshape(rows*pos, l.out)
-		in := a.x // the layer's input
-		if i > 0 {
-			in = a.cOut[i-1].RowRange(0, rows)
-		}
-		patches := !a.direct[i] // the weight gradient from patches
-		if !patches {
-			a.dconv.ConvWeightGrad(l.dw, in, gv, l.g)
-		}
-		// Chunks of patches, or of the input gradient, which takes the
-		// patches' buffer.
-		for r0 := 0; r0 < rows && (patches || i > 0); r0 += chunk {
-			r1 := min(r0+chunk, rows)
-			cols, gc := a.cols[i].RowRange(0, (r1-r0)*pos), gv.RowRange(r0*pos, r1*pos)
-			if patches {
-				if chunk < rows { // else the forward pass's patches are still there
-					d.Im2Col(cols, in.RowRange(r0, r1), l.g)
-				}
-				a.patchWeightGrad(i, cols, gc, r0, r1)
-			}
-			if i > 0 {
-				// The patches are spent: their buffer takes their gradient.
-				d.MatMul(cols, gc, false, l.w, true, 0)
-				d.Col2Im(a.cGrad[i-1].RowRange(r0, r1), cols, l.g)
-			}
-		}
-		a.biasGrad(i, gv, rows)
+	first.Backward(d, first.Grad(rows), layers.InputGrad{})
+	a.convs[n-1].BackwardThroughDense(d, first, first.Grad(rows), below(n-1))
+	for i := n - 2; i >= 0; i-- {
+		a.convs[i].Backward(d, a.convs[i].Grad(rows), below(i))
 	}
-}
-
-// patchWeightGrad adds images [r0, r1)'s share of convolution i's weight
-// gradient from their patches cols and output gradient gc. Blocked, each
-// block's product is added to the gradient; else the chunks continue one
-// product (with 16 or more output channels its bits; a narrower product
-// goes through scratch and is added chunk by chunk: other bits, as
-// reproducible).
-func (a *CNN) patchWeightGrad(i int, cols, gc gpu.Tensor, r0, r1 int) {
-	l, pos := a.convs[i], a.convs[i].oh*a.convs[i].ow
-	if !a.blocked {
-		a.dev.MatMul(l.dw, cols, true, gc, false, float32(min(r0, 1)))
-		return
-	}
-	for b0 := r0; b0 < r1; b0 += gpu.ConvBlock {
-		b1 := min(b0+gpu.ConvBlock, r1)
-		a.dev.MatMul(a.dwBlock[i], cols.RowRange((b0-r0)*pos, (b1-r0)*pos), true, gc.RowRange((b0-r0)*pos, (b1-r0)*pos), false, 0)
-		a.addBlock(l.dw, a.dwBlock[i], b0 == 0)
-	}
-}
-
-// biasGrad sets convolution i's bias gradient from its output gradient gv
-// ((rows·OH·OW)×out), by blocks when blocked.
-func (a *CNN) biasGrad(i int, gv gpu.Tensor, rows int) {
-	l, pos := a.convs[i], a.convs[i].oh*a.convs[i].ow
-	if !a.blocked {
-		a.dev.ColSum(l.db, gv, 0)
-		return
-	}
-	for b0 := 0; b0 < rows; b0 += gpu.ConvBlock {
-		b1 := min(b0+gpu.ConvBlock, rows)
-		a.dev.ColSum(a.dbBlock[i], gv.RowRange(b0*pos, b1*pos), 0)
-		a.addBlock(l.db, a.dbBlock[i], b0 == 0)
-	}
-}
-
-// addBlock sets sum to a block's sums (first) or adds them: as a column
-// sum of one row, sum·1 + block, which rounds as an addition.
-func (a *CNN) addBlock(sum, block gpu.Tensor, first bool) {
-	if first {
-		a.dev.Copy(sum, block)
-		return
-	}
-	n := sum.Len()
-	a.dev.ColSum(sum.Reshape(1, n), block.Reshape(1, n), 1)
-}
-
-// chunkOf is how many of rows images get their patches made at a time.
-func (a *CNN) chunkOf(rows int) int {
-	if a.chunk == 0 {
-		return rows
-	}
-	return min(a.chunk, rows)
 }
 
 // Gradients implements Learner: one forward pass of the shared torso, the
@@ -528,21 +286,14 @@ func (a *CNN) Gradients(obs gpu.Tensor, p gpu.PPOPolicyArgs, v *gpu.ValueArgs) {
 	rows := obs.Rows
 	value := v != nil && a.hasCritic
 	a.forward(obs, true, value)
-	p.Out, p.DOut = a.piOut.RowRange(0, rows), a.piGrad.RowRange(0, rows)
-	if a.discrete {
-		a.dev.CategoricalPPO(p)
-	} else {
-		p.LogStd, p.DLogStd = a.logStd, a.dLogStd
-		a.dev.GaussianPPO(p)
-	}
+	p.Out, p.DOut = a.piOut, a.pi.Grad(rows)
+	a.head.Loss(a.dev, p)
 	if value {
-		v.Value, v.DValue = a.vfOut.RowRange(0, rows), a.vfGrad.RowRange(0, rows)
+		v.Value, v.DValue = a.vfOut, a.vf.Grad(rows)
 		a.dev.ValueLoss(*v)
 	}
 	a.backward(value)
 }
-
-func (a *CNN) reserveAct(n int) { a.actBuffers.grow(a.dev, n, a.obsDim, a.nOut) }
 
 // Values implements Agent.
 func (a *CNN) Values(obs []float32, n int, values []float32) {
@@ -550,11 +301,8 @@ func (a *CNN) Values(obs []float32, n int, values []float32) {
 		clear(values[:n])
 		return
 	}
-	a.reserveAct(n)
-	x := a.obsDev.RowRange(0, n)
-	a.dev.Upload(x, obs[:n*a.obsDim])
-	a.forward(x, false, true)
-	a.dev.Download(values[:n], a.vfOut.RowRange(0, n))
+	a.forward(upload(a.dev, &a.obsDev, obs, n, a.obsDim), false, true)
+	a.dev.Download(values[:n], a.vfOut)
 }
 
 // PolicyOutputs writes the policy head's raw outputs for n observations
@@ -562,29 +310,71 @@ func (a *CNN) Values(obs []float32, n int, values []float32) {
 // for a Gaussian one. Act samples from these; a caller inspecting the
 // policy, or checking an exported model, reads them here.
 func (a *CNN) PolicyOutputs(obs []float32, n int, out []float32) {
-	a.reserveAct(n)
-	x := a.obsDev.RowRange(0, n)
-	a.dev.Upload(x, obs[:n*a.obsDim])
-	a.forward(x, true, false)
-	a.dev.Download(out[:n*a.nOut], a.piOut.RowRange(0, n))
+	a.forward(upload(a.dev, &a.obsDev, obs, n, a.obsDim), true, false)
+	a.dev.Download(out[:a.piOut.Len()], a.piOut)
 }
 
 // Act implements Agent: one pass of the torso gives both heads; sampling
 // happens on the host with the caller's random stream, as the MLP's.
 func (a *CNN) Act(obs []float32, n int, rng *rand.Rand, deterministic bool, actions, logp, values []float32) {
-	a.reserveAct(n)
-	x := a.obsDev.RowRange(0, n)
-	a.dev.Upload(x, obs[:n*a.obsDim])
-	a.forward(x, true, true)
+	a.forward(upload(a.dev, &a.obsDev, obs, n, a.obsDim), true, true)
 	if a.hasCritic {
-		a.dev.Download(values[:n], a.vfOut.RowRange(0, n))
+		a.dev.Download(values[:n], a.vfOut)
 	} else {
 		clear(values[:n])
 	}
-	out := a.hostOut[:n*a.nOut]
-	a.dev.Download(out, a.piOut.RowRange(0, n))
-	if !a.discrete {
-		a.dev.Download(a.hostLogStd, a.logStd)
+	a.head.Act(a.dev, a.piOut, rng, deterministic, actions, logp)
+}
+
+// cnnEstimate counts the convolutions — per layer its weights, and for a
+// minibatch and for acting its patches (batch × OH × OW × K·K·C), outputs
+// and their gradients (batch × OH × OW × channels each) — then the dense
+// layers as the mlp's (the hidden layers twice, where the heads share them:
+// an overestimate by at most one torso). Observations without an image
+// shape cost nothing: NewCNN refuses them.
+func cnnEstimate(w Workload) Estimate {
+	var e Estimate
+	if len(w.Obs.Shape) != 3 {
+		return e
 	}
-	sampleActions(out, a.hostLogStd, a.probs, a.discrete, rng, deterministic, actions, logp)
+	mb, envs := float64(w.Minibatch), float64(w.Acting)
+	h, wd, c := w.Obs.Shape[0], w.Obs.Shape[1], w.Obs.Shape[2]
+	var convActs, macs float64
+	for i, l := range w.Config.Layers("conv") {
+		if len(l) < 3 || l[1] < 1 || l[2] < 1 {
+			break // refused by NewCNN with its own message
+		}
+		pad := 0
+		if len(l) > 3 {
+			pad = l[3]
+		}
+		oh, ow := (h+2*pad-l[1])/l[2]+1, (wd+2*pad-l[1])/l[2]+1
+		if oh < 1 || ow < 1 {
+			break
+		}
+		patch := float64(l[1] * l[1] * c)
+		e.Params += patch*float64(l[0]) + float64(l[0])
+		e.Widest = max(e.Widest, patch*float64(l[0]))
+		convActs += (mb + envs) * float64(oh*ow) * (patch + 2*float64(l[0]))
+		macs += layerMACs(oh*ow*l[1]*l[1]*c*l[0], i == 0)
+		h, wd, c = oh, ow, l[0]
+	}
+	in0 := h * wd * c
+	convActs += float64(w.Threads) * gpu.ConvBlock * float64(in0) // per core, a block of frames' output gradient
+	params, widest, acts := denseCost(w, float64(in0))
+	e.Params += params
+	e.Widest = max(e.Widest, widest)
+	sizes := append([]int{in0}, w.Config.Ints("hidden")...)
+	for i := 1; i < len(sizes); i++ {
+		macs += layerMACs(sizes[i-1]*sizes[i], false)
+	}
+	feat := sizes[len(sizes)-1]
+	macs += layerMACs(feat*headWidth(w.Act), false) + layerMACs(feat, false) // the heads
+	e.FLOPs = 2 * macs
+	e.Weights = MemoryPart{Name: "the networks' weights (agent.hidden)", Fix: "a narrower agent.hidden"}
+	e.Activations = []MemoryPart{
+		{Name: "the convolutions' activations (minibatch × height × width × channels per agent.conv layer)",
+			Fix: "more ppo.num_minibatches, a smaller batch, fewer channels or a larger stride in agent.conv", Bytes: f32 * convActs},
+		denseActivations(acts)}
+	return e
 }

@@ -20,7 +20,7 @@ var testConv = [][]int{{3, 3, 1, 1}, {2, 2, 2}}
 
 func newTestCNN(t *testing.T, act envs.Space, noCritic bool) (*CNN, *gpu.CPU) {
 	dev := gpu.NewCPU(1)
-	a, err := NewCNN(Build{Obs: testImage, Act: act, Conv: testConv, Hidden: []int{4}, Activation: "tanh",
+	a, err := NewCNN(Build{Obs: testImage, Act: act, Config: Config{"conv": testConv, "hidden": []int{4}, "activation": "tanh"},
 		NoCritic: noCritic, Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ func TestCNNGradients(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, dev := newTestCNN(t, tc.act, tc.noCritic)
-			a.chunk = 4 // patches for 4 images, then 2: the chunked passes are checked too
+			a.setChunk(4) // patches for 4 images, then 2: the chunked passes are checked too
 			r := rand.New(rand.NewPCG(3, 4))
 			const B = 6
 			ad, od := tc.act.Size(), testImage.Dim
@@ -162,7 +162,8 @@ func TestCNNExportLayout(t *testing.T) {
 	}
 	acts, logp, vals := make([]float32, B), make([]float32, B), make([]float32, B)
 	a.Act(obs, B, r, true, acts, logp, vals)
-	logits := append([]float32(nil), a.hostOut[:B*3]...)
+	logits := make([]float32, B*3)
+	a.PolicyOutputs(obs, B, logits)
 	for b := 0; b < B; b++ {
 		// NCHW input from the channel-last observation.
 		H, W, C := 5, 6, 2
@@ -234,12 +235,12 @@ func linearRef(x []float64, w, b []float32, act func(float64) float64) []float64
 
 func TestCNNNeedsAnImage(t *testing.T) {
 	_, err := New("cnn", Build{Obs: envs.Space{Kind: envs.Box, Dim: 4}, Act: envs.Space{Kind: envs.Discrete, N: 2},
-		Conv: [][]int{{16, 3, 1}}, Hidden: []int{8}, Activation: "relu", Device: gpu.NewCPU(1), RNG: rand.New(rand.NewPCG(1, 1))})
+		Config: Config{"conv": [][]int{{16, 3, 1}}, "hidden": []int{8}, "activation": "relu"}, Device: gpu.NewCPU(1), RNG: rand.New(rand.NewPCG(1, 1))})
 	if err == nil || !strings.Contains(err.Error(), "image") {
 		t.Fatalf("vector observations: %v", err)
 	}
 	_, err = New("cnn", Build{Obs: testImage, Act: envs.Space{Kind: envs.Discrete, N: 2},
-		Conv: [][]int{{16, 7, 1}}, Hidden: []int{8}, Activation: "relu", Device: gpu.NewCPU(1), RNG: rand.New(rand.NewPCG(1, 1))})
+		Config: Config{"conv": [][]int{{16, 7, 1}}, "hidden": []int{8}, "activation": "relu"}, Device: gpu.NewCPU(1), RNG: rand.New(rand.NewPCG(1, 1))})
 	if err == nil || !strings.Contains(err.Error(), "larger") {
 		t.Fatalf("a 7×7 kernel on a 5×6 image: %v", err)
 	}
@@ -283,13 +284,13 @@ func TestCNNRoutesGiveTheSameBits(t *testing.T) {
 			if !route.direct {
 				dev = patchesOnly{cpu}
 			}
-			a, err := NewCNN(Build{Obs: image, Act: envs.Space{Kind: envs.Discrete, N: 3}, Conv: net.conv,
-				Hidden: []int{32}, Activation: "relu", Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
+			a, err := NewCNN(Build{Obs: image, Act: envs.Space{Kind: envs.Discrete, N: 3}, Config: Config{"conv": net.conv,
+				"hidden": []int{32}, "activation": "relu"}, Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !route.direct { // the CPU behind the wrapper
-				a.blocked, a.chunk = true, route.chunk
+				a.setPlan(route.chunk, true)
 			}
 			up := func(rows, cols int, v []float32) gpu.Tensor { x := dev.Alloc(rows, cols); dev.Upload(x, v); return x }
 			zeros := make([]float32, B)
@@ -310,6 +311,21 @@ func TestCNNRoutesGiveTheSameBits(t *testing.T) {
 	}
 }
 
+// setPlan makes every convolution take the patch route's plan given.
+func (a *CNN) setPlan(chunk int, blocked bool) {
+	for _, c := range a.convs {
+		c.SetPlan(chunk, blocked)
+	}
+}
+
+// setChunk changes the chunk of every convolution's patch route alone.
+func (a *CNN) setChunk(chunk int) {
+	for _, c := range a.convs {
+		_, blocked := c.Plan()
+		c.SetPlan(chunk, blocked)
+	}
+}
+
 // patchesOnly hides a device's direct convolution kernels.
 type patchesOnly struct{ gpu.Device }
 
@@ -325,8 +341,8 @@ func TestCNNGradientsAllocateNothing(t *testing.T) {
 		if !direct {
 			dev = patchesOnly{cpu}
 		}
-		a, err := NewCNN(Build{Obs: image, Act: envs.Space{Kind: envs.Discrete, N: 3}, Conv: [][]int{{16, 3, 1}},
-			Hidden: []int{128}, Activation: "relu", Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
+		a, err := NewCNN(Build{Obs: image, Act: envs.Space{Kind: envs.Discrete, N: 3}, Config: Config{"conv": [][]int{{16, 3, 1}},
+			"hidden": []int{128}, "activation": "relu"}, Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package agents
+package agents_test
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agenttrainer/agenttrainer/agents"
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/gpu"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
@@ -54,7 +55,7 @@ func TestCNNOutputsMatchPyTorch(t *testing.T) {
 			obsSpace := envs.Space{Kind: envs.Box, Dim: H * W * C, Shape: tc.shape}
 			dev := gpu.NewCPU(1)
 			defer dev.Close()
-			a, err := NewCNN(Build{Obs: obsSpace, Act: tc.act, Conv: tc.conv, Hidden: tc.hidden, Activation: tc.activation,
+			a, err := agents.NewCNN(agents.Build{Obs: obsSpace, Act: tc.act, Config: agents.Config{"conv": tc.conv, "hidden": tc.hidden, "activation": tc.activation},
 				Device: dev, RNG: rand.New(rand.NewPCG(3, 4))})
 			if err != nil {
 				t.Fatal(err)

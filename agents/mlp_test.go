@@ -12,8 +12,8 @@ import (
 
 func newTestAgent(t *testing.T, act envs.Space, hidden []int) (*ActorCritic, *gpu.CPU) {
 	dev := gpu.NewCPU(1)
-	a, err := NewActorCritic(Build{Obs: envs.Space{Kind: envs.Box, Dim: 3}, Act: act, Hidden: hidden,
-		Activation: "tanh", Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
+	a, err := NewActorCritic(Build{Obs: envs.Space{Kind: envs.Box, Dim: 3}, Act: act, Config: Config{"hidden": hidden,
+		"activation": "tanh"}, Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,36 +82,6 @@ func TestActorCriticGradients(t *testing.T) {
 	}
 }
 
-func TestOrthogonalInit(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	for _, s := range []struct{ rows, cols int }{{64, 4}, {4, 64}, {64, 64}, {2, 64}} {
-		w := make([]float32, s.rows*s.cols)
-		orthogonal(w, s.rows, s.cols, math.Sqrt2, r)
-		// The shorter side's vectors are orthogonal with squared norm gain².
-		short, long := s.cols, s.rows
-		at := func(i, j int) float64 { return float64(w[j*s.cols+i]) } // column i, element j
-		if s.rows < s.cols {
-			short, long = s.rows, s.cols
-			at = func(i, j int) float64 { return float64(w[i*s.cols+j]) }
-		}
-		for i := 0; i < short; i++ {
-			for k := 0; k <= i; k++ {
-				var dot float64
-				for j := 0; j < long; j++ {
-					dot += at(i, j) * at(k, j)
-				}
-				want := 0.0
-				if i == k {
-					want = 2
-				}
-				if math.Abs(dot-want) > 1e-5 {
-					t.Fatalf("%dx%d: <v%d,v%d> = %v, want %v", s.rows, s.cols, i, k, dot, want)
-				}
-			}
-		}
-	}
-}
-
 func TestInitialPolicyIsNearUniform(t *testing.T) {
 	a, _ := newTestAgent(t, envs.Space{Kind: envs.Discrete, N: 2}, []int{64, 64})
 	obs := []float32{0.1, -0.2, 0.3}
@@ -123,31 +93,6 @@ func TestInitialPolicyIsNearUniform(t *testing.T) {
 	}
 	if names := a.Tensors(); names[0].Name != "actor.0.weight" || names[len(names)-1].Name != "critic.4.bias" {
 		t.Fatalf("tensor names %q … %q", names[0].Name, names[len(names)-1].Name)
-	}
-}
-
-func TestSamplingMatchesProbabilities(t *testing.T) {
-	logits := []float32{0, float32(math.Log(3))} // p = ¼, ¾
-	probs := make([]float64, 2)
-	r := rand.New(rand.NewPCG(7, 8))
-	ones := 0
-	const n = 40000
-	for i := 0; i < n; i++ {
-		a, lp := sampleCategorical(logits, probs, r, false)
-		want := math.Log(0.25)
-		if a == 1 {
-			ones++
-			want = math.Log(0.75)
-		}
-		if math.Abs(float64(lp)-want) > 1e-6 {
-			t.Fatalf("log-prob %v for action %v, want %v", lp, a, want)
-		}
-	}
-	if f := float64(ones) / n; math.Abs(f-0.75) > 0.01 {
-		t.Fatalf("action 1 drawn %.3f of the time, want 0.75", f)
-	}
-	if a, _ := sampleCategorical(logits, probs, r, true); a != 1 {
-		t.Fatal("deterministic sampling should pick the mode")
 	}
 }
 
@@ -166,8 +111,8 @@ func TestGradientsSameOnAnyCoreCount(t *testing.T) {
 			var grads, stats, acted [3][]float32
 			for i, threads := range []int{1, 2, 4} {
 				dev := gpu.NewCPU(threads)
-				a, err := NewActorCritic(Build{Obs: envs.Space{Kind: envs.Box, Dim: 5}, Act: act, Hidden: shape.hidden,
-					Activation: "tanh", Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
+				a, err := NewActorCritic(Build{Obs: envs.Space{Kind: envs.Box, Dim: 5}, Act: act, Config: Config{"hidden": shape.hidden,
+					"activation": "tanh"}, Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -84,7 +84,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "-h", "-help", "--help", "help":
 		return &cmdutil.HelpError{Usage: usage()}
 	case "-version", "--version", "version":
-		fmt.Fprintln(stdout, "agenttrainer", Version)
+		fmt.Fprintln(stdout, cmdutil.Prog, Version)
 		return nil
 	}
 	for _, c := range commands() {
@@ -101,13 +101,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // usage is the program's help.
 func usage() string {
 	var b strings.Builder
-	fmt.Fprintln(&b, "agenttrainer trains reinforcement-learning agents with PPO.")
-	fmt.Fprintln(&b, "\nUsage:\n  agenttrainer [--config FILE] [--runs-dir DIR] [key=value ...]   open the terminal app")
+	p := cmdutil.Prog
+	fmt.Fprintln(&b, p, "trains reinforcement-learning agents with PPO.")
+	fmt.Fprintf(&b, "\nUsage:\n  %s [--config FILE] [--runs-dir DIR] [key=value ...]   open the terminal app\n", p)
 	for _, c := range commands() {
-		fmt.Fprintf(&b, "  agenttrainer %-15s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "  %s %-15s %s\n", p, c.name, c.summary)
 	}
-	fmt.Fprintln(&b, "\nRun `agenttrainer COMMAND --help` for a command's options.")
+	fmt.Fprintf(&b, "\nRun `%s COMMAND --help` for a command's options.\n", p)
 	fmt.Fprintln(&b, "Overrides are key=value in dot notation with TOML values, e.g.")
-	fmt.Fprintln(&b, "  agenttrainer train env.id=CartPole-v1 ppo.learning_rate=3e-4 agent.hidden=[128,128]")
+	fmt.Fprintf(&b, "  %s train env.id=CartPole-v1 ppo.learning_rate=3e-4 agent.hidden=[128,128]\n", p)
 	return b.String()
 }

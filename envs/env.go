@@ -52,6 +52,21 @@ func (s Space) Size() int {
 	return s.Dim
 }
 
+// Clip returns actions (rows of Size values) as an environment of the
+// space takes them: a box's clipped to its bounds, in scratch (a Gaussian
+// policy samples beyond them; the rollout keeps and scores the unclipped
+// sample, as CleanRL's ClipAction wrapper does), others as they are.
+func (s Space) Clip(actions, scratch []float32) []float32 {
+	if s.Kind != Box || len(s.Low) < s.Dim || len(s.High) < s.Dim {
+		return actions
+	}
+	for i, a := range actions {
+		j := i % s.Dim
+		scratch[i] = min(max(a, s.Low[j]), s.High[j])
+	}
+	return scratch[:len(actions)]
+}
+
 func (s Space) String() string {
 	if s.Kind == Discrete {
 		return fmt.Sprintf("Discrete(%d)", s.N)
@@ -164,6 +179,17 @@ func Picture(e Env) (drawing, caption string, ok bool) {
 // or fail (FrozenLake reaching the goal, say); it is asked when an episode ends.
 type SuccessReporter interface {
 	Succeeded() bool
+}
+
+// StatsReporter is implemented by environments that report figures of their
+// own when an episode ends (PufferLib's infos: a score, a distance, …); it
+// is asked before the episode's automatic reset. The trainer averages each
+// figure over an iteration's episodes and records it as env/<name> in every
+// sink of the metric registry: metrics.jsonl, TensorBoard, the CSV export,
+// the progress line and the app. A name is letters, digits, '_', '.', '-'
+// and '/'.
+type StatsReporter interface {
+	EpisodeStats(report func(name string, value float64))
 }
 
 // Stateful is implemented by environments whose internal state can be read

@@ -161,6 +161,10 @@ func (p *stepPool) stepRange(v *Vector, actions []float32, lo, hi int) {
 		if s, ok := unwrapTo[SuccessReporter](e); ok {
 			p.success[i] = s.Succeeded()
 		}
+		if s, ok := unwrapTo[StatsReporter](e); ok { // slot i is this goroutine's alone
+			v.EpisodeStats[i] = v.EpisodeStats[i][:0]
+			s.EpisodeStats(func(name string, x float64) { v.EpisodeStats[i] = append(v.EpisodeStats[i], Stat{name, x}) })
+		}
 		copy(v.FinalObs[i*d:(i+1)*d], obs)
 		e.Reset(NoSeed, obs)
 	}

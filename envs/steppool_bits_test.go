@@ -142,3 +142,66 @@ func BenchmarkVectorStep(b *testing.B) {
 		}
 	}
 }
+
+// scoring is CartPole reporting its episode's length as a figure
+// (envs.StatsReporter), read before the automatic reset.
+type scoring struct {
+	envs.Env
+	steps int
+}
+
+func (s *scoring) Reset(seed int64, obs []float32) { s.steps = 0; s.Env.Reset(seed, obs) }
+func (s *scoring) Step(a, obs []float32) (float64, bool, bool) {
+	s.steps++
+	return s.Env.Step(a, obs)
+}
+func (s *scoring) EpisodeStats(report func(string, float64)) { report("len", float64(s.steps)) }
+
+// TestStatsSameOnThePool: what environments report for their episodes is
+// what they reported whether the vector stepped them one after the other
+// or on its pool, and is their episode's length.
+func TestStatsSameOnThePool(t *testing.T) {
+	build := func() *envs.Vector {
+		list := make([]envs.Env, 8)
+		for i := range list {
+			e, err := envs.Make("CartPole-v1", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			list[i] = &scoring{Env: e}
+		}
+		v, err := envs.NewVector(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	seq, par := build(), build()
+	par.SetThreads(2)
+	envs.ForceParallel(par, true)
+	seq.Reset(1)
+	par.Reset(1)
+	r := rand.New(rand.NewPCG(1, 2))
+	acts := make([]float32, 8)
+	episodes := 0
+	for step := 0; step < 2000; step++ {
+		for i := range acts {
+			acts[i] = float32(r.IntN(2))
+		}
+		seq.Step(acts)
+		par.Step(acts)
+		if len(seq.Finished) != len(par.Finished) {
+			t.Fatalf("step %d: %d and %d episodes ended", step, len(seq.Finished), len(par.Finished))
+		}
+		for _, ep := range seq.Finished {
+			a, b := seq.EpisodeStats[ep.Env], par.EpisodeStats[ep.Env]
+			if len(a) != 1 || !slices.Equal(a, b) || a[0].Value != float64(ep.Length) {
+				t.Fatalf("step %d, env %d: stats %v one after the other, %v on the pool, episode length %d", step, ep.Env, a, b, ep.Length)
+			}
+			episodes++
+		}
+	}
+	if episodes < 100 {
+		t.Fatalf("only %d episodes ended", episodes)
+	}
+}

@@ -16,6 +16,12 @@ type Episode struct {
 	Success, HasSuccess bool
 }
 
+// Stat is one figure an environment reported for an episode.
+type Stat struct {
+	Name  string
+	Value float64
+}
+
 // Vector steps N environments in lockstep with Gymnasium-style auto-reset:
 // when a sub-environment's episode ends, its final observation is kept in
 // FinalObs and the environment is reset at once, so Obs always holds the
@@ -30,6 +36,9 @@ type Vector struct {
 	Terminated []bool    // N: the last step reached a terminal state
 	Truncated  []bool    // N: the last step was cut off (and did not terminate)
 	Finished   []Episode // episodes that ended on the last step
+	// EpisodeStats holds, for a sub-environment whose episode is in
+	// Finished, the figures it reported for it (StatsReporter).
+	EpisodeStats [][]Stat
 	// BeforeReset, when set, is called with a sub-environment whose
 	// episode just ended, before the automatic reset: its last state can
 	// still be looked at (an evaluation draws the final frame).
@@ -68,7 +77,7 @@ func NewVector(envs []Env) (*Vector, error) {
 		}
 	}
 	v := newVector(len(envs), os, as)
-	v.Envs = envs
+	v.Envs, v.EpisodeStats = envs, make([][]Stat, len(envs))
 	return v, nil
 }
 
@@ -137,6 +146,10 @@ func (v *Vector) stepSeq(actions []float32) {
 		}
 		if s, ok := unwrapTo[SuccessReporter](e); ok {
 			ep.Success, ep.HasSuccess = s.Succeeded(), true
+		}
+		if s, ok := unwrapTo[StatsReporter](e); ok {
+			v.EpisodeStats[i] = v.EpisodeStats[i][:0]
+			s.EpisodeStats(func(name string, x float64) { v.EpisodeStats[i] = append(v.EpisodeStats[i], Stat{name, x}) })
 		}
 		copy(v.FinalObs[i*v.ObsDim:(i+1)*v.ObsDim], obs)
 		if v.BeforeReset != nil {

@@ -48,6 +48,29 @@ type DirectConv interface {
 
 var _ DirectConv = (*CPU)(nil)
 
+// ConvPatches is a device with a plan for convolutions by patches (Im2Col,
+// then a product): the CPU, whose products read a minibatch's patches from
+// memory unless they are made a chunk at a time (MinAtar's 1,024 frames
+// make 9 MB of them), and whose direct kernels sum a layer's weight and
+// bias gradients by blocks of ConvBlock images — which the patch route must
+// do too for both routes to give the same bits. A device without a plan (a
+// GPU) takes a minibatch's patches at once and sums them in one product.
+type ConvPatches interface {
+	// PatchPlan says, for a layer whose patches take perImage bytes an
+	// image, how many images' patches to make at a time (0: all; a
+	// multiple of ConvBlock) and whether to sum gradients by ConvBlock.
+	PatchPlan(perImage int) (chunk int, blocked bool)
+}
+
+var _ ConvPatches = (*CPU)(nil)
+
+// PatchPlan implements ConvPatches: chunks of about 1 MB of patches (they
+// stay in L2 until the product reads them, at the price of making them
+// again for the backward pass), gradients by blocks.
+func (d *CPU) PatchPlan(perImage int) (chunk int, blocked bool) {
+	return max(1, (1<<20)/max(perImage, 1)/ConvBlock) * ConvBlock, true
+}
+
 // ConvDirect implements DirectConv: with AVX-512, no padding, output
 // channels in sixteens, output rows of at least eight positions and
 // kernel rows of at least eight values (the kernels' 8×16 tiles fit in

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/agenttrainer/agenttrainer/internal/numtest"
 )
 
 func randSlice(r *rand.Rand, n int, scale float64) []float32 {
@@ -199,19 +201,9 @@ func f64(s []float32) []float64 {
 // checkGradient compares an analytic gradient with central differences of f.
 func checkGradient(t *testing.T, what string, f func([]float64) float64, x []float64, grad []float32) {
 	t.Helper()
-	const h = 1e-5
-	for i := range x {
-		orig := x[i]
-		x[i] = orig + h
-		up := f(x)
-		x[i] = orig - h
-		down := f(x)
-		x[i] = orig
-		num := (up - down) / (2 * h)
-		if diff := math.Abs(num - float64(grad[i])); diff > 1e-4+1e-3*math.Abs(num) {
-			t.Errorf("%s: d/dx[%d] analytic %v, numeric %v", what, i, grad[i], num)
-		}
-	}
+	numtest.Gradient(func() float64 { return f(x) }, x, grad, 1e-5, 1e-4, 1e-3, func(i int, analytic float32, numeric float64) {
+		t.Errorf("%s: d/dx[%d] analytic %v, numeric %v", what, i, analytic, numeric)
+	})
 }
 
 func TestGaussianPPOGradient(t *testing.T) {

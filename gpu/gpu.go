@@ -109,6 +109,13 @@ type PPOPolicyArgs struct {
 	EntCoef  float32
 	NormAdv  bool // normalise advantages within the minibatch
 
+	// Mask is B×1: 1 on the rows that are the policy's (a language model's
+	// generated tokens), 0 on the others (a prompt's, an environment's),
+	// which get no gradient and count in no mean; empty means every row.
+	// The token distribution honours it (agents/dist.Tokens); the fused
+	// categorical and Gaussian losses take every row.
+	Mask Tensor
+
 	Stats Tensor // 1×NumStats accumulator
 }
 

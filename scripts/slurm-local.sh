@@ -65,7 +65,9 @@ NodeName=$host CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
 CONF
   export SLURM_CONF=$conf
-  slurmctld -f "$conf"
+  # -c: a fresh cluster; jobs remembered from a killed earlier run would
+  # otherwise hold the one node and leave the tests' jobs pending.
+  slurmctld -c -f "$conf"
   slurmd -f "$conf"
   for _ in $(seq 100); do
     if sinfo -h -o '%T' 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; then

@@ -90,7 +90,7 @@ func (t *Trainer) rolloutAsync(buf *rollout, p *progress) ([]int32, error) {
 			}
 		}
 		pending = append(pending[:0], pending[want:]...)
-		v.SendAsync(ids, t.envActions(acts[:m*a], envActs[:m*a]))
+		v.SendAsync(ids, t.actSpace.Clip(acts[:m*a], envActs[:m*a]))
 		if err := v.Err(); err != nil {
 			return nil, err
 		}
@@ -155,6 +155,7 @@ func (t *Trainer) recordAsync(buf *rollout, p *progress, lo, k, s int) {
 	}
 	for _, ep := range v.Finished {
 		p.episodes.add(ep.Return, ep.Length)
+		t.reports.episode(v, ep.Env)
 	}
 	if t.obsNorm != nil {
 		t.obsNorm.stat.update(v.Obs[lo*d:(lo+k)*d], k)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
@@ -89,11 +88,7 @@ func BenchmarkUpdate(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				t.update(batch, samples, &p.opt, 1e-4, &m)
 			}
-			outputs := t.actSpace.N // a discrete policy's logits
-			if t.actSpace.Kind != envs.Discrete {
-				outputs = t.actSpace.Dim
-			}
-			b.ReportMetric(UpdateFLOPs(cfg, t.obsSpace.Size(), t.obsSpace.Shape, outputs)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(UpdateFLOPs(cfg, t.obsSpace, t.actSpace)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
 }

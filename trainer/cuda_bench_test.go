@@ -142,7 +142,7 @@ func benchConfig(dev string, nEnvs int, hidden []int, budget time.Duration) (ben
 	cfg := config.Default()
 	cfg.Env.ID = "CartPole-v1"
 	cfg.Env.NumEnvs = nEnvs
-	cfg.Agent.Hidden = hidden
+	cfg.Agent.Params["hidden"] = hidden
 	cfg.Trainer.SaveFreq = 0
 	dir, err := os.MkdirTemp("", "agenttrainer-bench-")
 	if err != nil {
@@ -196,8 +196,7 @@ func timeUpdate(d gpu.Device, cfg config.Config, budget time.Duration) (float64,
 	nEnvs := cfg.Env.NumEnvs
 	n := nEnvs * c.NumSteps
 	obsSpace, actSpace := envs.Space{Kind: envs.Box, Dim: 4}, envs.Space{Kind: envs.Discrete, N: 2}
-	a, err := agents.NewActorCritic(agents.Build{Obs: obsSpace, Act: actSpace, Hidden: cfg.Agent.Hidden,
-		Activation: cfg.Agent.Activation, Device: d, RNG: rand.New(rand.NewPCG(1, 1))})
+	a, err := agents.NewActorCritic(agents.Build{Obs: obsSpace, Act: actSpace, Config: cfg.Agent.Params, Device: d, RNG: rand.New(rand.NewPCG(1, 1))})
 	if err != nil {
 		return 0, err
 	}

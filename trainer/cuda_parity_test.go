@@ -53,7 +53,7 @@ type learnerState struct {
 }
 
 func newLearnerState(t *testing.T, dev gpu.Device, obs, act envs.Space, hidden []int, conv [][]int, B int) *learnerState {
-	build := agents.Build{Obs: obs, Act: act, Hidden: hidden, Conv: conv, Activation: "tanh",
+	build := agents.Build{Obs: obs, Act: act, Config: agents.Config{"hidden": hidden, "conv": conv, "activation": "tanh"},
 		Device: dev, RNG: rand.New(rand.NewPCG(42, 1))}
 	var a agents.Learner
 	var err error

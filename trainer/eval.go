@@ -114,8 +114,8 @@ func Evaluate(ctx context.Context, dir string, o EvalOptions) (EvalResult, error
 			f.Drawing, f.Caption, ok = envs.Picture(v.Envs[0])
 			f.Colours = envs.Colours(v.Envs[0])
 		}
-		if !ok {
-			return fmt.Errorf("%s cannot draw itself as text", cfg.Env.ID)
+		if !ok { // a mistake in what was asked of it
+			return &config.Error{Msg: fmt.Sprintf("%s cannot draw itself as text", cfg.Env.ID)}
 		}
 		return o.Frame(f)
 	}
@@ -151,7 +151,7 @@ func Evaluate(ctx context.Context, dir string, o EvalOptions) (EvalResult, error
 		}
 		t.observe(false) // normalise with the frozen training statistics
 		t.agent.Act(t.policyObs, 1, t.actRNG, o.Deterministic, acts, logp, value)
-		v.Step(t.envActions(acts, scratch))
+		v.Step(t.actSpace.Clip(acts, scratch))
 		if err := v.Err(); err != nil {
 			return res, err
 		}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/gpu"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
@@ -16,6 +17,11 @@ type workload struct {
 	obs       int
 	shape     []int
 	outputs   int
+}
+
+// spaces are the workload's observation and (discrete) action spaces.
+func (w workload) spaces() (obs, act envs.Space) {
+	return envs.Space{Kind: envs.Box, Dim: w.obs, Shape: w.shape}, envs.Space{Kind: envs.Discrete, N: w.outputs}
 }
 
 func (w workload) config(t *testing.T) config.Config {
@@ -44,7 +50,8 @@ func TestUpdateFLOPs(t *testing.T) {
 			400, []int{10, 10, 4}, 3}, 2 * (2*5*5*9*4*8 + 3*200*16 + 3*16*3 + 3*16)},
 	} {
 		cfg := tc.config(t)
-		if got := UpdateFLOPs(cfg, tc.obs, tc.shape, tc.outputs); got != tc.want {
+		obs, act := tc.spaces()
+		if got := UpdateFLOPs(cfg, obs, act); got != tc.want {
 			t.Errorf("%s: %v FLOPs, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -66,7 +73,8 @@ func TestAutoKeepsSmallWorkOnTheCPU(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.config(t)
-			cpu, why := gpu.AutoKeepsCPU(minibatchFLOPs(cfg, tc.obs, tc.shape, tc.outputs))
+			obs, act := tc.spaces()
+			cpu, why := gpu.AutoKeepsCPU(minibatchFLOPs(cfg, obs, act))
 			if cpu != tc.cpu {
 				t.Fatalf("auto keeps the CPU: %v (%q), want %v", cpu, why, tc.cpu)
 			}

@@ -52,6 +52,7 @@ func (t *Trainer) rolloutGroups(buf *rollout, p *progress) ([]int32, error) {
 				done[e] = true
 				active--
 				p.episodes.add(returns[e], step+1)
+				t.reports.episode(v, e)
 			}
 		}
 		t.observe(true)

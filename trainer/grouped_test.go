@@ -1,9 +1,11 @@
 package trainer
 
 import (
+	"context"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agenttrainer/agenttrainer/envs"
@@ -80,5 +82,52 @@ func TestGroupedFrozenLakeWithValidation(t *testing.T) {
 	}
 	if _, ok := tensors["critic.0.weight"]; ok {
 		t.Fatal("a GRPO agent saved a critic")
+	}
+}
+
+// TestGroupedShortEpisodesSkipUpdates: GRPO keeps only the steps inside
+// episodes, so FrozenLake's short ones leave some iterations fewer samples
+// than minibatches. Such an update is skipped — its losses undefined, said
+// once in the log — and the run trains to the end (it used to die with "the
+// policy loss became NaN").
+func TestGroupedShortEpisodesSkipUpdates(t *testing.T) {
+	cfg := testConfig(t, "env.id=FrozenLake-v1", "ppo.adv_estimator=grpo", "env.num_envs=4", "ppo.num_steps=16",
+		"ppo.num_minibatches=16", "ppo.total_timesteps=3000", "trainer.log_every_steps=0")
+	dir := t.TempDir()
+	tr, err := New(cfg, Options{RunDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, _ := tr.Subscribe(1 << 16)
+	sum, err := tr.Run(context.Background())
+	if err != nil || sum.State != StateDone || sum.Last.Step < 3000 {
+		t.Fatalf("run ended %v at step %d: %v", sum.State, sum.Last.Step, err)
+	}
+	said := 0
+	for e := range events {
+		if strings.Contains(e.Message, "minibatches, so its update is skipped") {
+			said++
+		}
+	}
+	if said != 1 {
+		t.Errorf("the skipped update was said %d times, want once", said)
+	}
+	skipped, trained := 0, 0
+	for _, r := range readRecords(t, filepath.Join(dir, runstore.MetricsFile)) {
+		switch loss := r["policy_loss"].(type) {
+		case nil:
+			skipped++
+			if r["entropy"] != nil || r["grad_norm"] != nil {
+				t.Errorf("iteration %v: a skipped update with figures %v, %v", r["iter"], r["entropy"], r["grad_norm"])
+			}
+		case float64:
+			trained++
+			if math.IsNaN(loss) {
+				t.Errorf("iteration %v: policy loss %v", r["iter"], loss)
+			}
+		}
+	}
+	if skipped == 0 || trained == 0 {
+		t.Errorf("%d iterations skipped their update and %d trained; this configuration should give both", skipped, trained)
 	}
 }

@@ -247,7 +247,7 @@ func TestStopReachesRolloutAndMinibatches(t *testing.T) {
 	events, _ := tr.Subscribe(16)
 	tr.stopping.Store(true)
 	var m Metrics
-	if done := tr.update(batch, samples, &p.opt, 1e-4, &m); done != 0 {
+	if done, _ := tr.update(batch, samples, &p.opt, 1e-4, &m); done != 0 {
 		t.Errorf("update ran %d minibatches after the stop", done)
 	}
 	if e := <-events; !strings.Contains(e.Message, "cut the update after 0 of 40000 minibatches") {
@@ -706,11 +706,7 @@ func TestMemoryEstimateBoundsTheHeap(t *testing.T) {
 			runtime.KeepAlive(buf)
 			runtime.KeepAlive(batch)
 			held := float64(after.HeapAlloc) - float64(before.HeapAlloc)
-			outputs := tr.actSpace.N
-			if tr.actSpace.Kind != envs.Discrete {
-				outputs = tr.actSpace.Dim
-			}
-			est, _ := memoryEstimate(&cfg, tr.obsSpace.Size(), outputs, tr.obsSpace.Shape)
+			est, _ := memoryEstimate(&cfg, tr.obsSpace, tr.actSpace)
 			t.Logf("held %.1f MB, estimated %.1f MB", held/1e6, est/1e6)
 			if held > est || est > 4*held {
 				t.Errorf("held %.1f MB against an estimate of %.1f MB", held/1e6, est/1e6)

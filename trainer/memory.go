@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agenttrainer/agenttrainer/gpu"
+	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
@@ -22,14 +22,16 @@ import (
 const perEnvBytes = 4 << 10
 
 // memoryEstimate is the bytes a training of cfg holds at its peak, for
-// observations of obsDim floats (an image of shape H×W×C when shape is
-// set) and outputs policy outputs (logits or means), with the part that
-// dominates named.
-func memoryEstimate(cfg *config.Config, obsDim, outputs int, shape []int) (total float64, biggest memoryPart) {
+// observations obs and actions act, with the part that dominates named:
+// the environments and the rollout, the agent's parameters with their
+// gradients and Adam's moments, and the agent's own buffers (its estimate).
+func memoryEstimate(cfg *config.Config, obs, act envs.Space) (total float64, biggest memoryPart) {
 	const f32 = 4.0
 	envs, steps := float64(cfg.Env.NumEnvs), float64(cfg.PPO.NumSteps)
 	batch := envs * steps
-	od, od1 := float64(obsDim), float64(outputs)
+	// An observation's floats, and the wider of an action's and of a
+	// categorical policy's logits.
+	od, od1 := float64(obs.Size()), float64(max(act.Size(), act.N))
 	parts := []memoryPart{
 		{"environments", "fewer env.num_envs", envs * (perEnvBytes + 6*f32*(od+od1))},
 		// The rollout on the host (observations, actions and ten per-sample
@@ -37,70 +39,27 @@ func memoryEstimate(cfg *config.Config, obsDim, outputs int, shape []int) (total
 		// CPU reads the batch where it lies, so this is an upper bound).
 		{"the rollout buffers (env.num_envs × ppo.num_steps)", "fewer env.num_envs or a smaller ppo.num_steps", 3 * batch * f32 * (od + od1 + 10)},
 	}
-	// Actor and critic: parameters, gradients and two Adam moments, three
-	// host copies when a checkpoint is written, and each layer's
-	// activations and their gradients for a minibatch and for acting.
-	// TestMemoryEstimateBoundsTheHeap holds this to what a training holds.
-	mb := batch / float64(max(cfg.PPO.NumMinibatches, 1))
-	threads := float64(cfg.Trainer.Threads)
-	if threads == 0 {
-		threads = float64(runtime.GOMAXPROCS(0)) // as gpu.NewCPU counts them
-	}
-	var params, acts, widest float64
-	in0 := od
-	if cfg.Agent.Name == "cnn" && len(shape) == 3 {
-		// The cnn's convolutions: per layer its weights, and for a
-		// minibatch and for acting its patches (batch × OH × OW × K·K·C),
-		// outputs and their gradients (batch × OH × OW × channels each).
-		// Actor and critic share them, and the hidden layers, which the
-		// loop below counts twice: an overestimate by at most one torso.
-		h, w, c := shape[0], shape[1], shape[2]
-		var convActs float64
-		for _, l := range cfg.Agent.Conv {
-			if len(l) < 3 || l[1] < 1 || l[2] < 1 {
-				break // refused by the agent with its own message
-			}
-			pad := 0
-			if len(l) > 3 {
-				pad = l[3]
-			}
-			oh, ow := (h+2*pad-l[1])/l[2]+1, (w+2*pad-l[1])/l[2]+1
-			if oh < 1 || ow < 1 {
-				break
-			}
-			patch := float64(l[1] * l[1] * c)
-			params += patch*float64(l[0]) + float64(l[0])
-			widest = max(widest, patch*float64(l[0]))
-			convActs += (mb + envs) * float64(oh*ow) * (patch + 2*float64(l[0]))
-			h, w, c = oh, ow, l[0]
+	// The agent's parameters, gradients and two Adam moments, three host
+	// copies when a checkpoint is written, and its buffers for a minibatch
+	// and for acting. TestMemoryEstimateBoundsTheHeap holds this to what a
+	// training holds.
+	e := estimate(cfg, obs, act)
+	if e.Params > 0 {
+		threads := float64(cfg.Trainer.Threads)
+		if threads == 0 {
+			threads = float64(runtime.GOMAXPROCS(0)) // as gpu.NewCPU counts them
 		}
-		in0 = float64(h * w * c)
-		convActs += threads * gpu.ConvBlock * in0 // per core, a block of frames' output gradient
-		parts = append(parts, memoryPart{"the convolutions' activations (minibatch × height × width × channels per agent.conv layer)",
-			"more ppo.num_minibatches, a smaller batch, fewer channels or a larger stride in agent.conv", f32 * convActs})
+		// The CPU device's scratch besides: per core, buffers to pack
+		// operands in (a quarter MB with the side-by-side halves'), and
+		// transposed copies of the widest layer (for products with a
+		// transposed operand, and the convolution gradients' transposed
+		// dense weights).
+		scratch := threads*(256<<10) + f32*2*e.Widest
+		parts = append(parts, memoryPart{e.Weights.Name, e.Weights.Fix, f32*7*e.Params + scratch})
 	}
-	for _, out := range []float64{od1, 1} {
-		in := in0
-		for _, h := range append(cfg.Agent.Hidden, 0) {
-			w := float64(h)
-			if h == 0 {
-				w = out
-			}
-			params += in*w + w
-			widest = max(widest, in*w)
-			acts += 2 * (mb + envs) * w
-			in = w
-		}
+	for _, p := range e.Activations {
+		parts = append(parts, memoryPart{p.Name, p.Fix, p.Bytes})
 	}
-	// The CPU device's scratch besides: per core, buffers to pack operands
-	// in (a quarter MB with the side-by-side halves'), and transposed
-	// copies of the widest layer (for products with a transposed operand,
-	// and the convolution gradients' transposed dense weights).
-	scratch := threads*(256<<10) + f32*2*widest
-	parts = append(parts,
-		memoryPart{"the networks' weights (agent.hidden)", "a narrower agent.hidden", f32*7*params + scratch},
-		memoryPart{"the networks' activations (a minibatch of env.num_envs × ppo.num_steps / ppo.num_minibatches)",
-			"more ppo.num_minibatches, a smaller batch or a narrower agent.hidden", f32 * acts})
 	for _, p := range parts {
 		total += p.bytes
 		if p.bytes > biggest.bytes {
@@ -138,8 +97,8 @@ func memoryLimit() float64 {
 }
 
 // checkMemory refuses a configuration whose estimate exceeds limit.
-func checkMemory(cfg *config.Config, obsDim, outputs int, shape []int, limit float64) error {
-	need, biggest := memoryEstimate(cfg, obsDim, outputs, shape)
+func checkMemory(cfg *config.Config, obs, act envs.Space, limit float64) error {
+	need, biggest := memoryEstimate(cfg, obs, act)
 	if need <= limit {
 		return nil
 	}

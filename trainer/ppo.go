@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agenttrainer/agenttrainer/agents/dist"
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/gpu"
+	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
@@ -213,12 +215,13 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		updateStart := time.Now()
 		m := Metrics{Iter: iter, Step: p.step, LR: Float(lr), RolloutS: Float(updateStart.Sub(rolloutStart).Seconds())}
 		if t.learner != nil {
-			if done := t.update(b, samples, &p.opt, lr, &m); done == 0 {
+			done, skipped := t.update(b, samples, &p.opt, lr, &m)
+			if done == 0 && !skipped {
 				t.logf("iteration %d: stopped before its update; it is not recorded", iter)
 				break
 			}
 			m.UpdateS = Float(time.Since(updateStart).Seconds())
-			if err := checkFinite(m, c.Grouped()); err != nil {
+			if err := checkFinite(m, c.Grouped()); !skipped && err != nil {
 				return sum, fmt.Errorf("iteration %d: %w; the last checkpoint is the last good state", iter, err)
 			}
 		}
@@ -239,6 +242,9 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		mean, lo, hi, length := p.episodes.stats()
 		m.Episodes, m.EpReturnMean, m.EpReturnMin, m.EpReturnMax, m.EpLengthMean =
 			p.episodes.total, Float(mean), Float(lo), Float(hi), Float(length)
+		t.reports.ask("agent", t.agent)
+		t.reports.ask("workflow", t.workflow)
+		t.reports.record(&m)
 		rowWritten = validated || t.logDue(stepBefore, p.step, iter) // a validation's figures are never dropped
 		if rowWritten {
 			if err := t.logMetrics(f, &m); err != nil {
@@ -327,6 +333,7 @@ func (t *Trainer) rollout(buf *rollout, p *progress) ([]int32, error) {
 		t.bootstrapTruncated(buf, row)
 		for _, ep := range v.Finished {
 			p.episodes.add(ep.Return, ep.Length)
+			t.reports.episode(v, ep.Env)
 			if t.tasks.rows != nil { // a finished slot takes the next task
 				e, seed, err := t.tasks.next()
 				if err == nil {
@@ -358,7 +365,7 @@ func (t *Trainer) actAndStep(buf *rollout, row int) error {
 	copy(buf.obs[row*v.ObsDim:], t.policyObs)
 	acts := buf.actions[row*v.ActDim : (row+n)*v.ActDim]
 	t.agent.Act(t.policyObs, n, t.actRNG, false, acts, buf.logp[row:row+n], buf.values[row:row+n])
-	v.Step(t.envActions(acts, buf.envActions))
+	v.Step(t.actSpace.Clip(acts, buf.envActions))
 	if err := v.Err(); err != nil { // a remote environment's failure
 		return err
 	}
@@ -388,21 +395,6 @@ func (t *Trainer) remaining(iter int, step int64) float64 {
 		return 1 - float64(step)/float64(t.cfg.PPO.TotalTimesteps)
 	}
 	return 1 - float64(iter-1)/float64(t.numIterations())
-}
-
-// envActions returns the actions the environments receive: continuous
-// actions are clipped to the action box, while the unclipped sample is what
-// the rollout stores and the loss scores (CleanRL's ClipAction wrapper).
-func (t *Trainer) envActions(acts, scratch []float32) []float32 {
-	sp := t.actSpace
-	if sp.Kind == envs.Discrete {
-		return acts
-	}
-	for i, a := range acts {
-		j := i % sp.Dim
-		scratch[i] = min(max(a, sp.Low[j]), sp.High[j])
-	}
-	return scratch
 }
 
 // bootstrapTruncated adds γ·V(final observation) to the reward of every
@@ -453,22 +445,31 @@ func computeGAE(buf *rollout, nSteps, nEnvs int, gamma, lambda float64) {
 
 // update runs update_epochs passes of minibatch PPO over the rollout in b and
 // fills the loss fields of m. A stop cuts it short between two minibatches
-// (the figures then cover those done); it returns how many ran.
-func (t *Trainer) update(b *batch, samples []int32, opt *adam, lr float64, m *Metrics) (minibatches int) {
+// (the figures then cover those done); it returns how many ran. With fewer
+// samples than ppo.num_minibatches (grouped estimators keep only the steps
+// inside episodes, which short episodes make few) there is no minibatch to
+// train on: the update is skipped, nothing changes, and m's loss fields are
+// undefined (null in metrics.jsonl).
+func (t *Trainer) update(b *batch, samples []int32, opt *adam, lr float64, m *Metrics) (minibatches int, skipped bool) {
 	c := &t.cfg.PPO
 	dev, agent := t.dev, t.learner
 	n := len(samples)
 	mbSize := n / c.NumMinibatches
 	if mbSize == 0 {
-		t.logf("iteration %d: %d samples cannot make %d minibatches; skipping the update", m.Iter, n, c.NumMinibatches)
+		if !t.warnedSkip {
+			t.warnedSkip = true
+			t.logf("iteration %d: its %d samples cannot make ppo.num_minibatches = %d minibatches, so its update is skipped; so is every such update from now on (their losses are null in metrics.jsonl). Fewer ppo.num_minibatches, or more env.num_envs, train on every iteration",
+				m.Iter, n, c.NumMinibatches)
+		}
 		nan := Float(math.NaN())
 		m.PolicyLoss, m.ValueLoss, m.Entropy, m.ApproxKL, m.ClipFrac, m.GradNorm = nan, nan, nan, nan, nan, nan
-		return -1
+		return 0, true
 	}
 	for _, u := range b.uploads {
 		dev.Upload(u.dst, u.src)
 	}
 	dev.Fill(b.stats, 0)
+	o := newObjective(c)
 	indices := b.indices[:n]
 	copy(indices, samples)
 
@@ -491,26 +492,15 @@ epochs:
 			dev.GatherRows(ret, b.returns, idx)
 			dev.GatherRows(vals, b.values, idx)
 
-			policyLoss := gpu.PPOPolicyArgs{Actions: acts, OldLogp: logp, Adv: adv,
-				ClipCoef: float32(c.ClipCoef), EntCoef: float32(c.EntCoef), NormAdv: c.NormAdv, Stats: b.stats}
+			// The loss, L = L_clip − ent_coef·H + vf_coef·L_V: the objective
+			// below writes each term in Go; the agent's distribution and
+			// the device run them fused, forward and backward.
+			policyLoss := o.policyArgs(acts, logp, adv, b.stats)
 			var valueLoss *gpu.ValueArgs
 			if !t.cfg.Grouped() { // grouped estimators train no critic
-				b.valueLoss = gpu.ValueArgs{OldValue: vals, Returns: ret,
-					ClipCoef: float32(c.ClipCoef), Clip: c.ClipVLoss, VFCoef: float32(c.VFCoef), Stats: b.stats}
+				b.valueLoss = o.valueArgs(vals, ret, b.stats)
 				valueLoss = &b.valueLoss
 			}
-			// The PPO objective (CleanRL ppo.py), minimised. Its forward and
-			// backward passes run fused on the device (gpu.Device's
-			// CategoricalPPO / GaussianPPO and ValueLoss); this is the whole
-			// of it, per minibatch:
-			//   A        = (A − mean A) / (std A + 1e-8)           if ppo.norm_adv
-			//   ratio    = exp(log π(a|s) − log π_old(a|s))
-			//   L_pg     = mean(max(−A·ratio, −A·clip(ratio, 1−ε, 1+ε)))   ε = clip_coef
-			//   L_v      = ½·mean(max((V−R)², (V_old + clip(V−V_old, −ε, ε) − R)²))
-			//              (½·mean((V−R)²) without ppo.clip_vloss)
-			//   L        = L_pg − ent_coef·mean(H[π(·|s)]) + vf_coef·L_v
-			// and for the record: approx_kl = mean((ratio−1) − log ratio),
-			// clipfrac = mean(|ratio−1| > ε).
 			agent.Gradients(obs, policyLoss, valueLoss)
 			dev.ClipGradNorm(agent.Grads(), float32(c.MaxGradNorm), b.stats)
 			opt.step++
@@ -530,7 +520,7 @@ epochs:
 		}
 	}
 	if minibatches == 0 {
-		return 0
+		return 0, false
 	}
 	dev.Download(b.hostStats, b.stats)
 	s, k := b.hostStats, float64(minibatches)
@@ -540,7 +530,125 @@ epochs:
 	if t.cfg.Grouped() {
 		m.ValueLoss = Float(math.NaN())
 	}
-	return minibatches
+	return minibatches, false
+}
+
+// The PPO objective (CleanRL's ppo.py), minimised, in plain Go: what the
+// update asks the device for, and the reference its kernels are held to
+// (objective_test.go: the CPU device, and CUDA's on the stand-in). Per
+// minibatch of B samples,
+//
+//	A      = (A − mean A) / (std A + 1e-8)                     if ppo.norm_adv
+//	ratio  = exp(log π(a|s) − log π_old(a|s))
+//	L_clip = mean(max(−A·ratio, −A·clip(ratio, 1−ε, 1+ε)))     ε = ppo.clip_coef
+//	H      = mean(entropy of π(·|s))
+//	L_V    = ½·mean(max((V−R)², (V_old + clip(V−V_old, −ε, ε) − R)²))
+//	         (½·mean((V−R)²) without ppo.clip_vloss)
+//	L      = L_clip − ent_coef·H + vf_coef·L_V
+//
+// and for the record approx_kl = mean((ratio−1) − log ratio) and clipfrac =
+// mean(|ratio−1| > ε). The means run over the policy's rows (all of them
+// but a language model's prompt tokens, gpu.PPOPolicyArgs.Mask).
+type objective struct {
+	clip, entCoef, vfCoef float64
+	normAdv, clipVLoss    bool
+}
+
+func newObjective(c *config.PPOConfig) objective {
+	return objective{clip: c.ClipCoef, entCoef: c.EntCoef, vfCoef: c.VFCoef, normAdv: c.NormAdv, clipVLoss: c.ClipVLoss}
+}
+
+// policyArgs asks the device for L_clip − ent_coef·H of a minibatch (its
+// actions, rollout log-probabilities and advantages): the agent fills in
+// its outputs and its distribution runs it.
+func (o objective) policyArgs(acts, oldLogp, adv, stats gpu.Tensor) gpu.PPOPolicyArgs {
+	return gpu.PPOPolicyArgs{Actions: acts, OldLogp: oldLogp, Adv: adv,
+		ClipCoef: float32(o.clip), EntCoef: float32(o.entCoef), NormAdv: o.normAdv, Stats: stats}
+}
+
+// valueArgs asks the device for vf_coef·L_V of a minibatch (its rollout
+// values and returns): the agent fills in its value estimates.
+func (o objective) valueArgs(oldValues, returns, stats gpu.Tensor) gpu.ValueArgs {
+	return gpu.ValueArgs{OldValue: oldValues, Returns: returns,
+		ClipCoef: float32(o.clip), Clip: o.clipVLoss, VFCoef: float32(o.vfCoef), Stats: stats}
+}
+
+// policyTerms are a minibatch's policy figures, as the device adds them to
+// its statistics (gpu.StatPolicyLoss, StatEntropy, StatApproxKL,
+// StatClipFrac).
+type policyTerms struct{ clipLoss, entropy, approxKL, clipFrac float64 }
+
+// loss is what the update minimises of them.
+func (o objective) loss(p policyTerms) float64 { return p.clipLoss - o.entCoef*p.entropy }
+
+// policy computes the terms for a minibatch: the distribution d's
+// parameters out (rows of d.Width()) and shared, the rollout's actions,
+// log-probabilities and advantages, and mask (nil: every row is the
+// policy's).
+func (o objective) policy(d dist.Distribution, out, shared []float64, actions, oldLogp, adv, mask []float32) policyTerms {
+	B := len(oldLogp)
+	logp, ent := make([]float64, B), make([]float64, B)
+	d.LogProb(out, shared, actions, logp)
+	d.Entropy(out, shared, ent)
+	mine := func(i int) bool { return mask == nil || mask[i] != 0 }
+	mean, inv, n := 0.0, 1.0, 0
+	for i := range adv {
+		if mine(i) {
+			mean += float64(adv[i])
+			n++
+		}
+	}
+	if n == 0 {
+		return policyTerms{}
+	}
+	if mean /= float64(n); o.normAdv {
+		var ss float64
+		for i := range adv {
+			if mine(i) {
+				ss += (float64(adv[i]) - mean) * (float64(adv[i]) - mean)
+			}
+		}
+		std := 0.0
+		if n > 1 {
+			std = math.Sqrt(ss / float64(n-1)) // torch.std
+		}
+		inv = 1 / (std + 1e-8)
+	} else {
+		mean = 0
+	}
+	var p policyTerms
+	for i := 0; i < B; i++ {
+		if !mine(i) {
+			continue
+		}
+		a := (float64(adv[i]) - mean) * inv
+		logRatio := logp[i] - float64(oldLogp[i])
+		ratio := math.Exp(logRatio)
+		p.clipLoss += math.Max(-a*ratio, -a*math.Min(math.Max(ratio, 1-o.clip), 1+o.clip))
+		p.entropy += ent[i]
+		p.approxKL += (ratio - 1) - logRatio
+		if math.Abs(ratio-1) > o.clip {
+			p.clipFrac++
+		}
+	}
+	k := 1 / float64(n)
+	return policyTerms{p.clipLoss * k, p.entropy * k, p.approxKL * k, p.clipFrac * k}
+}
+
+// value is L_V of a minibatch's value estimates v, against the rollout's
+// values old and returns ret (the device's gpu.StatValueLoss; the update
+// minimises vf_coef times it).
+func (o objective) value(v []float64, old, ret []float32) float64 {
+	var sum float64
+	for i := range v {
+		loss := (v[i] - float64(ret[i])) * (v[i] - float64(ret[i]))
+		if o.clipVLoss {
+			vc := float64(old[i]) + math.Min(math.Max(v[i]-float64(old[i]), -o.clip), o.clip)
+			loss = math.Max(loss, (vc-float64(ret[i]))*(vc-float64(ret[i])))
+		}
+		sum += loss
+	}
+	return 0.5 * sum / float64(len(v))
 }
 
 // errCut says that a stop arrived in the middle of a rollout.

@@ -84,6 +84,7 @@ type Trainer struct {
 	dev                gpu.Device
 	devInfo            string
 	broker             *broker
+	reports            *reports // the figures envs, the agent and the workflow report this iteration
 
 	// Random streams: action sampling and minibatch shuffling, with their
 	// sources kept so checkpoints can save them.
@@ -99,6 +100,7 @@ type Trainer struct {
 	resume         *resumePoint // set by Resume
 	resumeAdam     [2][]float32 // Adam moments from the checkpoint
 	warnedSnapshot bool         // said once that the envs cannot be saved
+	warnedSkip     bool         // said once that an update was skipped for want of samples
 	notes          []string     // said in the log when the run starts (skipped checkpoints)
 
 	mu        sync.Mutex
@@ -136,14 +138,15 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	}
 	// A first estimate with the smallest spaces, before any environment is
 	// built: env.num_envs alone can be too many.
-	if err := checkMemory(&cfg, 1, 1, nil, opts.MemoryLimit); err != nil {
+	if err := checkMemory(&cfg, envs.Space{Kind: envs.Box, Dim: 1}, envs.Space{Kind: envs.Discrete, N: 1}, opts.MemoryLimit); err != nil {
 		return nil, err
 	}
 	makeEnv, validateRows, newBatch, err := envBuilder(&cfg, &opts)
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := agents.Lookup(cfg.Agent.Name); !ok && opts.AgentFactory == nil {
+	spec, ok := agents.Lookup(cfg.Agent.Name)
+	if !ok && opts.AgentFactory == nil {
 		return nil, &config.Error{Key: "agent.name", Msg: unknownName("agent", cfg.Agent.Name, agents.Names())}
 	}
 	trainRows, err := loadTasks(cfg.Data.TrainFiles, opts.TrainTasks, cfg.Env.Args, validateRows, "data.train_files")
@@ -156,6 +159,7 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	}
 	t := &Trainer{cfg: cfg, opts: opts, tasks: newTaskSource(&cfg, trainRows, makeEnv), valRows: valRows,
 		workflow: opts.Workflow, broker: newBroker(), wake: make(chan struct{}, 1)}
+	t.reports = newReports(t.logf)
 	switch {
 	case t.workflow != nil:
 		t.obsSpace, t.actSpace = t.workflow.Spaces()
@@ -197,16 +201,12 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 		return nil, &config.Error{Key: "env.id", Msg: fmt.Sprintf("observations must be vectors of floats (a Box space), got %v", t.obsSpace)}
 	}
 	// The spaces (a remote server declares its own) size the networks.
-	outputs := t.actSpace.Dim
-	if t.actSpace.Kind == envs.Discrete {
-		outputs = t.actSpace.N
-	}
-	if err := checkMemory(&cfg, t.obsSpace.Dim, outputs, t.obsSpace.Shape, opts.MemoryLimit); err != nil {
+	if err := checkMemory(&cfg, t.obsSpace, t.actSpace, opts.MemoryLimit); err != nil {
 		return nil, err
 	}
 	t.dev, t.devInfo = opts.Device, ""
 	if t.dev == nil {
-		work := minibatchFLOPs(cfg, t.obsSpace.Dim, t.obsSpace.Shape, outputs)
+		work := minibatchFLOPs(cfg, t.obsSpace, t.actSpace)
 		if t.dev, t.devInfo, err = gpu.Open(cfg.Trainer.Device, cfg.Trainer.Threads, work); err != nil {
 			return nil, &config.Error{Key: "trainer.device", Msg: err.Error()}
 		}
@@ -214,14 +214,12 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 		t.devInfo = t.dev.Name()
 	}
 	seed := uint64(cfg.Trainer.Seed)
-	build := agents.Build{
-		Obs: t.obsSpace, Act: t.actSpace, Conv: cfg.Agent.Conv, Hidden: cfg.Agent.Hidden,
-		Activation: cfg.Agent.Activation, LogStdInit: cfg.Agent.LogStdInit, NoCritic: cfg.Grouped(), Device: t.dev, RNG: rand.New(rand.NewPCG(seed, 1)),
-	}
+	build := agents.Build{Obs: t.obsSpace, Act: t.actSpace, Config: cfg.Agent.Params, NoCritic: cfg.Grouped(),
+		Device: t.dev, RNG: rand.New(rand.NewPCG(seed, 1))}
 	if opts.AgentFactory != nil {
 		t.agent, err = opts.AgentFactory(build)
 	} else {
-		t.agent, err = agents.New(cfg.Agent.Name, build)
+		t.agent, err = agents.New(spec.Name, build)
 	}
 	if err != nil {
 		return nil, &config.Error{Key: "agent.name", Msg: err.Error()}

@@ -52,7 +52,7 @@ func (t *Trainer) validate(iter int, m *Metrics) {
 			t.obsNorm.normalize(obs, v.Obs, n)
 		}
 		t.agent.Act(obs, n, rng, t.cfg.Trainer.ValGreedy, acts, logp, values)
-		v.Step(t.envActions(acts, scratch))
+		v.Step(t.actSpace.Clip(acts, scratch))
 		for _, ep := range v.Finished {
 			if done[ep.Env] {
 				continue

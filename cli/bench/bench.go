@@ -17,6 +17,7 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
 	"github.com/agenttrainer/agenttrainer/cli/progress"
+	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/gpu"
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
@@ -187,6 +188,10 @@ func (b *bench) report(w io.Writer, runs int, quick bool) error {
 		gflops summary
 	}
 	var grid []scaled
+	cartObs, cartAct, err := spacesOf(cleanRL.Env.ID)
+	if err != nil {
+		return err
+	}
 	for _, g := range []struct {
 		envs   int
 		hidden string
@@ -197,11 +202,11 @@ func (b *bench) report(w io.Writer, runs int, quick bool) error {
 		}
 		// Iterations worth about 60 GFLOP of updates (a second or so), and
 		// at least 4, whatever the size.
-		iters := max(4, int(math.Ceil(60e9/trainer.UpdateFLOPs(cfg, 4, nil, 2))))
+		iters := max(4, int(math.Ceil(60e9/trainer.UpdateFLOPs(cfg, cartObs, cartAct))))
 		if quick {
 			iters = 2
 		}
-		sps, gflops, err := b.scaled(runs, trainer.UpdateFLOPs(cfg, 4, nil, 2),
+		sps, gflops, err := b.scaled(runs, trainer.UpdateFLOPs(cfg, cartObs, cartAct),
 			fmt.Sprint("env.num_envs=", g.envs), "agent.hidden="+g.hidden, fmt.Sprint("ppo.total_timesteps=", iters*cfg.BatchSize()))
 		if err != nil {
 			return err
@@ -219,14 +224,18 @@ func (b *bench) report(w io.Writer, runs int, quick bool) error {
 	if quick {
 		iters = 2
 	}
-	minatarSPS, minatarGFLOPS, err := b.scaled(runs, trainer.UpdateFLOPs(minatar, 400, []int{10, 10, 4}, 3),
+	minObs, minAct, err := spacesOf(minatar.Env.ID)
+	if err != nil {
+		return err
+	}
+	minatarSPS, minatarGFLOPS, err := b.scaled(runs, trainer.UpdateFLOPs(minatar, minObs, minAct),
 		minatarID, fmt.Sprint("ppo.total_timesteps=", iters*minatar.BatchSize()))
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(b.progress)
 
-	fmt.Fprintf(w, "agenttrainer bench · %s · %d cores · %s kernels · %d run(s) per figure%s\n\n",
+	fmt.Fprintf(w, "%s bench · %s · %d cores · %s kernels · %d run(s) per figure%s\n\n", cmdutil.Prog,
 		cpuModel(), runtime.GOMAXPROCS(0), gpu.KernelSet(), runs, map[bool]string{true: " · QUICK: not a measurement"}[quick])
 	fmt.Fprintf(w, "float32 peak (register-only multiply-add loops, best rate over %v): 1 core %.1f GFLOP/s, %d cores %.1f GFLOP/s (%s)\n\n",
 		peakTime, peak1.GFLOPS, peakAll.Cores, peakAll.GFLOPS, peakAll.Loop)
@@ -294,6 +303,15 @@ func (b *bench) scaled(runs int, flops float64, overrides ...string) (sps, gflop
 		g = append(g, r.updateRate(flops))
 	}
 	return summarize(s), summarize(g), nil
+}
+
+// spacesOf are an environment's spaces, which size its agent's work.
+func spacesOf(id string) (obs, act envs.Space, err error) {
+	e, err := envs.Make(id, nil)
+	if err != nil {
+		return obs, act, err
+	}
+	return e.ObservationSpace(), e.ActionSpace(), nil
 }
 
 // cpuModel names the processor where Linux says.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
 // Prog names the program in messages.
@@ -46,9 +48,12 @@ func Usagef(format string, a ...any) error {
 	return &UsageError{Err: fmt.Errorf(format, a...)}
 }
 
-// ConfigError is a configuration mistake, or an input that cannot be used
-// (a run directory, a task file): exit 2, every line of the message on
-// standard error, and nothing written.
+// ConfigError is a mistake in a command's input that the packages below do
+// not report as a *config.Error themselves (a run directory that is not
+// one, a file to write): exit 2, every line of the message on standard
+// error, and nothing written. A *config.Error (trainer/config: a key, a
+// value, a config file, a spec, a run's checkpoints) needs no wrapping:
+// ExitCode recognises it.
 type ConfigError struct{ Err error }
 
 func (e *ConfigError) Error() string { return e.Err.Error() }
@@ -70,11 +75,15 @@ var SilentError = errors.New("SilentError")
 
 // ExitCode is the one place where a command's outcome becomes an exit code:
 // it prints what the error calls for (help to stdout, everything else to
-// stderr) and returns 0, 1, 2 or 130.
+// stderr) and returns 0 (done, or help), 2 (a usage or configuration
+// mistake, *config.Error included, wrapped or not), 130 (interrupted) or 1
+// (any other failure: the world's — a remote environment, a disk, a
+// process).
 func ExitCode(err error, stdout, stderr io.Writer) int {
 	var help *HelpError
 	var usage *UsageError
 	var cfg *ConfigError
+	var key *config.Error
 	switch {
 	case err == nil:
 		return ExitOK
@@ -90,9 +99,10 @@ func ExitCode(err error, stdout, stderr io.Writer) int {
 		io.WriteString(stderr, usage.Usage)
 		return ExitConfig
 	case errors.As(err, &cfg):
-		for _, line := range strings.Split(cfg.Err.Error(), "\n") {
-			fmt.Fprintf(stderr, "%s: %s\n", Prog, line)
-		}
+		printLines(stderr, cfg.Err)
+		return ExitConfig
+	case errors.As(err, &key):
+		printLines(stderr, err)
 		return ExitConfig
 	case errors.Is(err, ErrInterrupted) || errors.Is(err, context.Canceled):
 		if err != ErrInterrupted && err != context.Canceled {
@@ -104,4 +114,11 @@ func ExitCode(err error, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "%s: %v\n", Prog, err)
 	return ExitFailure
+}
+
+// printLines writes every line of err's message after the program's name.
+func printLines(w io.Writer, err error) {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(w, "%s: %s\n", Prog, line)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"testing"
+
+	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
 func TestExitCode(t *testing.T) {
@@ -25,6 +27,11 @@ func TestExitCode(t *testing.T) {
 		{"usage error with usage", &UsageError{Err: errors.New("unknown command \"x\"\n"), Usage: "U\n"}, 2, "", "agenttrainer: unknown command \"x\"\n\nU\n"},
 		{"config error", &ConfigError{Err: errors.New("a: unknown key\nb: must be positive")}, 2, "", "agenttrainer: a: unknown key\nagenttrainer: b: must be positive\n"},
 		{"wrapped config error", fmt.Errorf("x: %w", Configf("bad")), 2, "", "agenttrainer: bad\n"},
+		{"a config package error, as it comes", &config.Error{Source: "c.toml", Key: "ppo.gamma", Msg: "must be between 0 and 1, got 2"}, 2, "",
+			"agenttrainer: c.toml: ppo.gamma: must be between 0 and 1, got 2\n"},
+		{"config package errors, joined and wrapped", fmt.Errorf("resume: %w", errors.Join(&config.Error{Key: "a", Msg: "bad"}, &config.Error{Key: "b", Msg: "worse"})), 2, "",
+			"agenttrainer: resume: a: bad\nagenttrainer: b: worse\n"},
+		{"a world failure wrapping no config error", fmt.Errorf("env.args: %w", errors.New("connection refused")), 1, "", "agenttrainer: env.args: connection refused\n"},
 		{"interrupted", ErrInterrupted, 130, "", ""},
 		{"cancelled", context.Canceled, 130, "", ""},
 		{"interrupted with a word", fmt.Errorf("bench: %w", ErrInterrupted), 130, "", "agenttrainer: bench: interrupted\n"},

@@ -3,7 +3,6 @@ package eval
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -78,10 +77,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	}
 	res, err := trainer.Evaluate(ctx, o.RunDir, opts)
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return cmdutil.ErrInterrupted
-		}
-		return &cmdutil.ConfigError{Err: err}
+		return err // a run that cannot be evaluated is a *config.Error (exit 2); a failing environment is not (1)
 	}
 	for _, s := range res.Skipped {
 		fmt.Fprintf(stderr, "%s: warning: %s\n", cmdutil.Prog, s)

@@ -9,14 +9,12 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"reflect"
-	"strings"
+	"slices"
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
 	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
 	"github.com/agenttrainer/agenttrainer/internal/inputfile"
 	"github.com/agenttrainer/agenttrainer/internal/termtext"
-	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
@@ -64,26 +62,48 @@ func Run(_ context.Context, o Options, stdout, stderr io.Writer) error {
 	return atomicfile.Stream(o.Out, 0o644, func(w io.Writer) error { return metricsToCSV(src, path, w) })
 }
 
-// metricsColumns are the metric names in the order of the record type.
-func metricsColumns() []string {
-	var cols []string
-	t := reflect.TypeOf(trainer.Metrics{})
-	for i := 0; i < t.NumField(); i++ {
-		cols = append(cols, strings.Split(t.Field(i).Tag.Get("json"), ",")[0])
+// metricsColumns are the registry's metrics in its order, then the
+// figures that environments, agents and workflows reported in r's records
+// (sorted by name); r is left at its start.
+func metricsColumns(r io.ReadSeeker, path string) ([]string, error) {
+	cols := runstore.MetricNames()
+	var reported []string
+	err := inputfile.Lines(r, path, runstore.MaxRecordLine, func(_ int, line []byte, _ bool) error {
+		if bytes.IndexByte(line, '/') < 0 { // reported names have a namespace
+			return nil
+		}
+		var rec map[string]json.RawMessage
+		if json.Unmarshal(line, &rec) != nil {
+			return nil // said in the second pass
+		}
+		for k := range rec {
+			if m, ok := runstore.LookupMetric(k); ok && m.Reported() && !slices.Contains(reported, k) {
+				reported = append(reported, k)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return cols
+	slices.Sort(reported)
+	_, err = r.Seek(0, io.SeekStart)
+	return append(cols, reported...), err
 }
 
 // metricsToCSV converts metrics records to CSV, numbers as written (null as
 // an empty cell), stopping quietly at a torn last line. A line that is not
 // a record, or one longer than a record can be, is an error naming its
 // number (path names the file).
-func metricsToCSV(r io.Reader, path string, w io.Writer) error {
-	cols := metricsColumns()
+func metricsToCSV(r io.ReadSeeker, path string, w io.Writer) error {
+	cols, err := metricsColumns(r, path)
+	if err != nil {
+		return cmdutil.Configf("%v", termtext.Error(err))
+	}
 	cw := csv.NewWriter(w)
 	cw.Write(cols)
 	row := make([]string, len(cols))
-	err := inputfile.Lines(r, path, runstore.MaxRecordLine, func(n int, line []byte, complete bool) error {
+	err = inputfile.Lines(r, path, runstore.MaxRecordLine, func(n int, line []byte, complete bool) error {
 		if len(bytes.TrimSpace(line)) == 0 {
 			return nil
 		}

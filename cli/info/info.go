@@ -77,7 +77,7 @@ func ParseConfig(args []string) (ConfigOptions, error) {
 func RunConfig(_ context.Context, o ConfigOptions, stdout, stderr io.Writer) error {
 	cfg, err := config.Resolve(o.ConfigFile, o.Overrides)
 	if err != nil {
-		return &cmdutil.ConfigError{Err: err}
+		return err
 	}
 	fmt.Fprint(stdout, cfg.TOML())
 	return nil

@@ -3,7 +3,6 @@ package info
 import (
 	"bytes"
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
@@ -20,9 +19,9 @@ func TestConfigCommand(t *testing.T) {
 		t.Fatalf("%v:\n%s", err, out.String())
 	}
 	o, _ = ParseConfig([]string{"ppo.num_minibatches=0"})
-	var cfgErr *cmdutil.ConfigError
-	if err := RunConfig(context.Background(), o, &out, &out); !errors.As(err, &cfgErr) || !strings.Contains(err.Error(), "must be between 1 and 1048576") {
-		t.Fatalf("got %v, want a config error", err)
+	err = RunConfig(context.Background(), o, &out, &out)
+	if code := cmdutil.ExitCode(err, &out, &out); code != cmdutil.ExitConfig || !strings.Contains(err.Error(), "must be between 1 and 1048576") {
+		t.Fatalf("got %v (exit %d), want a config error", err, code)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -55,7 +54,7 @@ func Parse(argv []string) (Options, error) {
 		return o, &cmdutil.UsageError{Err: fmt.Errorf("plot needs at least one run directory"), Usage: fs.Usage()}
 	}
 	o.Runs = rest
-	if !slices.Contains(runstore.MetricNames(), o.Metric) {
+	if _, ok := runstore.LookupMetric(o.Metric); !ok {
 		return o, cmdutil.Usagef("unknown metric %q%s (the metrics: %s)", o.Metric,
 			suggest.DidYouMean(nearMetrics(o.Metric)), strings.Join(runstore.MetricNames(), ", "))
 	}

@@ -4,11 +4,11 @@ package progress
 import (
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"time"
 
 	"github.com/agenttrainer/agenttrainer/trainer"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 // Print prints the run directory, then at most one progress line a second,
@@ -43,24 +43,36 @@ func Print(events <-chan trainer.Event, w io.Writer, quiet bool, total int64, de
 	}
 }
 
-// Line is one progress line.
+// Line is one progress line: the step, the speed, then the registry's
+// progress columns (grouped as their TensorBoard tags are) and the figures
+// environments, agents and workflows reported.
 func Line(m trainer.Metrics, total int64) string {
-	return fmt.Sprintf("step %9d/%d %3.0f%% | %8s steps/s | ep_return_mean %8s | policy_loss %7s value_loss %8s entropy %6s approx_kl %7s",
-		m.Step, total, 100*float64(m.Step)/float64(total), Thousands(float64(m.SPS)), Num(m.EpReturnMean),
-		Num(m.PolicyLoss), Num(m.ValueLoss), Num(m.Entropy), Num(m.ApproxKL))
+	var b strings.Builder
+	fmt.Fprintf(&b, "step %9d/%d %3.0f%% | %8s steps/s", m.Step, total, 100*float64(m.Step)/float64(total), Thousands(float64(m.SPS)))
+	group := ""
+	for _, d := range runstore.MetricList() {
+		if d.Progress == 0 {
+			continue
+		}
+		sep := " "
+		if g, _, _ := strings.Cut(d.Tag, "/"); g != group {
+			sep, group = " | ", g
+		}
+		v, _ := m.Value(d.Name)
+		fmt.Fprintf(&b, "%s%s %*s", sep, d.Name, d.Progress, d.Format(v))
+	}
+	sep := " | "
+	for _, name := range m.ExtraNames() {
+		if d, ok := runstore.LookupMetric(name); ok && d.Reported() {
+			fmt.Fprintf(&b, "%s%s %s", sep, name, d.Format(float64(m.Extra[name])))
+			sep = " "
+		}
+	}
+	return b.String()
 }
 
 // Num prints a metric compactly; undefined values print as "-".
-func Num(f trainer.Float) string {
-	v := float64(f)
-	switch {
-	case math.IsNaN(v):
-		return "-"
-	case v != 0 && math.Abs(v) < 0.01:
-		return fmt.Sprintf("%.2e", v)
-	}
-	return fmt.Sprintf("%.4g", v)
-}
+func Num(f trainer.Float) string { return runstore.Metric{}.Format(float64(f)) }
 
 // Thousands prints v rounded, with commas between thousands.
 func Thousands(v float64) string {

@@ -82,11 +82,11 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	}
 	cfg, err := config.Resolve(o.ConfigFile, overrides)
 	if err != nil {
-		return &cmdutil.ConfigError{Err: err}
+		return err
 	}
 	keys, warnings, err := sshserve.ReadAuthorizedKeys(o.AuthKeys)
 	for _, w := range warnings {
-		fmt.Fprintf(stderr, "agenttrainer: warning: %s\n", w)
+		fmt.Fprintf(stderr, "%s: warning: %s\n", cmdutil.Prog, w)
 	}
 	if err != nil {
 		return &cmdutil.ConfigError{Err: err}
@@ -109,8 +109,8 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	}
 	where := ln.Addr().(*net.TCPAddr)
 	if sshserve.OffLoopback(where) {
-		fmt.Fprintf(stderr, "agenttrainer: warning: listening on %s, which other machines can reach: whoever holds one of the %d key(s) in %s gets the app with this user's rights\n",
-			where, len(keys), o.AuthKeys)
+		fmt.Fprintf(stderr, "%s: warning: listening on %s, which other machines can reach: whoever holds one of the %d key(s) in %s gets the app with this user's rights\n",
+			cmdutil.Prog, where, len(keys), o.AuthKeys)
 	}
 	if created {
 		fmt.Fprintf(stdout, "made a new host key %s\n", o.HostKey)

@@ -12,7 +12,6 @@ import (
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
 	"github.com/agenttrainer/agenttrainer/internal/spawn"
 	"github.com/agenttrainer/agenttrainer/internal/sweep"
-	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
 // Options are sweep's flags, spec and overrides.
@@ -99,7 +98,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		Spec: o.Spec, ConfigFile: o.ConfigFile, Overrides: o.Overrides, Resume: o.Resume,
 		Parallel: o.Parallel, Backend: o.Backend, Exe: exe, Cores: runtime.NumCPU(), Out: stdout, Slurm: o.Slurm,
 	})
-	if config.IsConfigError(err) || errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) { // the spec or a run directory named: a *config.Error needs no word
 		return &cmdutil.ConfigError{Err: err}
 	}
 	if err != nil {

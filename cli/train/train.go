@@ -3,7 +3,6 @@ package train
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -61,12 +60,8 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	} else if cfg, err = config.Resolve(o.ConfigFile, o.Overrides); err == nil {
 		t, err = trainer.New(cfg, trainer.Options{})
 	}
-	var configErr *config.Error
-	switch {
-	case errors.As(err, &configErr):
-		return &cmdutil.ConfigError{Err: err} // a mistake in what was asked: exit 2
-	case err != nil:
-		return err // the world failed (a remote server, a run in use): exit 1
+	if err != nil {
+		return err // a *config.Error (a mistake in what was asked) exits 2, the world's failures (a remote server, a run in use) 1
 	}
 	cfg = t.Config()
 
@@ -91,13 +86,13 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "run directory: %s\ntraining in the background (pid %d, output in %s)\nwatch it: agenttrainer attach %s\nlist live runs: agenttrainer ps\n",
-			dir, pid, filepath.Join(dir, spawn.LogFile), dir)
+		fmt.Fprintf(stdout, "run directory: %s\ntraining in the background (pid %d, output in %s)\nwatch it: %s attach %s\nlist live runs: %s ps\n",
+			dir, pid, filepath.Join(dir, spawn.LogFile), cmdutil.Prog, dir, cmdutil.Prog)
 		return nil
 	}
 	t.SetRunDir(dir)
 	if srv, err := control.Serve(t, dir); err != nil {
-		fmt.Fprintf(stderr, "agenttrainer: note: %v; this run cannot be attached to\n", err)
+		fmt.Fprintf(stderr, "%s: note: %v; this run cannot be attached to\n", cmdutil.Prog, err)
 	} else {
 		defer srv.Close()
 	}
@@ -115,15 +110,15 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	<-printed
 	unsubscribe()
 	if err != nil {
-		fmt.Fprintf(stderr, "agenttrainer: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", cmdutil.Prog, err)
 		switch _, statErr := os.Stat(sum.RunDir); {
 		case sum.RunDir == "":
 		case statErr != nil: // someone removed it while the run trained
-			fmt.Fprintf(stderr, "agenttrainer: the run directory %s is gone (%v); nothing of this run is kept\n", sum.RunDir, statErr)
+			fmt.Fprintf(stderr, "%s: the run directory %s is gone (%v); nothing of this run is kept\n", cmdutil.Prog, sum.RunDir, statErr)
 		case sum.Checkpoint != "":
-			fmt.Fprintf(stderr, "agenttrainer: what was done is kept in %s (continue with --resume %s)\n", sum.RunDir, sum.RunDir)
+			fmt.Fprintf(stderr, "%s: what was done is kept in %s (continue with --resume %s)\n", cmdutil.Prog, sum.RunDir, sum.RunDir)
 		default:
-			fmt.Fprintf(stderr, "agenttrainer: the metrics so far are in %s; no checkpoint was written, so it cannot be resumed\n", sum.RunDir)
+			fmt.Fprintf(stderr, "%s: the metrics so far are in %s; no checkpoint was written, so it cannot be resumed\n", cmdutil.Prog, sum.RunDir)
 		}
 		return cmdutil.SilentError
 	}

@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -16,12 +17,18 @@ type pkg struct {
 	deps    []string // transitive dependencies, standard library included
 }
 
-// list runs `go list` over the module with the given build tags.
+// list runs `go list` over the module with the given build tags. The cuda
+// files are cgo files, which `go list` leaves out when cgo is off (as it is
+// by default on a machine without a C compiler): it lists them with cgo on,
+// which needs no compiler since nothing is built.
 func list(t *testing.T, tags string) []pkg {
 	t.Helper()
 	cmd := exec.Command("go", "list", "-tags", tags, "-f",
 		"{{.ImportPath}}\t{{.Doc}}\t{{join .Imports \" \"}}\t{{join .Deps \" \"}}", "./...")
 	cmd.Dir = "../.."
+	if tags == "cuda" {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	}
 	out, err := cmd.Output()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {

@@ -107,15 +107,12 @@ func Draw(o Options) (picture []byte, skipped []string, err error) {
 	return picture, skipped, err
 }
 
-// bandOf names the metrics that bound metric's band: X_min and X_max for
-// X_mean when the records have them (ep_return_mean); "" otherwise.
+// bandOf names the metrics that bound metric's band, as the registry
+// declares them (ep_return_min and ep_return_max for ep_return_mean); ""
+// otherwise.
 func bandOf(metric string) (lo, hi string) {
-	base, ok := strings.CutSuffix(metric, "_mean")
-	names := runstore.MetricNames()
-	if ok && slices.Contains(names, base+"_min") && slices.Contains(names, base+"_max") {
-		return base + "_min", base + "_max"
-	}
-	return "", ""
+	m, _ := runstore.LookupMetric(metric)
+	return m.Band[0], m.Band[1]
 }
 
 // LegendNames are the runs' directory names, or the paths as given where

@@ -62,6 +62,9 @@ func Start(dir string, cfg *config.Config, resume bool, overrides []string, star
 	for {
 		select {
 		case err := <-exited:
+			if err == nil { // a short run can finish before it is seen answering
+				return cmd.Process.Pid, nil
+			}
 			return 0, fmt.Errorf("the training stopped at once (%v); %s ends with:\n%s", err, logPath, tail(logPath, 12))
 		case <-deadline:
 			return cmd.Process.Pid, fmt.Errorf("the training (pid %d) did not open its control socket within a minute; see %s", cmd.Process.Pid, logPath)

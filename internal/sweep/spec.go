@@ -90,14 +90,14 @@ var specKeys = []string{"name", "method", "trials", "seeds", "sample_seed", "met
 
 var paramFields = []string{"values", "min", "max", "num", "spacing", "distribution"}
 
-// MetricNames are the metrics a sweep can optimise (metrics.jsonl fields).
+// MetricNames are the declared metrics a sweep can optimise: every one
+// but the axes (iter, step). Figures that environments, agents and
+// workflows report ("env/score") may be optimised too.
 func MetricNames() []string {
 	var out []string
-	t := reflect.TypeOf(runstore.Metrics{})
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name != "iter" && name != "step" {
-			out = append(out, name)
+	for _, m := range runstore.MetricList() {
+		if !m.Axis {
+			out = append(out, m.Name)
 		}
 	}
 	return out
@@ -106,32 +106,8 @@ func MetricNames() []string {
 // metricValue reads a metric out of a record; ok is false when the record
 // does not carry it (NaN, or a validation field on a training record).
 func metricValue(m runstore.Metrics, name string) (float64, bool) {
-	v := reflect.ValueOf(m)
-	t := v.Type()
-	for i := range t.NumField() {
-		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if tag != name {
-			continue
-		}
-		f := v.Field(i)
-		if f.Kind() == reflect.Pointer {
-			if f.IsNil() {
-				return 0, false
-			}
-			f = f.Elem()
-		}
-		var x float64
-		switch f.Kind() {
-		case reflect.Float64:
-			x = f.Float()
-		case reflect.Int, reflect.Int64:
-			x = float64(f.Int())
-		default:
-			return 0, false
-		}
-		return x, !math.IsNaN(x)
-	}
-	return 0, false
+	v, _ := m.Value(name)
+	return v, !math.IsNaN(v)
 }
 
 // Maximize reports whether larger values of the metric are better.
@@ -321,7 +297,7 @@ func (s *Spec) Check(base config.Config, source string, cores int) error {
 	if s.Metric == "" {
 		s.Metric = "ep_return_mean"
 	}
-	if !slices.Contains(MetricNames(), s.Metric) {
+	if d, ok := runstore.LookupMetric(s.Metric); !ok || d.Axis {
 		errs = append(errs, fail("metric", "unknown metric %q%s", s.Metric, didYouMeanOr(s.Metric, MetricNames())))
 	}
 	if strings.HasPrefix(s.Metric, "val_") && (base.Trainer.TestFreq == 0 || len(base.Data.ValFiles) == 0) {

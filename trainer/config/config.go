@@ -13,6 +13,9 @@ import (
 	"sync"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/agenttrainer/agenttrainer/agents"
+	_ "github.com/agenttrainer/agenttrainer/agents/builtin" // every shipped agent's keys are in the schema
 )
 
 // defaultsTOML is a copy of the repository's config.toml (a test keeps the
@@ -53,13 +56,12 @@ type EnvConfig struct {
 	ClipReward      float64        `toml:"clip_reward" check:">0"`
 }
 
-// AgentConfig chooses and shapes the agent.
+// AgentConfig chooses the agent. The rest of the [agent] section is the
+// keys the registered agents declare (agents.Spec.Keys): Params holds their
+// values by name ("hidden" for agent.hidden), of the declared types.
 type AgentConfig struct {
-	Name       string  `toml:"name" check:"nonempty"`
-	Conv       [][]int `toml:"conv" check:"conv"`
-	Hidden     []int   `toml:"hidden" check:"each[1,65536]"`
-	Activation string  `toml:"activation" check:"oneof=tanh|relu"`
-	LogStdInit float64 `toml:"log_std_init" check:"[-20,20]"` // exp(±20): a std float32 squares without overflow
+	Name   string        `toml:"name" check:"nonempty"`
+	Params agents.Config `toml:"-"`
 }
 
 // PPOConfig holds the algorithm's hyperparameters (CleanRL's names).
@@ -112,27 +114,40 @@ type Key struct {
 	Default any    // the value from the embedded defaults
 	Doc     string // the comment above the key in config.toml
 	Live    bool   // may change while a run trains
-	Check   string // the constraint, as written in the struct tag
+	Check   string // the constraint, as written in the struct tag or the agent's declaration
 
-	index []int // reflect field path from Config
+	index    []int             // reflect field path from Config; nil for an agent's key
+	agentKey string            // an agent's key: its name in AgentConfig.Params
+	validate func(v any) error // an agent's own check beyond Check
 }
 
 var (
-	schemaOnce sync.Once
+	schemaMu   sync.Mutex
+	schemaGen  = -1 // the agents registry's generation the schema was made for
 	schema     []Key
 	schemaByID map[string]int
 	defaults   Config
 	schemaErr  error
 )
 
-func loadSchema() {
+// loadSchema makes the schema from Config's struct tags and the registered
+// agents' keys, which follow agent.name, and the defaults from the embedded
+// config.toml over the agents' declared defaults.
+func loadSchema(agentKeys []agents.Key) {
 	docs := parseDocs(defaultsTOML)
 	t := reflect.TypeOf(Config{})
-	schemaByID = map[string]int{}
+	schema, schemaByID, schemaErr = nil, map[string]int{}, nil
+	add := func(k Key) {
+		schemaByID[k.Name] = len(schema)
+		schema = append(schema, k)
+	}
 	for i := 0; i < t.NumField(); i++ {
 		sec := t.Field(i)
 		for j := 0; j < sec.Type.NumField(); j++ {
 			f := sec.Type.Field(j)
+			if f.Tag.Get("toml") == "-" {
+				continue
+			}
 			k := Key{
 				Name:  sec.Tag.Get("toml") + "." + f.Tag.Get("toml"),
 				Type:  typeName(f.Type),
@@ -141,8 +156,13 @@ func loadSchema() {
 			}
 			_, k.Live = f.Tag.Lookup("live")
 			k.Doc = docs[k.Name]
-			schemaByID[k.Name] = len(schema)
-			schema = append(schema, k)
+			add(k)
+			if k.Name == "agent.name" {
+				for _, ak := range agentKeys {
+					add(Key{Name: "agent." + ak.Name, Type: typeName(reflect.TypeOf(ak.Default)), Default: ak.Default,
+						Doc: ak.Doc, Live: ak.Live, Check: ak.Check, agentKey: ak.Name, validate: ak.Validate})
+				}
+			}
 		}
 	}
 	var err error
@@ -151,9 +171,8 @@ func loadSchema() {
 		schemaErr = fmt.Errorf("embedded defaults: %w", err)
 		return
 	}
-	v := reflect.ValueOf(&defaults).Elem()
 	for i := range schema {
-		schema[i].Default = v.FieldByIndex(schema[i].index).Interface()
+		schema[i].Default = defaults.value(schema[i])
 	}
 }
 
@@ -163,12 +182,29 @@ func decodeDefaults() (Config, error) {
 	if err != nil {
 		return c, err
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		// env.args is a free-form table; anything else undecoded is a bug.
-		for _, k := range und {
-			if !strings.HasPrefix(k.String(), "env.args") {
-				return c, fmt.Errorf("key %s is not in the schema", k)
+	c.Agent.Params = agents.Config{}
+	for _, k := range schema {
+		if k.agentKey != "" {
+			c.Agent.Params[k.agentKey] = cloneValue(k.Default)
+		}
+	}
+	// env.args is a free-form table and the agents' keys are set below;
+	// anything else undecoded is a bug.
+	var doc map[string]any
+	if _, err := toml.Decode(defaultsTOML, &doc); err != nil {
+		return c, err
+	}
+	agentSec, _ := doc["agent"].(map[string]any)
+	for _, k := range md.Undecoded() {
+		name := k.String()
+		switch i, ok := schemaByID[name]; {
+		case strings.HasPrefix(name, "env.args"):
+		case ok && schema[i].agentKey != "":
+			if err := c.setKey(schema[i], normalize(agentSec[schema[i].agentKey])); err != nil {
+				return c, fmt.Errorf("%s: %s", name, err)
 			}
+		default:
+			return c, fmt.Errorf("key %s is not in the schema", k)
 		}
 	}
 	if c.Env.Args == nil {
@@ -220,15 +256,20 @@ func parseDocs(src string) map[string]string {
 	return docs
 }
 
-// Schema returns every key in file order.
+// Schema returns every key in file order, the registered agents' keys
+// after agent.name.
 func Schema() []Key {
 	mustSchema()
+	schemaMu.Lock()
+	defer schemaMu.Unlock()
 	return append([]Key(nil), schema...)
 }
 
 // Lookup returns the schema entry of a key.
 func Lookup(name string) (Key, bool) {
 	mustSchema()
+	schemaMu.Lock()
+	defer schemaMu.Unlock()
 	i, ok := schemaByID[name]
 	if !ok {
 		return Key{}, false
@@ -236,16 +277,26 @@ func Lookup(name string) (Key, bool) {
 	return schema[i], true
 }
 
+// mustSchema makes the schema, again when an agent registered since.
 func mustSchema() {
-	schemaOnce.Do(loadSchema)
-	if schemaErr != nil {
-		panic(schemaErr) // the embedded file is part of the program
+	keys, gen := agents.Keys()
+	schemaMu.Lock()
+	if gen != schemaGen {
+		loadSchema(keys)
+		schemaGen = gen
+	}
+	err := schemaErr
+	schemaMu.Unlock()
+	if err != nil {
+		panic(err) // the embedded file is part of the program
 	}
 }
 
 // Default returns the embedded defaults.
 func Default() Config {
 	mustSchema()
+	schemaMu.Lock()
+	defer schemaMu.Unlock()
 	return defaults.Clone()
 }
 
@@ -255,10 +306,9 @@ func DefaultsTOML() string { return defaultsTOML }
 // Clone returns a deep copy.
 func (c Config) Clone() Config {
 	out := c
-	out.Agent.Hidden = append([]int(nil), c.Agent.Hidden...)
-	out.Agent.Conv = make([][]int, len(c.Agent.Conv))
-	for i, l := range c.Agent.Conv {
-		out.Agent.Conv[i] = append([]int(nil), l...)
+	out.Agent.Params = make(agents.Config, len(c.Agent.Params))
+	for k, v := range c.Agent.Params {
+		out.Agent.Params[k] = cloneValue(v)
 	}
 	out.Data.TrainFiles = append([]string(nil), c.Data.TrainFiles...)
 	out.Data.ValFiles = append([]string(nil), c.Data.ValFiles...)
@@ -277,22 +327,93 @@ func cloneTable(m map[string]any) map[string]any {
 	return out
 }
 
+// cloneValue copies a key's value deeply (its lists).
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case []int:
+		return append([]int(nil), x...)
+	case []string:
+		return append([]string(nil), x...)
+	case [][]int:
+		out := make([][]int, len(x))
+		for i, l := range x {
+			out[i] = append([]int(nil), l...)
+		}
+		return out
+	case map[string]any:
+		return cloneTable(x)
+	}
+	return v
+}
+
 // Get returns the value of a key.
 func (c *Config) Get(name string) (any, error) {
 	k, ok := Lookup(name)
 	if !ok {
 		return nil, unknownKeyError(name)
 	}
-	return reflect.ValueOf(c).Elem().FieldByIndex(k.index).Interface(), nil
+	return c.value(k), nil
 }
 
-// TOML renders the config as a TOML document.
+// value is k's value in c (an agent's key's default when c lacks it).
+func (c *Config) value(k Key) any {
+	if k.agentKey != "" {
+		if v, ok := c.Agent.Params[k.agentKey]; ok {
+			return v
+		}
+		return k.Default
+	}
+	return reflect.ValueOf(c).Elem().FieldByIndex(k.index).Interface()
+}
+
+// TOML renders the config as a TOML document: its sections in order, each
+// key as the schema lists it (the agents' keys after agent.name).
 func (c Config) TOML() string {
 	var b strings.Builder
-	if err := toml.NewEncoder(&b).Encode(c); err != nil {
+	if err := toml.NewEncoder(&b).Encode(c.document()); err != nil {
 		return fmt.Sprintf("# cannot encode config: %v\n", err)
 	}
 	return b.String()
+}
+
+// document is c as a struct the TOML encoder writes in the schema's order:
+// Config itself, with the [agent] section a struct made for the keys of the
+// registered agents.
+func (c Config) document() any {
+	keys := Schema()
+	var agentFields []reflect.StructField
+	var agentValues []any
+	for _, k := range keys {
+		if strings.HasPrefix(k.Name, "agent.") {
+			v := c.value(k)
+			agentFields = append(agentFields, reflect.StructField{Name: fmt.Sprintf("F%d", len(agentFields)),
+				Type: reflect.TypeOf(v), Tag: reflect.StructTag(fmt.Sprintf("toml:%q", strings.TrimPrefix(k.Name, "agent.")))})
+			agentValues = append(agentValues, v)
+		}
+	}
+	agent := reflect.New(reflect.StructOf(agentFields)).Elem()
+	for i, v := range agentValues {
+		agent.Field(i).Set(reflect.ValueOf(v))
+	}
+	t := reflect.TypeOf(c)
+	var fields []reflect.StructField
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Name == "Agent" {
+			f.Type = agent.Type()
+		}
+		fields = append(fields, f)
+	}
+	doc := reflect.New(reflect.StructOf(fields)).Elem()
+	v := reflect.ValueOf(c)
+	for i := 0; i < t.NumField(); i++ {
+		if t.Field(i).Name == "Agent" {
+			doc.Field(i).Set(agent)
+		} else {
+			doc.Field(i).Set(v.Field(i))
+		}
+	}
+	return doc.Interface()
 }
 
 // FormatValue renders a value the way it would be written in TOML.

@@ -29,6 +29,71 @@ func TestEmbeddedDefaultsMatchRootConfig(t *testing.T) {
 	}
 }
 
+// The [agent] keys of config.toml are what the registered agents declare
+// (agents.Spec.Keys: doc, default, order), written out by renderAgentKeys;
+// -update rewrites them there from the declarations.
+func TestAgentKeysAsDeclared(t *testing.T) {
+	want := renderAgentKeys()
+	for _, file := range []string{"../../config.toml", "defaults.toml"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, got, after, ok := agentKeysRegion(string(data))
+		if !ok {
+			t.Fatalf("%s has no [agent] section with name = first", file)
+		}
+		if got == want {
+			continue
+		}
+		if !*update {
+			t.Fatalf("%s's agent keys differ from the agents' declarations (run go test ./trainer/config -update):\n got:\n%s\nwant:\n%s", file, got, want)
+		}
+		if err := os.WriteFile(file, []byte(before+want+after), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// agentKeysRegion splits a config file around the lines of the [agent]
+// section after its name key.
+func agentKeysRegion(src string) (before, keys, after string, ok bool) {
+	sec := strings.Index(src, "\n[agent]\n")
+	if sec < 0 {
+		return "", "", "", false
+	}
+	name := strings.Index(src[sec:], "\nname = ")
+	if name < 0 {
+		return "", "", "", false
+	}
+	start := sec + name + 1
+	start += strings.Index(src[start:], "\n") + 1
+	end := start + strings.Index(src[start:], "\n\n[")
+	return src[:start], src[start : end+1], src[end+1:], true
+}
+
+// renderAgentKeys writes the registered agents' keys as config.toml
+// documents them: each one's doc as comment lines of at most 78
+// characters, then key = default.
+func renderAgentKeys() string {
+	var b strings.Builder
+	for _, k := range Schema() {
+		if k.agentKey == "" {
+			continue
+		}
+		line := "#"
+		for _, w := range strings.Fields(k.Doc) {
+			if len(line)+1+len(w) > 78 && line != "#" {
+				b.WriteString(line + "\n")
+				line = "#"
+			}
+			line += " " + w
+		}
+		b.WriteString(line + "\n" + k.agentKey + " = " + FormatValue(k.Default) + "\n")
+	}
+	return b.String()
+}
+
 func TestEveryKeyDocumented(t *testing.T) {
 	for _, k := range Schema() {
 		if k.Doc == "" {
@@ -77,7 +142,7 @@ func TestOverrideFormsAgree(t *testing.T) {
 	if !reflect.DeepEqual(a, b) {
 		t.Fatalf("string and map overrides differ:\n%s\n---\n%s", a.TOML(), b.TOML())
 	}
-	if a.PPO.LearningRate != 3e-4 || a.PPO.TotalTimesteps != 1_000_000 || !reflect.DeepEqual(a.Agent.Hidden, []int{128, 128}) {
+	if a.PPO.LearningRate != 3e-4 || a.PPO.TotalTimesteps != 1_000_000 || !reflect.DeepEqual(a.Agent.Params.Ints("hidden"), []int{128, 128}) {
 		t.Fatalf("overrides not applied: %+v", a.PPO)
 	}
 }
@@ -221,7 +286,7 @@ func TestPresetPattern(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.Agent.Name != "cnn" || len(c.Agent.Conv) != 1 || c.Agent.Conv[0][0] != 16 || c.Env.NumEnvs != 64 {
+		if conv := c.Agent.Params.Layers("conv"); c.Agent.Name != "cnn" || len(conv) != 1 || conv[0][0] != 16 || c.Env.NumEnvs != 64 {
 			t.Fatalf("%s: the MinAtar preset is not applied: %+v", id, c.Agent)
 		}
 	}

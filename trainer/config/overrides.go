@@ -13,6 +13,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/agenttrainer/agenttrainer/agents"
 	"github.com/agenttrainer/agenttrainer/internal/anynum"
 	"github.com/agenttrainer/agenttrainer/internal/inputfile"
 	"github.com/agenttrainer/agenttrainer/internal/suggest"
@@ -191,16 +192,47 @@ func (c *Config) set(key string, v any, source string) error {
 		e.Source = source
 		return e
 	}
-	field := reflect.ValueOf(c).Elem().FieldByIndex(k.index)
-	val, err := convert(field.Type(), v)
-	if err != nil {
+	if err := c.setKey(k, v); err != nil {
 		return fail("%s", err)
 	}
-	if err := checkValue(k.Check, val.Interface()); err != nil {
-		return fail("%s", err)
+	return nil
+}
+
+// setKey converts v to k's type, checks it and stores it.
+func (c *Config) setKey(k Key, v any) error {
+	var t reflect.Type
+	var field reflect.Value
+	if k.agentKey != "" {
+		t = reflect.TypeOf(k.Default)
+	} else {
+		field = reflect.ValueOf(c).Elem().FieldByIndex(k.index)
+		t = field.Type()
+	}
+	val, err := convert(t, v)
+	if err != nil {
+		return err
+	}
+	if err := k.check(val.Interface()); err != nil {
+		return err
+	}
+	if k.agentKey != "" {
+		if c.Agent.Params == nil {
+			c.Agent.Params = agents.Config{}
+		}
+		c.Agent.Params[k.agentKey] = val.Interface()
+		return nil
 	}
 	field.Set(val)
 	return nil
+}
+
+// check enforces k's constraint: an agent's own validation where it has
+// one (Check then describes it), else the check words.
+func (k Key) check(v any) error {
+	if k.validate != nil {
+		return k.validate(v)
+	}
+	return checkValue(k.Check, v)
 }
 
 func (c *Config) setArg(sub string, v any, fail func(string, ...any) error) error {
@@ -462,8 +494,6 @@ func DescribeCheck(c string) string {
 		return "each layer " + DescribeCheck(strings.TrimPrefix(c, "each"))
 	case strings.HasPrefix(c, "oneof="):
 		return "one of " + strings.ReplaceAll(strings.TrimPrefix(c, "oneof="), "|", ", ")
-	case c == "conv":
-		return "layers of [out_channels, kernel, stride] or [out_channels, kernel, stride, padding]"
 	case c == "device":
 		return "auto, cpu, cuda or cuda:N"
 	case c == "name":
@@ -507,8 +537,6 @@ func checkValue(check string, v any) error {
 				return fmt.Errorf("layer sizes must be %s, got %v", DescribeCheck(strings.TrimPrefix(check, "each")), list)
 			}
 		}
-	case check == "conv":
-		return checkConv(v.([][]int))
 	case strings.HasPrefix(check, "oneof="):
 		opts := strings.Split(strings.TrimPrefix(check, "oneof="), "|")
 		if !slices.Contains(opts, v.(string)) {
@@ -529,34 +557,6 @@ func checkValue(check string, v any) error {
 	return nil
 }
 
-// checkConv checks agent.conv's layers one by one; whether they fit the
-// observation is the agent's to say.
-func checkConv(layers [][]int) error {
-	if len(layers) == 0 {
-		return errors.New("needs at least one layer, e.g. [[16, 3, 1]] (out_channels, kernel, stride[, padding])")
-	}
-	for i, l := range layers {
-		if len(l) != 3 && len(l) != 4 {
-			return fmt.Errorf("layer %d is %v: give [out_channels, kernel, stride] or [out_channels, kernel, stride, padding]", i+1, l)
-		}
-		pad := 0
-		if len(l) == 4 {
-			pad = l[3]
-		}
-		switch {
-		case l[0] < 1 || l[0] > 65536:
-			return fmt.Errorf("layer %d has %d output channels; give 1 to 65536", i+1, l[0])
-		case l[1] < 1 || l[1] > 64:
-			return fmt.Errorf("layer %d has kernel size %d; give 1 to 64", i+1, l[1])
-		case l[2] < 1 || l[2] > 64:
-			return fmt.Errorf("layer %d has stride %d; give 1 to 64", i+1, l[2])
-		case pad < 0 || pad >= l[1]:
-			return fmt.Errorf("layer %d has padding %d; give 0 to kernel−1 (%d)", i+1, pad, l[1]-1)
-		}
-	}
-	return nil
-}
-
 // MaxLossCoef bounds ppo.vf_coef and ppo.ent_coef: the loss they weigh is
 // computed in float32, and 1e308 made it NaN once the run had started.
 const MaxLossCoef = 10000
@@ -564,9 +564,8 @@ const MaxLossCoef = 10000
 // Validate checks every key's constraint and the relations between keys.
 func (c *Config) Validate() error {
 	var errs []error
-	v := reflect.ValueOf(c).Elem()
 	for _, k := range Schema() {
-		if err := checkValue(k.Check, v.FieldByIndex(k.index).Interface()); err != nil {
+		if err := k.check(c.value(k)); err != nil {
 			errs = append(errs, &Error{Key: k.Name, Msg: err.Error()})
 		}
 	}

@@ -32,7 +32,9 @@ func (f *Float) UnmarshalJSON(b []byte) error {
 
 // Metrics is one record of metrics.jsonl, published after every iteration.
 // The JSON names are the contract between the trainer, the terminal app,
-// headless output and any tooling.
+// headless output and any tooling; the metric registry (metrics.go)
+// describes each, and encodes and decodes the record. The losses are null
+// for an iteration whose update was skipped (too few samples).
 type Metrics struct {
 	Iter              int   `json:"iter"`
 	Step              int64 `json:"step"` // environment steps over all envs
@@ -58,6 +60,10 @@ type Metrics struct {
 	// Validation records only.
 	ValReturnMean  *Float `json:"val_return_mean,omitempty"`
 	ValSuccessRate *Float `json:"val_success_rate,omitempty"`
+	// Extra holds the figures beyond these fields, by name: declared
+	// metrics (DeclareMetric) and those environments, agents and
+	// workflows report ("env/score"). Set and Value reach them.
+	Extra map[string]Float `json:"-"`
 }
 
 // Edit is one applied live config change, as appended to edits.jsonl.

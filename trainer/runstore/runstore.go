@@ -292,15 +292,18 @@ func WriteConfig(dir string, cfg config.Config) error {
 
 // Reopen prepares a run directory for a resumed training that continues
 // from the checkpoint of iteration iter: the temporary files of writes a
-// kill interrupted are swept away, and the metrics and edits records
+// kill interrupted are swept away, and the metrics, edits and transcripts records
 // written after the checkpoint are dropped, since the resumed run redoes
 // them.
 func Reopen(dir string, iter int) error {
 	atomicfile.RemoveStale(dir)
 	atomicfile.RemoveStale(filepath.Join(dir, CheckpointsDir))
-	for _, name := range []string{MetricsFile, EditsFile} {
-		if err := truncateRecords(filepath.Join(dir, name), iter); err != nil {
-			return fmt.Errorf("repairing %s: %w", name, err)
+	for _, f := range []struct {
+		name  string
+		limit int64
+	}{{MetricsFile, MaxMetricsFile}, {EditsFile, MaxEditsFile}, {TranscriptsFile, MaxTranscriptsFile}} {
+		if err := truncateRecords(filepath.Join(dir, f.name), iter, f.limit); err != nil {
+			return fmt.Errorf("repairing %s: %w", f.name, err)
 		}
 	}
 	return nil
@@ -309,10 +312,10 @@ func Reopen(dir string, iter int) error {
 // truncateRecords keeps the records of a JSON-lines file whose iteration
 // is at most iter, dropping later ones and a torn last line, so that a
 // resumed run neither repeats nor skips a record.
-func truncateRecords(path string, iter int) error {
+func truncateRecords(path string, iter int, limit int64) error {
 	var kept bytes.Buffer
 	changed := false
-	err := scanRecords(path, MaxMetricsFile, "records file", func(line []byte) error {
+	err := scanRecords(path, limit, "records file", func(line []byte) error {
 		var rec struct {
 			Iter *int `json:"iter"`
 		}

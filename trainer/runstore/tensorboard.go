@@ -54,46 +54,29 @@ func (w *TensorBoard) record(payload []byte) error {
 	return err
 }
 
-// tbScalars maps metric names to TensorBoard tags, grouped like CleanRL's.
-var tbScalars = []struct {
-	tag string
-	get func(*Metrics) float64
-}{
-	{"charts/ep_return_mean", func(m *Metrics) float64 { return float64(m.EpReturnMean) }},
-	{"charts/ep_return_min", func(m *Metrics) float64 { return float64(m.EpReturnMin) }},
-	{"charts/ep_return_max", func(m *Metrics) float64 { return float64(m.EpReturnMax) }},
-	{"charts/ep_length_mean", func(m *Metrics) float64 { return float64(m.EpLengthMean) }},
-	{"charts/sps", func(m *Metrics) float64 { return float64(m.SPS) }},
-	{"charts/learning_rate", func(m *Metrics) float64 { return float64(m.LR) }},
-	{"losses/policy_loss", func(m *Metrics) float64 { return float64(m.PolicyLoss) }},
-	{"losses/value_loss", func(m *Metrics) float64 { return float64(m.ValueLoss) }},
-	{"losses/entropy", func(m *Metrics) float64 { return float64(m.Entropy) }},
-	{"losses/approx_kl", func(m *Metrics) float64 { return float64(m.ApproxKL) }},
-	{"losses/clipfrac", func(m *Metrics) float64 { return float64(m.ClipFrac) }},
-	{"losses/explained_variance", func(m *Metrics) float64 { return float64(m.ExplainedVariance) }},
-	{"losses/grad_norm", func(m *Metrics) float64 { return float64(m.GradNorm) }},
-	{"charts/val_return_mean", func(m *Metrics) float64 { return optional(m.ValReturnMean) }},
-	{"charts/val_success_rate", func(m *Metrics) float64 { return optional(m.ValSuccessRate) }},
-}
-
-func optional(f *Float) float64 {
-	if f == nil {
-		return math.NaN()
-	}
-	return float64(*f)
-}
-
-// Write appends one event with every defined scalar of m at its env step.
+// Write appends one event with every defined figure of m that has a
+// TensorBoard tag (the registry's, CleanRL's groups), and every figure m
+// carries beyond its fields, at its env step.
 func (w *TensorBoard) Write(m *Metrics, wall time.Time) error {
 	var summary []byte
-	for _, s := range tbScalars {
-		v := s.get(m)
+	scalar := func(tag string, v float64) {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			continue
+			return
 		}
-		val := appendBytes(nil, 1, []byte(s.tag))
+		val := appendBytes(nil, 1, []byte(tag))
 		val = appendFloat(val, 2, float32(v))
 		summary = appendBytes(summary, 1, val)
+	}
+	for _, d := range MetricList() {
+		if d.Tag != "" {
+			v, _ := m.Value(d.Name)
+			scalar(d.Tag, v)
+		}
+	}
+	for _, name := range m.ExtraNames() {
+		if d, ok := LookupMetric(name); ok && d.Reported() {
+			scalar(d.Tag, float64(m.Extra[name]))
+		}
 	}
 	ev := appendDouble(nil, 1, float64(wall.UnixNano())/1e9)
 	ev = appendVarintField(ev, 2, uint64(m.Step))
