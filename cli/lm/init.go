@@ -21,10 +21,10 @@ import (
 
 // InitOptions are `lm init`'s flags: a model's shape and where to write it.
 type InitOptions struct {
-	Arch                                                   hf.Arch
+	Arch                                                  hf.Arch
 	Hidden, Layers, Heads, KVHeads, Intermediate, HeadDim int
-	MaxPositions                                           int
-	Tied                                                   bool
+	MaxPositions                                          int
+	Tied                                                  bool
 	// Vocab is "char" (a character tokenizer made here) or a directory
 	// whose tokenizer files are copied.
 	Vocab string
