@@ -82,6 +82,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
+		if len(args) > 1 && args[0] == "help" { // help COMMAND is COMMAND --help
+			for _, c := range commands() {
+				if c.name == args[1] {
+					return c.run(ctx, []string{"--help"}, stdout, stderr)
+				}
+			}
+			return &cmdutil.UsageError{Err: fmt.Errorf("help: unknown command %q\n", args[1]), Usage: usage()}
+		}
 		return &cmdutil.HelpError{Usage: usage()}
 	case "-version", "--version", "version":
 		fmt.Fprintln(stdout, cmdutil.Prog, Version)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -132,6 +133,9 @@ func checkDir(dir string) error {
 	}
 	if !st.IsDir() {
 		return cmdutil.Configf("--model %s is not a directory; a model is a directory holding config.json, model.safetensors and tokenizer.json", dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); errors.Is(err, fs.ErrNotExist) {
+		return cmdutil.Configf("--model %s is not a model directory: it has no config.json (a model directory in the Hugging Face layout holds config.json, model.safetensors and tokenizer.json; `agenttrainer lm init` makes one)", dir)
 	}
 	return nil
 }
