@@ -37,7 +37,14 @@ const help = "Usage: agenttrainer lm init --arch qwen2|qwen3|llama [options] --o
 	"       agenttrainer lm generate --model DIR --prompt TEXT [--chat] [options]\n\n" +
 	"Language models in the Hugging Face layout (Qwen2/2.5, Qwen3, Llama-3, SmolLM): make one from\n" +
 	"scratch, tokenize JSON lines of text or chats, score completions (log-probs, teacher-forced),\n" +
-	"generate. `agenttrainer lm COMMAND --help` lists a command's options.\n"
+	"generate. `agenttrainer lm COMMAND --help` lists a command's options.\n\n" +
+	"Bad input (a directory that is not a model, an unknown architecture, a chat template that fails,\n" +
+	"ids outside the vocabulary, a prompt longer than the context) exits 2 naming what is wrong.\n\n" +
+	"Examples:\n" +
+	"  agenttrainer lm init --arch qwen3 --hidden 256 --layers 4 --heads 4 --out tiny\n" +
+	"  agenttrainer lm generate --model tiny --prompt \"Once upon a time\" --max-tokens 40 --seed 1\n" +
+	"  echo '[{\"role\": \"user\", \"content\": \"hi\"}]' | agenttrainer lm tokenize --model tiny --chat --generation-prompt\n" +
+	"  echo '{\"prompt\": \"Once upon\", \"completion\": \" a time\"}' | agenttrainer lm score --model tiny\n"
 
 // Parse reads lm's command line.
 func Parse(args []string) (Options, error) {
