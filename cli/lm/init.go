@@ -125,7 +125,7 @@ func runInit(ctx context.Context, o InitOptions, stdout io.Writer) error {
 	}
 	dev := gpu.NewCPU(0)
 	defer dev.Close()
-	m, err := lm.New(dev, cfg, memoryLimit())
+	m, err := lm.New(dev, cfg, cmdutil.MemoryLimit())
 	if err != nil {
 		return cmdutil.Configf("lm init: %v", err)
 	}

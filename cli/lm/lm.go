@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/agenttrainer/agenttrainer/agents/lm"
@@ -150,30 +149,11 @@ func checkDir(dir string) error {
 // loadModel reads a model directory's weights for inference onto dev,
 // within the machine's memory.
 func loadModel(dev gpu.Device, dir string) (*lm.Model, error) {
-	m, err := lm.Load(dev, dir, lm.LoadOptions{MemoryLimit: memoryLimit(), Inference: true})
+	m, err := lm.Load(dev, dir, lm.LoadOptions{MemoryLimit: cmdutil.MemoryLimit(), Inference: true})
 	if err != nil {
 		return nil, &cmdutil.ConfigError{Err: err}
 	}
 	return m, nil
-}
-
-// memoryLimit is how much the command may plan to use: 80 % of the memory
-// the kernel reports available (MemAvailable), as the trainer plans, or
-// 8 GiB where that cannot be read.
-func memoryLimit() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 8 << 30
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			if err == nil && kb > 0 {
-				return int64(0.8 * kb * 1024)
-			}
-		}
-	}
-	return 8 << 30
 }
 
 // chatFlags choose how a conversation becomes a prompt.
