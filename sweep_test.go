@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agenttrainer/agenttrainer/internal/sweep"
+	"github.com/agenttrainer/agenttrainer/runs/sweep"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agenttrainer/agenttrainer/cli/progress"
-	"github.com/agenttrainer/agenttrainer/internal/sweep"
+	"github.com/agenttrainer/agenttrainer/runs/sweep"
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"

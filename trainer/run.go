@@ -27,6 +27,9 @@ func (t *Trainer) Run(ctx context.Context) (Summary, error) {
 	defer stopWatch()
 	t.mu.Lock()
 	t.cancel = cancel
+	if t.stopAsked { // a Stop that came before this Run had a context to cancel
+		cancel()
+	}
 	t.mu.Unlock()
 
 	f, err := t.openRun()

@@ -108,6 +108,7 @@ type Trainer struct {
 	shadow    config.Config // cfg with the pending edits applied
 	paused    bool
 	cancel    context.CancelFunc
+	stopAsked bool // Stop came before Run set cancel: Run stops at once
 	runDir    string
 	wake      chan struct{}
 	saveReq   atomic.Bool
@@ -386,6 +387,7 @@ func (t *Trainer) poke() {
 // Stop ends the run at the next iteration boundary, keeping what was done.
 func (t *Trainer) Stop() {
 	t.mu.Lock()
+	t.stopAsked = true
 	cancel := t.cancel
 	t.mu.Unlock()
 	if cancel != nil {

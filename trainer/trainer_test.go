@@ -235,6 +235,21 @@ func TestStopKeepsWhatWasDone(t *testing.T) {
 	}
 }
 
+// TestStopBeforeRun: a Stop that comes before Run has begun (a viewer
+// closing at once, a test's cleanup) stops the run when it begins, instead
+// of being lost and leaving a 10M-step run going.
+func TestStopBeforeRun(t *testing.T) {
+	tr, err := New(testConfig(t, "ppo.total_timesteps=10000000"), Options{RunDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Stop()
+	sum, err := tr.Run(context.Background())
+	if err != nil || sum.State != StateStopped || sum.Iterations > 1 {
+		t.Fatalf("Run after Stop: state %s after %d iterations (%v), want stopped at once", sum.State, sum.Iterations, err)
+	}
+}
+
 func TestLiveEdits(t *testing.T) {
 	dir := t.TempDir()
 	tr, err := New(testConfig(t, "ppo.total_timesteps=10000000"), Options{RunDir: dir})

@@ -10,7 +10,7 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/agenttrainer/agenttrainer/internal/runplot"
+	"github.com/agenttrainer/agenttrainer/runs/runplot"
 )
 
 // zooms are the shares of the X axis a chart shows, in turn.

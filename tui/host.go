@@ -6,7 +6,7 @@
 // through its event stream, so the run may live in this process
 // (*trainer.Trainer, see Local) or in another one behind a control socket.
 // Where runs live and how they start is the Host's business: one interface,
-// implemented once for runs in processes of their own (internal/spawn) and
+// implemented once for runs in processes of their own (host/spawn) and
 // used alike by the local app and every SSH session.
 package tui
 

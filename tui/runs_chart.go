@@ -9,7 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
-	"github.com/agenttrainer/agenttrainer/internal/runplot"
+	"github.com/agenttrainer/agenttrainer/runs/runplot"
 )
 
 // The runs browser's charts: one run's curves or marked runs overlaid,

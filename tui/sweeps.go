@@ -16,7 +16,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/agenttrainer/agenttrainer/internal/sweep"
+	"github.com/agenttrainer/agenttrainer/runs/sweep"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/control"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agenttrainer/agenttrainer/internal/sweep"
+	"github.com/agenttrainer/agenttrainer/runs/sweep"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
-	"github.com/agenttrainer/agenttrainer/internal/spawn"
+	"github.com/agenttrainer/agenttrainer/host/spawn"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/tui"
 )

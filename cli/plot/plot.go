@@ -13,8 +13,8 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
 	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
-	"github.com/agenttrainer/agenttrainer/internal/runplot"
 	"github.com/agenttrainer/agenttrainer/internal/suggest"
+	"github.com/agenttrainer/agenttrainer/runs/runplot"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 

@@ -13,8 +13,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
-	"github.com/agenttrainer/agenttrainer/internal/sweep"
 	"github.com/agenttrainer/agenttrainer/internal/termtext"
+	"github.com/agenttrainer/agenttrainer/runs/sweep"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )

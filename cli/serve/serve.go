@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
-	"github.com/agenttrainer/agenttrainer/internal/spawn"
-	"github.com/agenttrainer/agenttrainer/internal/sshserve"
+	"github.com/agenttrainer/agenttrainer/host/spawn"
+	"github.com/agenttrainer/agenttrainer/host/sshserve"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 

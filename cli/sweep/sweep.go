@@ -10,8 +10,8 @@ import (
 	"runtime"
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
-	"github.com/agenttrainer/agenttrainer/internal/spawn"
-	"github.com/agenttrainer/agenttrainer/internal/sweep"
+	"github.com/agenttrainer/agenttrainer/host/spawn"
+	"github.com/agenttrainer/agenttrainer/runs/sweep"
 )
 
 // Options are sweep's flags, spec and overrides.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
 	"github.com/agenttrainer/agenttrainer/cli/progress"
-	"github.com/agenttrainer/agenttrainer/internal/spawn"
+	"github.com/agenttrainer/agenttrainer/host/spawn"
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/control"

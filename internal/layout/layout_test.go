@@ -109,6 +109,51 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
+// levels are the folders from the bottom up: a package imports only from
+// its own level or those below it, so a reader following a config from
+// cli/train down to the device never climbs back up. internal/ holds only
+// leaf helpers that anyone may import.
+var levels = []struct {
+	name    string
+	folders []string
+}{
+	{"leaf helpers", []string{"internal"}},
+	{"devices", []string{"gpu"}},
+	{"environments and agents", []string{"envs", "agents"}},
+	{"the trainer", []string{"trainer"}},
+	{"features over runs", []string{"runs"}},
+	{"the app", []string{"tui"}},
+	{"hosts of the app and its runs", []string{"host"}},
+	{"the command line", []string{"cli"}},
+	{"programs", []string{".", "examples", "scripts"}},
+}
+
+// level returns the index in levels of the package at path.
+func level(t *testing.T, path string) int {
+	for i, l := range levels {
+		for _, f := range l.folders {
+			if path == f || under(path, f) {
+				return i
+			}
+		}
+	}
+	t.Fatalf("%s is in no level: add its folder to levels in internal/layout", path)
+	return -1
+}
+
+func TestLevels(t *testing.T) {
+	for _, tags := range []string{"", "cuda"} {
+		for _, p := range list(t, tags) {
+			lp := level(t, p.path)
+			for _, i := range p.imports {
+				if li := level(t, i); li > lp {
+					t.Errorf("tags %q: %s (%s) imports %s (%s), a level above it", tags, p.path, levels[lp].name, i, levels[li].name)
+				}
+			}
+		}
+	}
+}
+
 // Agents need only the env core's spaces: linking the network or process
 // packages would mean they picked up the remote protocol or a dataset loader.
 func TestAgentsLinkNoNetworkOrProcesses(t *testing.T) {
