@@ -61,9 +61,6 @@ type scoreRow struct {
 const maxBatchRows = 64
 
 func runScore(ctx context.Context, o ScoreOptions, in io.Reader, stdout io.Writer) error {
-	if err := checkDir(o.Model); err != nil {
-		return err
-	}
 	tok, err := loadTokenizer(o.Model)
 	if err != nil {
 		return err
@@ -219,7 +216,7 @@ func (s *scorer) score(rows []scoreRow) ([][]float32, error) {
 				b.IDs[k], b.Mask[k] = r.ids[t], 1
 			}
 			// Position t's logits score token t+1 of the completion.
-			if t+1 >= r.prompt && t+1 < len(r.ids) && t+1 >= 1 {
+			if t+1 >= r.prompt && t+1 < len(r.ids) {
 				b.Targets[k] = r.ids[t+1]
 			}
 		}
