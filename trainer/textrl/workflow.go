@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"unicode/utf8"
 
@@ -77,6 +78,17 @@ type multiTurn struct {
 	abandoned bool
 }
 
+// Close closes the environment when it holds something (a remote text
+// environment's session): the engine calls it when the episode ends. An
+// environment abandoned in a hung call is left alone; its call may still
+// be running.
+func (w *multiTurn) Close() error {
+	if c, ok := w.env.(io.Closer); ok && !w.abandoned {
+		return c.Close()
+	}
+	return nil
+}
+
 func (w *multiTurn) Trajectories() []*textagent.Trajectory {
 	return []*textagent.Trajectory{w.agent.Trajectory()}
 }
@@ -134,6 +146,7 @@ func (w *multiTurn) Run(ctx context.Context, task envs.Params, m *Model) error {
 			return fmt.Errorf("step: the environment's %v", err)
 		}
 		obs, tooLong = m.Observation(obs)
+		m.episode.Info["last_observation"] = obs // what the environment said after the last answer (a transcript's last turn)
 		w.agent.UpdateFromEnv(obs, reward, done, info)
 		switch {
 		case out.Generation.Finish == FinishLength:
