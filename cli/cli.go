@@ -16,6 +16,7 @@ import (
 	"github.com/agenttrainer/agenttrainer/cli/eval"
 	"github.com/agenttrainer/agenttrainer/cli/export"
 	"github.com/agenttrainer/agenttrainer/cli/info"
+	"github.com/agenttrainer/agenttrainer/cli/lm"
 	"github.com/agenttrainer/agenttrainer/cli/plot"
 	"github.com/agenttrainer/agenttrainer/cli/runs"
 	"github.com/agenttrainer/agenttrainer/cli/serve"
@@ -60,6 +61,7 @@ func commands() []command {
 		{"export", "export a run's metrics as CSV", cmd(export.Parse, export.Run)},
 		{"plot", "draw a metric of runs as a PNG or SVG picture", cmd(plot.Parse, plot.Run)},
 		{"runs", "list runs with their names, tags and notes; tag, note or name one", cmd(runs.Parse, runs.Run)},
+		{"lm", "language models: make one from scratch, tokenize, score completions, generate", cmd(lm.Parse, lm.Run)},
 		{"bench", "measure training speed on this machine (the CPU-speed table)", cmd(bench.Parse, bench.Run)},
 		{"list", "list agents and environments", cmd(info.ParseList, info.RunList)},
 		{"config", "print the resolved config as TOML", cmd(info.ParseConfig, info.RunConfig)},
@@ -80,6 +82,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
+		if len(args) > 1 && args[0] == "help" { // help COMMAND is COMMAND --help
+			for _, c := range commands() {
+				if c.name == args[1] {
+					return c.run(ctx, []string{"--help"}, stdout, stderr)
+				}
+			}
+			return &cmdutil.UsageError{Err: fmt.Errorf("help: unknown command %q\n", args[1]), Usage: usage()}
+		}
 		return &cmdutil.HelpError{Usage: usage()}
 	case "-version", "--version", "version":
 		fmt.Fprintln(stdout, cmdutil.Prog, Version)

@@ -10,16 +10,20 @@ import (
 // or a batch that cannot fit is refused with the figures instead of ending
 // in Go's fatal out-of-memory error.
 
-// modelBytes is the weights and their gradients, as float32, with the
-// largest tensor staged once more while loading.
-func modelBytes(c *hf.Config) int64 {
+// modelBytes is the weights and, when grads, their gradients, as
+// float32, with the largest tensor staged once more while loading.
+func modelBytes(c *hf.Config, grads bool) int64 {
 	d := dimsOf(c)
-	return 8*c.Params() + 4*int64(max(d.vocab*d.h, d.h*2*d.inter))
+	per := int64(4)
+	if grads {
+		per = 8
+	}
+	return per*c.Params() + 4*int64(max(d.vocab*d.h, d.h*2*d.inter))
 }
 
 // TrainBytes adds Adam's two moments to the weights and gradients: what a
 // training of c holds besides its passes.
-func TrainBytes(c *hf.Config) int64 { return modelBytes(c) + 8*c.Params() }
+func TrainBytes(c *hf.Config) int64 { return modelBytes(c, true) + 8*c.Params() }
 
 // logitsBudget bounds the logits a pass holds at once (its chunk).
 const logitsBudget = 64 << 20
@@ -58,15 +62,18 @@ func (m *Model) checkMemory(need int64, what, fix string) error {
 	if m.MemoryLimit <= 0 {
 		return nil
 	}
-	if total := need + modelBytes(m.Config); total > m.MemoryLimit {
+	own := modelBytes(m.Config, m.HasGrads())
+	if total := need + own; total > m.MemoryLimit {
 		return fmt.Errorf("%s would need about %s besides the model's %s, more than the %s available; %s",
-			what, bytesText(need), bytesText(modelBytes(m.Config)), bytesText(m.MemoryLimit), fix)
+			what, bytesText(need), bytesText(own), bytesText(m.MemoryLimit), fix)
 	}
 	return nil
 }
 
 func bytesText(b int64) string {
 	switch {
+	case b >= 1<<40:
+		return fmt.Sprintf("%.1f TiB", float64(b)/(1<<40))
 	case b >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
 	case b >= 1<<20:

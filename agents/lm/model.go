@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 
 	"github.com/agenttrainer/agenttrainer/agents/lm/hf"
@@ -176,22 +177,47 @@ func views(c *hf.Config, ps []param, flat gpu.Tensor) weights {
 // New makes a model of cfg on dev with every parameter zero (Init or Load
 // fills them). The device must implement gpu.TransformerOps.
 func New(dev gpu.Device, cfg *hf.Config, memoryLimit int64) (*Model, error) {
+	return newModel(dev, cfg, memoryLimit, true)
+}
+
+// checkModelMemory refuses a model whose weights (and gradients, when
+// grads) cannot fit in limit bytes (0: unchecked).
+func checkModelMemory(cfg *hf.Config, limit int64, grads bool) error {
+	if need := modelBytes(cfg, grads); limit > 0 && need > limit {
+		what := "its weights and gradients"
+		if !grads {
+			what = "its weights"
+		}
+		return fmt.Errorf("a %s model of %s parameters needs about %s for %s, more than the %s available",
+			cfg.Arch, count(cfg.Params()), bytesText(need), what, bytesText(limit))
+	}
+	return nil
+}
+
+func newModel(dev gpu.Device, cfg *hf.Config, memoryLimit int64, grads bool) (*Model, error) {
 	ops, ok := dev.(gpu.TransformerOps)
 	if !ok {
 		return nil, fmt.Errorf("device %s cannot run language models (no transformer operations)", dev.Name())
 	}
+	if err := checkModelMemory(cfg, memoryLimit, grads); err != nil {
+		return nil, err
+	}
 	ps := layout(cfg)
 	last := ps[len(ps)-1]
 	n := last.off + last.rows*last.cols
-	if need := modelBytes(cfg); memoryLimit > 0 && need > memoryLimit {
-		return nil, fmt.Errorf("a %s model of %s parameters needs about %s for its weights and gradients, more than the %s available",
-			cfg.Arch, count(cfg.Params()), bytesText(need), bytesText(memoryLimit))
-	}
 	m := &Model{Config: cfg, Dev: dev, ops: ops, params: ps, MemoryLimit: memoryLimit}
-	m.Params, m.Grads = dev.Alloc(1, n), dev.Alloc(1, n)
-	m.w, m.g = views(cfg, ps, m.Params), views(cfg, ps, m.Grads)
+	m.Params = dev.Alloc(1, n)
+	m.w = views(cfg, ps, m.Params)
+	if grads {
+		m.Grads = dev.Alloc(1, n)
+		m.g = views(cfg, ps, m.Grads)
+	}
 	return m, nil
 }
+
+// HasGrads reports whether the model holds gradients (one loaded with
+// LoadOptions.Inference does not).
+func (m *Model) HasGrads() bool { return m.Grads.Len() > 0 }
 
 // NumParams is the number of parameters (a tied head counted once).
 func (m *Model) NumParams() int { return m.Params.Len() }
@@ -225,6 +251,9 @@ func (m *Model) Init(seed uint64) {
 type LoadOptions struct {
 	// MemoryLimit bounds the model's memory (see Model.MemoryLimit).
 	MemoryLimit int64
+	// Inference leaves out the gradients (half the memory): the model
+	// scores and generates but cannot be trained (Backward refuses).
+	Inference bool
 }
 
 // Load reads a model directory in the Hugging Face layout onto dev. Every
@@ -232,12 +261,21 @@ type LoadOptions struct {
 // values are refused, and the memory is estimated before the weights are
 // allocated.
 func Load(dev gpu.Device, dir string, opt LoadOptions) (*Model, error) {
+	// The config alone first: a model too large for the memory is refused
+	// before any weight file is opened.
+	cfg, err := hf.ReadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkModelMemory(cfg, opt.MemoryLimit, !opt.Inference); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, hf.ConfigName), err)
+	}
 	src, err := hf.Open(dir, true)
 	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
-	m, err := New(dev, src.Config, opt.MemoryLimit)
+	m, err := newModel(dev, src.Config, opt.MemoryLimit, !opt.Inference)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}

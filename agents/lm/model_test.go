@@ -3,6 +3,8 @@ package lm
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -494,5 +496,54 @@ func TestKthLargest(t *testing.T) {
 		if got, want := kthLargest(vals, k), sorted[n-k]; got != want {
 			t.Fatalf("k=%d of %d: %v, want %v", k, n, got, want)
 		}
+	}
+}
+
+// A model loaded for inference holds no gradients, scores as the full
+// one does, refuses a backward, and is refused by the memory estimate from
+// its config before any weight file is opened.
+func TestLoadForInference(t *testing.T) {
+	dev := gpu.NewCPU(0)
+	defer dev.Close()
+	cfg, _ := hf.NewConfig(hf.Llama, 200, 32, 64, 2, 4, 2, 0, true)
+	m, _ := New(dev, cfg, 0)
+	m.Init(5)
+	dir := t.TempDir()
+	if err := m.Save(dir, hf.SaveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	inf, err := Load(dev, dir, LoadOptions{Inference: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inf.HasGrads() || !m.HasGrads() {
+		t.Fatalf("gradients: inference model %v, full model %v", inf.HasGrads(), m.HasGrads())
+	}
+	ids := []int32{5, 9, 13, 2, 7}
+	if a, b := scoreAlone(t, m, ids, 1), scoreAlone(t, inf, ids, 1); !slices.Equal(a, b) {
+		t.Errorf("log-probs differ: %v and %v", a, b)
+	}
+	p, _ := inf.NewPass(8, 8)
+	b := Batch{Rows: 1, Seq: len(ids), IDs: ids}
+	b.NextTokenTargets()
+	if _, err := p.Forward(b, ForwardOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	inf.ZeroGrad()
+	if err := p.Backward(make([]float32, len(ids)-1), nil); err == nil || !strings.Contains(err.Error(), "inference") {
+		t.Errorf("backward without gradients: %v", err)
+	}
+	// Weights of 4 bytes a parameter fit where weights and gradients do not.
+	limit := modelBytes(cfg, false) + 1
+	if _, err := Load(dev, dir, LoadOptions{MemoryLimit: limit, Inference: true}); err != nil {
+		t.Errorf("inference load within %d bytes: %v", limit, err)
+	}
+	if _, err := Load(dev, dir, LoadOptions{MemoryLimit: limit}); err == nil || !strings.Contains(err.Error(), "config.json") {
+		t.Errorf("training load within %d bytes: %v", limit, err)
+	}
+	// The estimate comes first: no weight file is needed to refuse.
+	os.Remove(filepath.Join(dir, "model.safetensors"))
+	if _, err := Load(dev, dir, LoadOptions{MemoryLimit: 1}); err == nil || !strings.Contains(err.Error(), "more than the") {
+		t.Errorf("a model without weights in 1 byte: %v", err)
 	}
 }

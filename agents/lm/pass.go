@@ -288,6 +288,9 @@ func (p *Pass) attnArgs(l int, qkv gpu.Tensor) gpu.AttentionArgs {
 // dEntropy·entropy, when Forward computed entropies and dEntropy is
 // given) over the scored positions of the last Forward.
 func (p *Pass) Backward(dLogP, dEntropy []float32) error {
+	if !p.m.HasGrads() {
+		return fmt.Errorf("backward needs gradients; this model was loaded for inference (LoadOptions.Inference)")
+	}
 	s := len(p.selIdx)
 	if len(dLogP) != s || dEntropy != nil && len(dEntropy) != s {
 		return fmt.Errorf("backward needs one gradient per scored position (%d), not %d", s, len(dLogP))
@@ -385,4 +388,8 @@ func (p *Pass) Backward(dLogP, dEntropy []float32) error {
 }
 
 // ZeroGrad clears the model's gradients (Backward adds to them).
-func (m *Model) ZeroGrad() { m.Dev.Fill(m.Grads, 0) }
+func (m *Model) ZeroGrad() {
+	if m.HasGrads() {
+		m.Dev.Fill(m.Grads, 0)
+	}
+}

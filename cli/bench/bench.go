@@ -82,17 +82,21 @@ func summarize(xs []float64) summary {
 
 // Options are bench's flags.
 type Options struct {
-	Runs  int  // training processes per figure
+	Runs  int  // training processes (LM: timed runs) per figure
 	Quick bool // a few iterations per run: checks the command, measures nothing
+	// Only is "rl" (the PPO tables), "lm" (the language models') or ""
+	// (both).
+	Only string
 }
 
 // Parse reads bench's command line.
 func Parse(args []string) (Options, error) {
 	var o Options
-	fs := cmdutil.NewFlags("bench", "[--runs N] [--quick]",
-		"measure training speed on this machine: the CleanRL CartPole configuration end to end, time to solve, peak memory, and scaling against the measured float32 peak")
-	fs.IntVar(&o.Runs, "runs", 5, "training processes per figure (medians of these)")
+	fs := cmdutil.NewFlags("bench", "[--runs N] [--quick] [--only rl|lm]",
+		"measure training speed on this machine: the CleanRL CartPole configuration end to end, time to solve, peak memory, and scaling against the measured float32 peak; then language models (5M, 20M and SmolLM-135M-shaped, random weights): training, batched generation and batch-1 decoding against the measured peak and memory bandwidth")
+	fs.IntVar(&o.Runs, "runs", 5, "training processes (language models: timed runs) per figure (medians of these)")
 	fs.BoolVar(&o.Quick, "quick", false, "a few iterations per run: checks the command, measures nothing")
+	fs.StringVar(&o.Only, "only", "", "measure only rl (the PPO tables) or lm (the language models)")
 	rest, err := fs.ParseArgs(args)
 	if err != nil {
 		return o, err
@@ -102,6 +106,9 @@ func Parse(args []string) (Options, error) {
 	}
 	if o.Runs < 1 {
 		return o, cmdutil.Usagef("bench: --runs must be at least 1, got %d", o.Runs)
+	}
+	if o.Only != "" && o.Only != "rl" && o.Only != "lm" {
+		return o, cmdutil.Usagef("bench: --only %q: choose rl or lm", o.Only)
 	}
 	return o, nil
 }
@@ -119,7 +126,17 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	}
 	defer os.RemoveAll(tmp)
 	b := &bench{ctx: ctx, exe: exe, dir: tmp, progress: stderr}
-	if err := b.report(stdout, o.Runs, o.Quick); err != nil {
+	err = nil
+	if o.Only != "lm" {
+		err = b.report(stdout, o.Runs, o.Quick)
+	}
+	if err == nil && o.Only != "rl" {
+		if o.Only == "" {
+			fmt.Fprintln(stdout)
+		}
+		err = b.lmReport(stdout, o.Runs, o.Quick)
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("bench: %w", cmdutil.ErrInterrupted)
 		}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 
@@ -48,6 +49,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"--runs", "0"}, "--runs must be at least 1, got 0"},
 		{[]string{"--runs", "many"}, `invalid value "many" for flag -runs`},
 		{[]string{"env.num_envs=8"}, `unexpected argument "env.num_envs=8"`},
+		{[]string{"--only", "ppo"}, `--only "ppo": choose rl or lm`},
 	} {
 		var out, errb bytes.Buffer
 		_, err := Parse(tc.args)
@@ -55,5 +57,27 @@ func TestBenchBadInput(t *testing.T) {
 		if code != cmdutil.ExitConfig || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, stderr, tc.want)
 		}
+	}
+}
+
+// TestLMQuick: the language models' section runs each kind of work and
+// prints one line each, with a rate and a fraction of the measured peak or
+// bandwidth.
+func TestLMQuick(t *testing.T) {
+	o, err := Parse([]string{"--only", "lm", "--quick", "--runs", "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, progress bytes.Buffer
+	if err := Run(context.Background(), o, &out, &progress); err != nil {
+		t.Fatalf("bench: %v\n%s", err, progress.String())
+	}
+	for _, want := range []string{"train 1×16", "GFLOP/s", "% of peak", "generate 64×(4+2)", "decode 1×(4+2)", "GB/s", "% of bandwidth"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "CartPole") {
+		t.Errorf("--only lm ran the PPO tables:\n%s", out.String())
 	}
 }

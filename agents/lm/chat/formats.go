@@ -110,3 +110,12 @@ func (l *Llama3) Render(messages []Message, addGenerationPrompt bool) (string, e
 func (l *Llama3) GenerationPrompt() string {
 	return "<|start_header_id|>assistant<|end_header_id|>\n\n"
 }
+
+// ChatMLTemplate is the ChatML format as a Jinja chat template, for
+// tokenizer_config.json of a model made from scratch (`lm init`): each
+// message its own turn, as ChatML{} renders it for system, user and
+// assistant messages.
+const ChatMLTemplate = "{% for message in messages %}" +
+	"{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}" +
+	"{% endfor %}" +
+	"{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"

@@ -116,3 +116,23 @@ func TestMessageJSON(t *testing.T) {
 		}
 	}
 }
+
+// ChatMLTemplate renders as the ChatML format does.
+func TestChatMLTemplate(t *testing.T) {
+	msgs := []Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "2+2?"}, {Role: "assistant", Content: " 4\n"}, {Role: "user", Content: ""}}
+	for k := 0; k <= len(msgs); k++ {
+		for _, gen := range []bool{false, true} {
+			want, err := NewChatML(ChatMLOptions{}).Render(msgs[:k], gen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Render(ChatMLTemplate, msgs[:k], Options{AddGenerationPrompt: gen})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Errorf("%d messages, generation prompt %v: template %q, format %q", k, gen, got, want)
+			}
+		}
+	}
+}

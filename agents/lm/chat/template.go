@@ -49,7 +49,11 @@ func Compile(source string) (tmpl *Template, err error) {
 			tmpl, err = nil, fmt.Errorf("chat template: the template engine failed: %v", r)
 		}
 	}()
-	t, err := jinja.Compile(source)
+	guarded, err := instrument(source)
+	if err != nil {
+		return nil, err
+	}
+	t, err := jinja.Compile(guarded)
 	if err != nil {
 		return nil, fmt.Errorf("chat template does not parse: %v", err)
 	}
@@ -128,6 +132,7 @@ func (t *Template) Render(messages []Message, o Options) (out string, err error)
 		return jinja.NewString(strftime(now, args[0].AsString())), nil
 	})
 	data["range"] = jinja.NewCallable("range", boundedRange)
+	newGuard().bind(data)
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = "", fmt.Errorf("chat template: the template engine failed: %v", r)

@@ -46,6 +46,25 @@ type Model struct {
 // shape, and that none is left over. finite refuses NaN and infinite
 // values when they are read.
 func Open(dir string, finite bool) (*Model, error) {
+	cfg, err := ReadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	set, err := safetensors.OpenDir(dir, safetensors.Options{Finite: finite})
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{Dir: dir, Config: cfg, set: set}
+	if err := m.check(); err != nil {
+		set.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// ReadConfig reads and checks dir's config.json alone (no weights are
+// opened): what a memory estimate needs before a model is loaded.
+func ReadConfig(dir string) (*Config, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("model directory: %w", err)
@@ -61,20 +80,7 @@ func Open(dir string, finite bool) (*Model, error) {
 		}
 		return nil, err
 	}
-	cfg, err := ParseConfig(b, cfgPath)
-	if err != nil {
-		return nil, err
-	}
-	set, err := safetensors.OpenDir(dir, safetensors.Options{Finite: finite})
-	if err != nil {
-		return nil, err
-	}
-	m := &Model{Dir: dir, Config: cfg, set: set}
-	if err := m.check(); err != nil {
-		set.Close()
-		return nil, err
-	}
-	return m, nil
+	return ParseConfig(b, cfgPath)
 }
 
 // check compares the weights' names and shapes with the config's.

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -53,8 +54,9 @@ type Tokenizer struct {
 const maxVocab = 1 << 21
 
 // maxFileSize bounds what Load reads: the largest tokenizer.json files in
-// use are under 40 MB.
-const maxFileSize = 512 << 20
+// use are under 40 MB; a bound of three times that keeps what parsing a
+// hostile file holds well under a gigabyte.
+const maxFileSize = 128 << 20
 
 // Load reads a tokenizer from a model directory: tokenizer.json, and
 // tokenizer_config.json (special tokens, chat template) and
@@ -98,13 +100,42 @@ func readLimited(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.IsDir() {
-		return nil, fmt.Errorf("%s is a directory, not a file", path)
+	if !st.Mode().IsRegular() { // a FIFO would block, a device (/dev/zero) never end
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fileKind(st.Mode()))
 	}
 	if st.Size() > maxFileSize {
 		return nil, fmt.Errorf("%s is %d MB, more than any tokenizer file (limit %d MB)", path, st.Size()>>20, maxFileSize>>20)
 	}
-	return os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// Read at most one byte past the limit: a file that grew since Stat is
+	// refused rather than read without end.
+	b, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxFileSize {
+		return nil, fmt.Errorf("%s is more than any tokenizer file (limit %d MB)", path, maxFileSize>>20)
+	}
+	return b, nil
+}
+
+// fileKind names what a path that is not a regular file is.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a plain file"
 }
 
 // Parse builds a tokenizer from the contents of tokenizer.json and,
