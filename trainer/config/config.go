@@ -33,6 +33,7 @@ type Config struct {
 	Agent   AgentConfig   `toml:"agent"`
 	PPO     PPOConfig     `toml:"ppo"`
 	Trainer TrainerConfig `toml:"trainer"`
+	SFT     SFTConfig     `toml:"sft"`
 }
 
 // DataConfig names task datasets: each row builds one environment.
