@@ -18,6 +18,7 @@ import (
 	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/sft"
+	"github.com/agenttrainer/agenttrainer/trainer/textrl"
 )
 
 // Options are the command's flags and the resolved configuration.
@@ -67,6 +68,9 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	if e := out.Eval; e != nil {
 		fmt.Fprintf(stdout, "eval: %d episodes, success %.1f%%, reward %.3f, turns %.2f (%.2f when solved), invalid actions %.1f%%, %v, %.0fs\n",
 			e.Episodes, 100*e.Success, e.MeanReward, e.MeanTurns, e.SuccessTurns, 100*e.Invalid, e.Terminations, e.Elapsed.Seconds())
+		for _, ep := range e.List[:min(3, len(e.List))] {
+			fmt.Fprintf(stdout, "  task %v: reward %g, %s\n", ep.Task, ep.Reward(), lastTurns(ep, 2))
+		}
 	}
 	if o.JSON != "" {
 		rec := map[string]any{"steps": r.Steps, "train_seconds": r.Elapsed.Seconds(), "train_loss": r.TrainLoss,
@@ -91,4 +95,17 @@ func finite(v float64) any {
 		return nil
 	}
 	return v
+}
+
+// lastTurns quotes an episode's last n messages.
+func lastTurns(ep *textrl.Episode, n int) string {
+	if len(ep.Trajectories) == 0 || ep.Trajectories[0].Last() == nil {
+		return "no turns"
+	}
+	ms := ep.Trajectories[0].Last().ChatCompletions
+	var parts []string
+	for _, m := range ms[max(0, len(ms)-n):] {
+		parts = append(parts, fmt.Sprintf("%s: %q", m.Role, m.Content))
+	}
+	return strings.Join(parts, " ")
 }

@@ -95,7 +95,7 @@ type Evaluation struct {
 	MeanReward   float64
 	MeanTurns    float64 // model calls per episode
 	SuccessTurns float64 // model calls per solved episode (NaN: none solved)
-	Invalid      float64 // fraction of turns whose action was the invalid one ("0")
+	Invalid      float64 // fraction of turns whose action was FrozenLake's invalid one ("0")
 	Terminations map[string]int
 	Elapsed      time.Duration
 	List         []*textrl.Episode `json:"-"` // the episodes, in task order
@@ -142,7 +142,7 @@ func Evaluate(ctx context.Context, m *lm.Model, tasks []envs.Params, o EvalOptio
 		}
 		for _, t := range ep.Trajectories {
 			for _, s := range t.Steps {
-				if s.Action == "0" {
+				if _, ok := s.Info["action_is_effective"]; ok && s.Action == "0" {
 					invalid++
 				}
 			}
