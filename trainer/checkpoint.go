@@ -270,6 +270,9 @@ func (t *Trainer) loadCheckpoint(rp resumePoint) error {
 	if err := t.loadWeights(rp.tensors); err != nil {
 		return err
 	}
+	if err := t.loadLMWeights(rp.tensors); err != nil {
+		return err
+	}
 	if err := t.actSrc.UnmarshalBinary(st.ActRNG); err != nil {
 		return fmt.Errorf("bad action random stream: %v", err)
 	}
@@ -417,6 +420,11 @@ func (t *Trainer) checkpoint(f *runFiles, sum *Summary, p *progress, pinned bool
 		return err
 	}
 	sum.Checkpoint, p.lastSave = path, t.opts.Now()
+	if t.lmr != nil { // the policy as a Hugging Face directory too (model/)
+		if err := t.lmr.saveModel(f.dir, &t.cfg); err != nil {
+			t.logf("warning: %v", err)
+		}
+	}
 	if pinned {
 		return t.pin(dir, path, p.step)
 	}
@@ -451,6 +459,10 @@ func (t *Trainer) checkpointTensors(opt *adam) ([]runstore.Tensor, map[string]st
 	}
 	if t.rewScale != nil {
 		out = append(out, t.rewScale.stat.tensors("reward_norm")...)
+	}
+	if t.lmr != nil {
+		meta["adam_step"] = fmt.Sprint(opt.step)
+		return append(out, t.lmCheckpointTensors(opt)...), meta
 	}
 	if t.learner == nil {
 		return out, meta

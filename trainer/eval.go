@@ -7,6 +7,7 @@ import (
 
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 // EvalOptions say how to evaluate a run's latest checkpoint.
@@ -24,6 +25,9 @@ type EvalOptions struct {
 	// for the validation tasks when the run has them, else the training
 	// tasks, else env.args alone.
 	Tasks string
+	// Samples is how many times a language model plays each task (pass@k
+	// is over them; 0: 1).
+	Samples int
 }
 
 // Frame is one drawing of an evaluation episode in play.
@@ -50,6 +54,11 @@ type EvalResult struct {
 	Successes                int
 	HasSuccess               bool
 	Tasks                    string // what the episodes were played on
+	// A language model's episodes: their transcripts, in task order, and
+	// pass@k over Samples per task (PassK is NaN for other agents).
+	Transcripts []runstore.Transcript
+	Samples     int
+	PassK       float64
 }
 
 // Mean and Std of the returns.
@@ -89,12 +98,19 @@ func Evaluate(ctx context.Context, dir string, o EvalOptions) (EvalResult, error
 		if err := t.loadWeights(fc.tensors); err != nil {
 			return err
 		}
+		if err := t.loadLMWeights(fc.tensors); err != nil {
+			return err
+		}
 		return t.loadNormalizers(fc.tensors, fc.state) // counts only matter for further updates
 	})
 	if err != nil {
 		return EvalResult{}, err
 	}
 	res := EvalResult{EnvID: cfg.Env.ID, Agent: cfg.Agent.Name, Checkpoint: path, Skipped: t.notes}
+	if t.lmr != nil {
+		defer t.Close()
+		return t.evaluateLM(ctx, o, res)
+	}
 	seed := o.Seed
 	if seed == 0 {
 		seed = cfg.Trainer.Seed + 1_000_000 // not the seeds training used

@@ -153,6 +153,9 @@ func (t *Trainer) begin() (*progress, error) {
 }
 
 func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
+	if t.lmr != nil {
+		return t.trainLM(ctx, f)
+	}
 	c := &t.cfg
 	nEnvs, nSteps := c.Env.NumEnvs, c.PPO.NumSteps
 	obsDim, actDim := t.obsSpace.Size(), t.actSpace.Size()

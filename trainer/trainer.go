@@ -81,6 +81,7 @@ type Trainer struct {
 	valRows            []envs.Params // validation tasks (data.val_files)
 	agent              agents.Agent
 	learner            agents.Learner // nil for agents that do not learn
+	lmr                *lmRun         // a language-model run's model and engine (lm.go); nil for numeric runs
 	dev                gpu.Device
 	devInfo            string
 	broker             *broker
@@ -128,6 +129,9 @@ func New(cfg config.Config, opts Options) (*Trainer, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if cfg.LM() || isTextEnv(cfg.Env.ID) {
+		return newLM(cfg, opts)
 	}
 	if opts.Device == nil && cfg.Trainer.Device != "cuda" && !strings.HasPrefix(cfg.Trainer.Device, "cuda:") {
 		if err := checkThreads(cfg.Trainer.Threads); err != nil {
@@ -345,8 +349,12 @@ func (t *Trainer) Config() config.Config {
 func (t *Trainer) Info() Info {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	total := t.shadow.PPO.TotalTimesteps
+	if t.lmr != nil {
+		total = int64(t.shadow.Trainer.TotalTrainingSteps) // a language-model run's steps are its iterations
+	}
 	return Info{RunDir: t.runDir, Device: t.devInfo, EnvID: t.cfg.Env.ID, Agent: t.cfg.Agent.Name,
-		TotalSteps: t.shadow.PPO.TotalTimesteps, ObsSpace: t.obsSpace, ActSpace: t.actSpace}
+		TotalSteps: total, ObsSpace: t.obsSpace, ActSpace: t.actSpace}
 }
 
 // Subscribe returns a stream of events with room for buffer of them, and a

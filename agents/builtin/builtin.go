@@ -8,5 +8,6 @@
 package builtin
 
 import (
-	_ "github.com/agenttrainer/agenttrainer/agents" // mlp, cnn, random
+	_ "github.com/agenttrainer/agenttrainer/agents"         // mlp, cnn, random
+	_ "github.com/agenttrainer/agenttrainer/agents/lmagent" // lm
 )

@@ -8,13 +8,16 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/charmbracelet/x/term"
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
 	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"github.com/agenttrainer/agenttrainer/trainer"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 // Options are eval's flags and run directory.
@@ -26,6 +29,7 @@ type Options struct {
 	FPS           int
 	Seed          int64
 	Tasks         string
+	Samples       int
 }
 
 // Parse reads eval's command line.
@@ -39,6 +43,7 @@ func Parse(args []string) (Options, error) {
 	fs.BoolVar(&o.Render, "render", false, "draw the episodes in the terminal as they play")
 	fs.IntVar(&o.FPS, "fps", 30, "frames per second with --render")
 	fs.Int64Var(&o.Seed, "seed", 0, "environment seed (0: trainer.seed + 1,000,000)")
+	fs.IntVar(&o.Samples, "samples", 1, "language-model runs: play each task `K` times and report pass@K")
 	rest, err := fs.ParseArgs(args)
 	if err != nil {
 		return o, err
@@ -50,12 +55,15 @@ func Parse(args []string) (Options, error) {
 	if o.Render && o.FPS <= 0 {
 		return o, cmdutil.Usagef("--fps must be at least 1")
 	}
+	if o.Samples < 1 || o.Samples > 4096 {
+		return o, cmdutil.Usagef("--samples must be between 1 and 4096")
+	}
 	return o, nil
 }
 
 // Run plays the episodes and prints their mean return.
 func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
-	opts := trainer.EvalOptions{Episodes: o.Episodes, Deterministic: o.Deterministic, Seed: o.Seed, Tasks: o.Tasks}
+	opts := trainer.EvalOptions{Episodes: o.Episodes, Deterministic: o.Deterministic, Seed: o.Seed, Tasks: o.Tasks, Samples: o.Samples}
 	if o.Render {
 		// On a terminal each frame replaces the last, in colour; into a
 		// pipe or a file the frames follow one another as plain text.
@@ -82,6 +90,9 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	for _, s := range res.Skipped {
 		fmt.Fprintf(stderr, "%s: warning: %s\n", cmdutil.Prog, s)
 	}
+	if res.Transcripts != nil && !o.Render {
+		printTranscripts(stdout, res.Transcripts)
+	}
 	on := "on " + res.Tasks
 	if res.Tasks == "env.args" {
 		on = "on the environment as configured (env.args)"
@@ -95,6 +106,9 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		minOf(res.Returns), maxOf(res.Returns), meanOf(res.Lengths))
 	if res.HasSuccess {
 		fmt.Fprintf(stdout, ", success rate %.3f", float64(res.Successes)/float64(len(res.Returns)))
+	}
+	if res.Transcripts != nil {
+		fmt.Fprintf(stdout, ", pass@1 %.3f, pass@%d %.3f", float64(res.Successes)/float64(len(res.Returns)), res.Samples, res.PassK)
 	}
 	fmt.Fprintln(stdout)
 	return nil
@@ -133,4 +147,29 @@ func isTerminal(w io.Writer) bool {
 // ansiColour paints s in an xterm-256 colour (--render draws with escapes).
 func ansiColour(s string, colour int) string {
 	return fmt.Sprintf("\x1b[38;5;%dm%s\x1b[0m", colour, s)
+}
+
+// printTranscripts prints a language model's episodes: each one's task,
+// outcome and chat, the system prompt shortened to its first line (it is
+// the same in every episode).
+func printTranscripts(w io.Writer, trs []runstore.Transcript) {
+	for i, tr := range trs {
+		fmt.Fprintf(w, "── episode %d: task %s, sample %d: reward %g, correct %v, %s, %d turns\n",
+			i+1, termtext.Clean(tr.Task), tr.Sample, tr.Reward, tr.Correct, tr.Termination, tr.Turns)
+		for _, m := range tr.Messages {
+			content := termtext.CleanText(strings.ReplaceAll(m.Content, "\t", "  "))
+			if m.Role == "system" {
+				first, _, cut := strings.Cut(content, "\n")
+				if cut {
+					first += " […]"
+				}
+				content = first
+			}
+			fmt.Fprintf(w, "[%s]", m.Role)
+			if m.Reward != nil {
+				fmt.Fprintf(w, " (reward %g)", *m.Reward)
+			}
+			fmt.Fprintf(w, "\n%s\n", content)
+		}
+	}
 }

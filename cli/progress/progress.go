@@ -4,6 +4,7 @@ package progress
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -51,14 +52,14 @@ func Line(m trainer.Metrics, total int64) string {
 	fmt.Fprintf(&b, "step %9d/%d %3.0f%% | %8s steps/s", m.Step, total, 100*float64(m.Step)/float64(total), Thousands(float64(m.SPS)))
 	group := ""
 	for _, d := range runstore.MetricList() {
-		if d.Progress == 0 {
+		v, _ := m.Value(d.Name)
+		if d.Progress == 0 || d.Optional && math.IsNaN(v) { // a figure the record does not carry (a language model's on a numeric run)
 			continue
 		}
 		sep := " "
 		if g, _, _ := strings.Cut(d.Tag, "/"); g != group {
 			sep, group = " | ", g
 		}
-		v, _ := m.Value(d.Name)
 		fmt.Fprintf(&b, "%s%s %*s", sep, d.Name, d.Progress, d.Format(v))
 	}
 	sep := " | "

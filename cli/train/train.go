@@ -104,7 +104,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	printed := make(chan struct{})
 	go func() {
 		defer close(printed)
-		progress.Print(events, stdout, o.Quiet, cfg.PPO.TotalTimesteps, t.Info().Device)
+		progress.Print(events, stdout, o.Quiet, t.Info().TotalSteps, t.Info().Device)
 	}()
 	sum, err := t.Run(ctx)
 	<-printed

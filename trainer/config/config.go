@@ -28,18 +28,80 @@ var defaultsTOML string
 // schema: `toml` names the key, `live` marks keys a running training may
 // change, `check` states the constraint on the value.
 type Config struct {
-	Env     EnvConfig     `toml:"env"`
-	Data    DataConfig    `toml:"data"`
-	Agent   AgentConfig   `toml:"agent"`
-	PPO     PPOConfig     `toml:"ppo"`
-	Trainer TrainerConfig `toml:"trainer"`
-	SFT     SFTConfig     `toml:"sft"`
+	Env   EnvConfig   `toml:"env"`
+	Data  DataConfig  `toml:"data"`
+	Agent AgentConfig `toml:"agent"`
+	PPO   PPOConfig   `toml:"ppo"`
+	// The language-model sections (agent.name = "lm" on a text env.id):
+	// their names are verl's, so its users find them where they expect.
+	Rollout   RolloutConfig   `toml:"rollout"`
+	Actor     ActorConfig     `toml:"actor"`
+	Algorithm AlgorithmConfig `toml:"algorithm"`
+	Trainer   TrainerConfig   `toml:"trainer"`
+	SFT       SFTConfig       `toml:"sft"`
 }
+
+// RolloutConfig is how a language model samples its episodes (verl's
+// actor_rollout_ref.rollout).
+type RolloutConfig struct {
+	N           int     `toml:"n" check:"[1,4096]"`
+	Temperature float64 `toml:"temperature" live:"" check:"[0,100]"`
+	TopP        float64 `toml:"top_p" live:"" check:"[0,1]"`
+	TopK        int     `toml:"top_k" live:"" check:"[0,1000000]"`
+	MaxTurns    int     `toml:"max_turns" check:"[0,100000]"`
+	MaxNumSeqs  int     `toml:"max_num_seqs" check:"[1,65536]"`
+	TimeoutS    float64 `toml:"timeout_s" check:">=0"`
+	ValN        int     `toml:"val_n" live:"" check:"[1,4096]"`
+	ValTemp     float64 `toml:"val_temperature" live:"" check:"[0,100]"`
+	// MaskTruncated masks episodes cut by max_response_length, max_turns
+	// or the timeout (rLLM's overlong filter).
+	MaskTruncated bool `toml:"mask_truncated" live:""`
+}
+
+// ActorConfig is the policy loss of language-model training (verl's
+// actor_rollout_ref.actor).
+type ActorConfig struct {
+	ClipRatioLow  float64 `toml:"clip_ratio_low" live:"" check:"[0,1]"`
+	ClipRatioHigh float64 `toml:"clip_ratio_high" live:"" check:">=0"`
+	ClipRatioC    float64 `toml:"clip_ratio_c" live:"" check:"(1,1000]"`
+	LossAggMode   string  `toml:"loss_agg_mode" live:"" check:"oneof=token-mean|seq-mean-token-mean|seq-mean-token-sum|seq-mean-token-sum-norm"`
+	UseKLLoss     bool    `toml:"use_kl_loss"`
+	KLLossCoef    float64 `toml:"kl_loss_coef" live:"" check:"[0,100]"`
+	KLLossType    string  `toml:"kl_loss_type" live:"" check:"oneof=kl|k1|mse|k2|low_var_kl|k3"`
+	EntropyCoeff  float64 `toml:"entropy_coeff" live:"" check:"[0,100]"`
+	PPOEpochs     int     `toml:"ppo_epochs" live:"" check:"[1,1000]"`
+	MiniBatchSize int     `toml:"ppo_mini_batch_size" live:"" check:"[0,1048576]"`
+	MicroBatch    int     `toml:"ppo_micro_batch_size" check:"[1,65536]"`
+}
+
+// AlgorithmConfig is how language-model samples become advantages (verl's
+// algorithm section).
+type AlgorithmConfig struct {
+	AdvEstimator     string  `toml:"adv_estimator" check:"oneof=grpo|drgrpo|rloo|reinforce_plus_plus_baseline"`
+	NormAdvByStd     bool    `toml:"norm_adv_by_std_in_grpo" live:""`
+	StepwiseAdv      string  `toml:"stepwise_advantage" check:"oneof=broadcast|per_step"`
+	UseKLInReward    bool    `toml:"use_kl_in_reward"`
+	KLCoef           float64 `toml:"kl_coef" live:"" check:"[0,100]"`
+	KLPenalty        string  `toml:"kl_penalty" live:"" check:"oneof=kl|k1|mse|k2|low_var_kl|k3"`
+	FilterGroups     bool    `toml:"filter_groups" live:""`
+	MaxNumGenBatches int     `toml:"max_num_gen_batches" live:"" check:"[0,1000]"`
+}
+
+// LM reports whether the config trains a language model.
+func (c *Config) LM() bool { return c.Agent.Name == LMAgent }
+
+// LMAgent is the language-model agent's registered name.
+const LMAgent = "lm"
 
 // DataConfig names task datasets: each row builds one environment.
 type DataConfig struct {
 	TrainFiles []string `toml:"train_files"`
 	ValFiles   []string `toml:"val_files"`
+	// The language-model trainer's batch and lengths (verl's names).
+	TrainBatchSize    int `toml:"train_batch_size" check:"[1,1048576]"`
+	ValBatchSize      int `toml:"val_batch_size" check:"[0,1048576]"`
+	MaxPromptLength   int `toml:"max_prompt_length" check:"[1,1048576]"`
+	MaxResponseLength int `toml:"max_response_length" check:"[1,1048576]"`
 }
 
 // Grouped reports whether advantages compare episodes within groups of the
@@ -100,6 +162,9 @@ type TrainerConfig struct {
 	TensorBoard bool    `toml:"tensorboard"`
 	TestFreq    int     `toml:"test_freq" live:"" check:">=0"`
 	ValGreedy   bool    `toml:"val_deterministic" live:""`
+	// Language-model runs count iterations (verl's global steps).
+	TotalTrainingSteps int `toml:"total_training_steps" live:"" check:"[1,100000000]"`
+	TranscriptGroups   int `toml:"transcript_groups" live:"" check:"[0,1000000]"`
 }
 
 // BatchSize is the number of samples per update.

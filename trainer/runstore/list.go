@@ -32,7 +32,7 @@ type RunInfo struct {
 	Started    time.Time // from the name's timestamp, else the directory's modification time
 	EnvID      string    // from config.toml
 	Agent      string
-	TotalSteps int64   // ppo.total_timesteps the run was configured for
+	TotalSteps int64   // ppo.total_timesteps the run was configured for (trainer.total_training_steps for a language model)
 	Iters      int     // metrics records written
 	Steps      int64   // environment steps reached
 	Best       Float   // best ep_return_mean (NaN before any episode finished)
@@ -159,6 +159,9 @@ func ReadRunInfo(dir string) RunInfo {
 	}
 	if parsed { // else cfg holds only the defaults: better no env than a wrong one
 		r.EnvID, r.Agent, r.TotalSteps = termtext.Clean(cfg.Env.ID), termtext.Clean(cfg.Agent.Name), cfg.PPO.TotalTimesteps
+		if cfg.LM() { // a language-model run's steps are its iterations
+			r.TotalSteps = int64(cfg.Trainer.TotalTrainingSteps)
+		}
 	}
 	s, err := summarizeMetrics(filepath.Join(dir, MetricsFile))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"sync"
@@ -105,6 +106,18 @@ func (e *Engine) play(ctx context.Context, b *batcher, ep *Episode, factory Work
 		}()
 	}
 	e.finish(ep, m, wf)
+	if c, ok := wf.(io.Closer); ok { // the episode's environment is done with
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					ep.Info["close_error"] = fmt.Sprint(r)
+				}
+			}()
+			if err := c.Close(); err != nil {
+				ep.Info["close_error"] = err.Error()
+			}
+		}()
+	}
 	ep.Metrics["time_s"] = time.Since(start).Seconds()
 }
 

@@ -151,7 +151,8 @@ type Episode struct {
 	Masked bool
 	// Info holds what went wrong ("error"), prefix mismatches
 	// ("prefix_mismatches": a list of {turn, byte, expected, got}) and
-	// observations that were not valid UTF-8 ("invalid_utf8": count).
+	// observations that were not valid UTF-8 ("invalid_utf8": count), and a
+	// failure to close the environment at the end ("close_error").
 	Info    map[string]any
 	Metrics map[string]float64
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"unicode/utf8"
 
@@ -75,6 +76,17 @@ type multiTurn struct {
 	// abandoned: an environment call outlived the episode and may still
 	// run, so the environment must not be touched again.
 	abandoned bool
+}
+
+// Close closes the environment when it holds something (a remote text
+// environment's session): the engine calls it when the episode ends. An
+// environment abandoned in a hung call is left alone; its call may still
+// be running.
+func (w *multiTurn) Close() error {
+	if c, ok := w.env.(io.Closer); ok && !w.abandoned {
+		return c.Close()
+	}
+	return nil
 }
 
 func (w *multiTurn) Trajectories() []*textagent.Trajectory {

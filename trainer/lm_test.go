@@ -1,0 +1,277 @@
+package trainer
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/agenttrainer/agenttrainer/agents"
+	"github.com/agenttrainer/agenttrainer/agents/lm"
+	"github.com/agenttrainer/agenttrainer/agents/lm/textagent"
+	"github.com/agenttrainer/agenttrainer/agents/lmagent"
+	"github.com/agenttrainer/agenttrainer/gpu"
+	"github.com/agenttrainer/agenttrainer/internal/numtest"
+	"github.com/agenttrainer/agenttrainer/trainer/config"
+	"github.com/agenttrainer/agenttrainer/trainer/lmrl"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
+	"github.com/agenttrainer/agenttrainer/trainer/textrl"
+)
+
+// lmConfig is a tiny language-model run on 1-digit addition (short
+// prompts, one turn), quick on a loaded CPU.
+func lmConfig(t testing.TB, overrides ...string) config.Config {
+	t.Helper()
+	cfg := config.Default()
+	base := []string{"env.id=Arithmetic-v0", "agent.name=lm", "trainer.device=cpu", "trainer.threads=1",
+		"agent.hidden_size=16", "agent.intermediate_size=32", "agent.num_attention_heads=2", "agent.num_key_value_heads=1", "agent.num_hidden_layers=1",
+		"data.train_batch_size=2", "rollout.n=3", "data.max_response_length=6", "data.max_prompt_length=256",
+		"trainer.total_training_steps=2", "trainer.test_freq=2", "data.val_batch_size=2", "rollout.val_n=2", "rollout.val_temperature=1.0",
+		"env.args={digits=1}", "trainer.save_interval_s=0"}
+	if err := cfg.ApplyArgs(append(base, overrides...)); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func TestLMRefusesMismatchedEnvAndAgent(t *testing.T) {
+	for _, c := range []struct {
+		overrides []string
+		key, want string
+	}{
+		{[]string{"env.id=CartPole-v1"}, "env.id", "text environments"},
+		{[]string{"agent.name=mlp"}, "agent.name", "needs a language model"},
+		{[]string{"agent.hidden_size=30", "agent.num_attention_heads=4"}, "agent.name", "multiple"},
+		{[]string{"data.max_prompt_length=5000"}, "data.max_prompt_length", "context"},
+	} {
+		_, err := New(lmConfig(t, c.overrides...), Options{})
+		var ce *config.Error
+		if err == nil || !errors.As(err, &ce) || ce.Key != c.key || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want a config error on %s saying %q", c.overrides, err, c.key, c.want)
+		}
+	}
+	// The agent itself refuses numeric observations, for callers of agents.New.
+	if _, err := agents.New(lmagent.Name, agents.Build{}); err == nil || !strings.Contains(err.Error(), "text environments") {
+		t.Errorf("agents.New(lm) on numbers: %v", err)
+	}
+}
+
+// TestLMTrainResume trains two iterations, checks what the run directory
+// holds, then resumes it for a third.
+func TestLMTrainResume(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	cfg := lmConfig(t, "algorithm.adv_estimator=rloo", "actor.use_kl_loss=true", "actor.entropy_coeff=0.01", "actor.ppo_mini_batch_size=3", "actor.ppo_micro_batch_size=2")
+	tr, err := New(cfg, Options{RunDir: dir, Device: gpu.NewCPU(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := tr.Run(context.Background())
+	tr.Close()
+	if err != nil || sum.State != StateDone || sum.Iterations != 2 {
+		t.Fatalf("run: %v, %+v", err, sum)
+	}
+	ms, err := runstore.ReadMetrics(dir)
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("metrics: %v, %d rows", err, len(ms))
+	}
+	for _, name := range []string{"reward", "frac_reward_zero_std", "completions/mean_length", "tokens_per_s/generation", "timing_s/update", "kl"} {
+		if v, ok := ms[1].Value(name); !ok || math.IsNaN(v) {
+			t.Errorf("the last row lacks %s (%v)", name, v)
+		}
+	}
+	if v, ok := ms[1].Value("val/pass_at_k"); !ok || v < 0 || v > 1 {
+		t.Errorf("the validating row's val/pass_at_k: %v %v", v, ok)
+	}
+	trs, err := runstore.ReadTranscripts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two iterations of one train group of 3, and one validation group of 2.
+	splits := map[string]int{}
+	for _, x := range trs {
+		splits[x.Split]++
+		if len(x.Messages) == 0 || x.Termination == "" {
+			t.Errorf("a transcript without messages or termination: %+v", x)
+		}
+	}
+	if splits["train"] != 6 || splits["val"] != 2 {
+		t.Errorf("transcripts by split %v, want 6 train and 2 val", splits)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "model", "config.json")); err != nil {
+		t.Errorf("no model/ directory: %v", err)
+	}
+	// Resume for a third iteration.
+	tr2, err := Resume(dir, []string{"trainer.total_training_steps=3"}, Options{Device: gpu.NewCPU(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err = tr2.Run(context.Background())
+	tr2.Close()
+	if err != nil || sum.Iterations != 3 {
+		t.Fatalf("resumed run: %v, %+v", err, sum)
+	}
+	if ms, _ = runstore.ReadMetrics(dir); len(ms) != 3 || ms[2].Iter != 3 {
+		t.Errorf("after resuming: %d rows", len(ms))
+	}
+	// eval plays the validation tasks with the saved policy.
+	var frames int
+	res, err := Evaluate(context.Background(), dir, EvalOptions{Episodes: 2, Samples: 2, Frame: func(f Frame) error {
+		frames++
+		if !strings.Contains(f.Caption, "model: ") {
+			t.Errorf("a frame without the model's words: %q", f.Caption)
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Transcripts) != 4 || res.Samples != 2 || res.PassK < 0 || res.PassK > 1 || frames < 4 || !strings.HasSuffix(res.Checkpoint, "step-3.safetensors") {
+		t.Errorf("eval: %d transcripts, samples %d, pass@k %v, %d frames, checkpoint %s", len(res.Transcripts), res.Samples, res.PassK, frames, res.Checkpoint)
+	}
+}
+
+// TestLMLossGradient checks the loss's gradient through the model's
+// backward pass against central differences of the loss, on the
+// parameters with the largest gradients: clipped ratios kept away from
+// their kinks, an entropy bonus and a k3 KL term to a reference.
+func TestLMLossGradient(t *testing.T) {
+	dev := gpu.NewCPU(1)
+	c := agents.Config{}
+	for _, k := range lmagent.Keys() {
+		c[k.Name] = k.Default
+	}
+	c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"] = int64(8), int64(16), int64(1), int64(2), int64(1)
+	pol, err := lmagent.Open(c, dev, 3, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := pol.Model
+	// Two rows: a prompt, two answer segments with environment tokens
+	// (mask 0) between them.
+	seqs := []*lmSeq{
+		{ids: []int32{5, 6, 7, 8, 9, 10, 11, 12}, start: 3, mask: []uint8{1, 1, 0, 0, 1}},
+		{ids: []int32{20, 21, 22, 23, 24}, start: 2, mask: []uint8{1, 0, 1}},
+	}
+	b := microBatch(seqs)
+	pass, err := m.NewPass(batchTokens(b), batchTokens(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := pass.Forward(b, lmForward())
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := scoredIndex(seqs)
+	for _, s := range seqs {
+		s.oldLogp, s.refLogp, s.adv = make([]float32, len(s.mask)), make([]float32, len(s.mask)), make([]float64, len(s.mask))
+	}
+	for k, at := range idx {
+		s := seqs[at[0]]
+		off := 0.05 * float64(k%3-1) // ratios 0.95 … 1.05, inside the clip
+		s.oldLogp[at[1]] = sc.LogProbs[k] - float32(off)
+		s.refLogp[at[1]] = sc.LogProbs[k] - 0.3
+		s.adv[at[1]] = []float64{1, -0.5, 0.7}[at[0]%2+k%2]
+	}
+	loss := lmrl.Loss{ClipLow: 0.2, ClipHigh: 0.28, ClipC: 3, EntCoef: 0.05, KLCoef: 0.2, KLType: "k3", AggMode: "seq-mean-token-mean"}
+	w, _ := loss.Weights([]int{seqs[0].scored(), seqs[1].scored()})
+	m.ZeroGrad()
+	var st lmrl.Stats
+	_, dl, de, err := microLoss(pass, b, seqs, w, loss, &st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pass.Backward(dl, de); err != nil {
+		t.Fatal(err)
+	}
+	n := m.Params.Len()
+	params, grads := make([]float32, n), make([]float32, n)
+	dev.Download(params, m.Params)
+	dev.Download(grads, m.Grads)
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return math.Abs(float64(grads[order[a]])) > math.Abs(float64(grads[order[b]])) })
+	pick := order[:24]
+	x, g := make([]float64, len(pick)), make([]float32, len(pick))
+	for i, j := range pick {
+		x[i], g[i] = float64(params[j]), grads[j]
+	}
+	f := func() float64 {
+		p := append([]float32(nil), params...)
+		for i, j := range pick {
+			p[j] = float32(x[i])
+		}
+		dev.Upload(m.Params, p)
+		var st lmrl.Stats
+		v, _, _, err := microLoss(pass, b, seqs, w, loss, &st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	numtest.Gradient(f, x, g, 2e-3, 2e-4, 3e-2, func(i int, analytic float32, numeric float64) {
+		t.Errorf("parameter %d: gradient %g, central difference %g", pick[i], analytic, numeric)
+	})
+	if g[0] == 0 {
+		t.Fatal("the loss has no gradient at all")
+	}
+}
+
+func lmForward() lm.ForwardOptions { return lm.ForwardOptions{Entropy: true} }
+
+func trajectoriesWithReward(r float64) []*textagent.Trajectory {
+	return []*textagent.Trajectory{{Reward: r, Steps: []*textagent.Step{{Reward: r}}}}
+}
+
+// TestMicroBatchMasks: only the model's own tokens are scored (trained
+// on); the environment's tokens inside a response and the prompt are not.
+func TestMicroBatchMasks(t *testing.T) {
+	s := &lmSeq{ids: []int32{1, 2, 3, 4, 5, 6, 7}, start: 3, mask: []uint8{1, 0, 0, 1}}
+	b := microBatch([]*lmSeq{s, {ids: []int32{9, 8}, start: 1, mask: []uint8{1}}})
+	// Row 0: position 2 predicts id 4 (mask 1), 3 and 4 predict the
+	// environment's 5 and 6 (mask 0), 5 predicts 7 (mask 1).
+	want := []int32{-1, -1, 4, -1, -1, 7, -1, 8, -1, -1, -1, -1, -1, -1}
+	for i := range want {
+		if b.Targets[i] != want[i] {
+			t.Fatalf("targets %v, want %v", b.Targets, want)
+		}
+	}
+	if b.Mask[7] != 1 || b.Mask[8] != 1 || b.Mask[9] != 0 {
+		t.Errorf("padding mask %v", b.Mask)
+	}
+	if got := scoredIndex([]*lmSeq{s}); len(got) != 2 || got[0] != [2]int{0, 0} || got[1] != [2]int{0, 3} {
+		t.Errorf("scored %v, want the response's tokens 0 and 3", got)
+	}
+}
+
+// TestDAPOFilter: with algorithm.filter_groups, groups whose samples all
+// earned the same reward are not trained on.
+func TestDAPOFilter(t *testing.T) {
+	ep := func(r float64) *textrl.Episode {
+		return &textrl.Episode{Trajectories: trajectoriesWithReward(r), Rows: []textrl.Row{{PromptIDs: []int{1}, ResponseIDs: []int{2, 3}, Mask: []uint8{1, 1}, LogProbs: []float32{-1, -1}}}}
+	}
+	groups := [][]*textrl.Episode{{ep(1), ep(1)}, {ep(0), ep(1)}, {ep(0), ep(0)}}
+	var kept [][]*textrl.Episode
+	for _, g := range groups {
+		if !lmrl.ZeroStd(rewardsOf(g)) {
+			kept = append(kept, g)
+		}
+	}
+	if len(kept) != 1 || kept[0][0].Reward() != 0 {
+		t.Fatalf("kept %d groups", len(kept))
+	}
+	seqs, owner := buildSeqs(kept)
+	tr := &Trainer{cfg: lmConfig(t)}
+	var kl float64
+	if err := tr.assignAdvantages(kept, seqs, owner, &kl); err != nil {
+		t.Fatal(err)
+	}
+	if len(seqs) != 2 || !(seqs[0].adv[0] < 0 && seqs[1].adv[1] > 0) {
+		t.Errorf("advantages of the mixed group: %v %v", seqs[0].adv, seqs[1].adv)
+	}
+}

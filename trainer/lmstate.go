@@ -1,0 +1,187 @@
+package trainer
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/agenttrainer/agenttrainer/agents/lm/chat"
+	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/envs/text"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
+	"github.com/agenttrainer/agenttrainer/trainer/textrl"
+)
+
+// A language-model checkpoint holds the model's parameters as one flat
+// tensor (lm.params) with Adam's moments beside it; the run's model/
+// directory holds the same weights in the Hugging Face layout.
+const lmParamsTensor = "lm.params"
+
+func (t *Trainer) lmCheckpointTensors(opt *adam) []runstore.Tensor {
+	m := t.lmr.pol.Model
+	n := m.Params.Len()
+	out := make([]runstore.Tensor, 3)
+	for i, src := range [3]struct {
+		name string
+		get  func([]float32)
+	}{
+		{lmParamsTensor, func(h []float32) { t.dev.Download(h, m.Params) }},
+		{"optimizer.exp_avg." + lmParamsTensor, func(h []float32) { t.dev.Download(h, opt.m) }},
+		{"optimizer.exp_avg_sq." + lmParamsTensor, func(h []float32) { t.dev.Download(h, opt.v) }},
+	} {
+		out[i] = runstore.Tensor{Name: src.name, Shape: []int{n}, Data: make([]float32, n)}
+		src.get(out[i].Data)
+	}
+	return out
+}
+
+// loadLMWeights puts a checkpoint's parameters into the model and keeps
+// its Adam moments for the loop.
+func (t *Trainer) loadLMWeights(tensors map[string]runstore.Tensor) error {
+	if t.lmr == nil {
+		return nil
+	}
+	m := t.lmr.pol.Model
+	n := m.Params.Len()
+	var got [3][]float32
+	for i, name := range []string{lmParamsTensor, "optimizer.exp_avg." + lmParamsTensor, "optimizer.exp_avg_sq." + lmParamsTensor} {
+		td, ok := tensors[name]
+		if !ok {
+			return fmt.Errorf("checkpoint lacks tensor %s (was it written by a language-model run?)", name)
+		}
+		if len(td.Data) != n {
+			return fmt.Errorf("tensor %s holds %d values, this model has %d parameters (another agent.arch or size?)", name, len(td.Data), n)
+		}
+		got[i] = td.Data
+	}
+	t.dev.Upload(m.Params, got[0])
+	t.resumeAdam = [2][]float32{got[1], got[2]}
+	return nil
+}
+
+// validateLM plays the validation tasks (data.val_batch_size of them, or
+// all) rollout.val_n times each at rollout.val_temperature and adds
+// val_success_rate (pass@1: the mean of the samples' successes),
+// val_return_mean, and val/pass_at_k (the tasks with a success among their
+// val_n samples).
+func (t *Trainer) validateLM(ctx context.Context, iter int, m *Metrics, transcripts *runstore.JSONL) error {
+	c := &t.cfg
+	rows := t.valRows
+	if b := c.Data.ValBatchSize; b > 0 && b < len(rows) {
+		rows = rows[:b]
+	}
+	eng, err := t.engine(iter, c.Rollout.ValTemp, c.Trainer.Seed+2_000_000)
+	if err != nil {
+		return err
+	}
+	groups, _, err := eng.Run(ctx, rows, c.Rollout.ValN, t.lmr.factory)
+	if err != nil {
+		return err
+	}
+	pass1, passK, ret := ValidationFigures(groups)
+	m.ValSuccessRate, m.ValReturnMean = floatPtr(pass1), floatPtr(ret)
+	m.Set("val/pass_at_1", pass1)
+	m.Set("val/pass_at_k", passK)
+	m.Set("val/k", float64(c.Rollout.ValN))
+	return t.writeTranscripts(transcripts, iter, "val", groups, c.Trainer.TranscriptGroups)
+}
+
+// ValidationFigures are pass@1 (the mean success over every sample),
+// pass@k (the fraction of tasks with at least one success among their k
+// samples) and the mean reward of groups of samples of tasks.
+func ValidationFigures(groups [][]*textrl.Episode) (pass1, passK, meanReward float64) {
+	n, tasks := 0, 0
+	for _, g := range groups {
+		if len(g) == 0 {
+			continue
+		}
+		tasks++
+		any := false
+		for _, ep := range g {
+			n++
+			meanReward += ep.Reward()
+			if ep.Correct {
+				pass1++
+				any = true
+			}
+		}
+		if any {
+			passK++
+		}
+	}
+	if n == 0 {
+		nan := math.NaN()
+		return nan, nan, nan
+	}
+	return pass1 / float64(n), passK / float64(tasks), meanReward / float64(n)
+}
+
+func floatPtr(v float64) *Float { f := Float(v); return &f }
+
+// writeTranscripts writes the first groups of an iteration's episodes to
+// transcripts.jsonl.
+func (t *Trainer) writeTranscripts(w *runstore.JSONL, iter int, split string, groups [][]*textrl.Episode, keep int) error {
+	for g := 0; g < min(keep, len(groups)); g++ {
+		for _, ep := range groups[g] {
+			tr := Transcript(ep, t.cfg.Env.ID, t.lmr.spec, t.lmr.pol.Tokenizer)
+			tr.Iter, tr.Step, tr.Split, tr.Group = iter, int64(iter), split, g
+			tr.Clip()
+			if err := w.Write(tr); err != nil {
+				return fmt.Errorf("writing %s: %w", runstore.TranscriptsFile, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Transcript is an episode as transcripts.jsonl keeps it: the chat of its
+// first participant with each assistant turn's reward, and its rows.
+func Transcript(ep *textrl.Episode, envID string, spec text.Spec, _ textrl.Tokenizer) runstore.Transcript {
+	tr := runstore.Transcript{Env: envID, Task: taskName(ep.Task, spec, ep.TaskIndex), Sample: ep.Sample,
+		Reward: ep.Reward(), Correct: ep.Correct, Termination: string(ep.Termination), Turns: int(ep.Metrics["turns"]),
+		Metrics: map[string]float64{}}
+	for k, v := range ep.Metrics {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			tr.Metrics[k] = v
+		}
+	}
+	if e, ok := ep.Info["error"].(string); ok {
+		tr.Messages = append(tr.Messages, runstore.TranscriptTurn{Role: "error", Content: e})
+	}
+	if len(ep.Trajectories) > 0 {
+		traj := ep.Trajectories[0]
+		var msgs []chat.Message
+		if last := traj.Last(); last != nil {
+			msgs = last.ChatCompletions
+		}
+		turn := 0
+		for _, msg := range msgs {
+			tt := runstore.TranscriptTurn{Role: msg.Role, Content: msg.Content}
+			if msg.Role == "assistant" && turn < len(traj.Steps) {
+				r := traj.Steps[turn].Reward
+				tt.Reward = &r
+				turn++
+			}
+			tr.Messages = append(tr.Messages, tt)
+		}
+	}
+	for _, row := range ep.Rows {
+		tr.Rows = append(tr.Rows, runstore.TranscriptRow{PromptIDs: row.PromptIDs, ResponseIDs: row.ResponseIDs, Mask: row.Mask, LogProbs: row.LogProbs})
+	}
+	return tr
+}
+
+// taskName is a task's key in its environment (FrozenLake's map), or its
+// index.
+func taskName(task envs.Params, spec text.Spec, index int) string {
+	if spec.Key != nil {
+		if k, err := spec.Key(task); err == nil {
+			if len(k) > 200 {
+				k = k[:200]
+			}
+			return k
+		}
+	}
+	return strconv.Itoa(index)
+}
