@@ -46,6 +46,9 @@ func Parse(args []string) (Options, error) {
 	if o.Config.SFT.Data == "" {
 		return o, cmdutil.Usagef("sft needs sft.data=FILE.jsonl (write one with `agenttrainer data demos`)")
 	}
+	if o.Config.Agent.Name != config.LMAgent {
+		return o, cmdutil.Usagef("sft trains the lm agent's model: set agent.name=%s (agent.model=DIR to start from a model, else agent.arch, agent.hidden_size, … make one)", config.LMAgent)
+	}
 	if o.Config.SFT.EvalTasks != "" {
 		if _, ok := text.Lookup(o.Config.Env.ID); !ok {
 			return o, cmdutil.Usagef("sft.eval_tasks are played in env.id, which must be a text environment (%s), not %q", strings.Join(text.IDs(), ", "), o.Config.Env.ID)

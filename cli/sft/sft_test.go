@@ -37,8 +37,8 @@ func TestSFTWritesALoadableModel(t *testing.T) {
 	os.WriteFile(tasks, []byte(`{"a": 12, "b": 34}`+"\n"), 0o644)
 	out := filepath.Join(dir, "model")
 	js := filepath.Join(dir, "o.json")
-	log, err := run(t, "--json", js, "env.id=Arithmetic-v0", "sft.data="+data, "sft.out="+out, "sft.epochs=40", "sft.hidden=32",
-		"sft.intermediate=64", "sft.layers=1", "sft.heads=2", "sft.kv_heads=2", "sft.context=128", "sft.learning_rate=1e-2",
+	log, err := run(t, "--json", js, "env.id=Arithmetic-v0", "sft.data="+data, "sft.out="+out, "sft.epochs=40", "agent.name=lm", "agent.hidden_size=32",
+		"agent.intermediate_size=64", "agent.num_hidden_layers=1", "agent.num_attention_heads=2", "agent.num_key_value_heads=2", "sft.learning_rate=1e-2",
 		"sft.eval_tasks="+tasks, "sft.eval_max_response=8", "trainer.threads=1")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
@@ -71,7 +71,7 @@ func TestSFTHostileData(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "d.jsonl")
 	os.WriteFile(data, []byte(line+"\n"+`{"messages":[{"role":"user","content":"x"}]}`+"\n"+line+"\n"), 0o644)
-	small := []string{"sft.data=" + data, "sft.hidden=16", "sft.intermediate=16", "sft.layers=1", "sft.heads=1", "sft.kv_heads=1", "sft.context=64", "trainer.threads=1", "sft.heldout_fraction=0"}
+	small := []string{"sft.data=" + data, "agent.name=lm", "agent.hidden_size=16", "agent.intermediate_size=16", "agent.num_hidden_layers=1", "agent.num_attention_heads=2", "agent.num_key_value_heads=2", "trainer.threads=1", "sft.heldout_fraction=0"}
 	if _, err := run(t, small...); err == nil || !strings.Contains(err.Error(), "line 2: no assistant turn") {
 		t.Fatalf("got %v", err)
 	}
@@ -79,7 +79,7 @@ func TestSFTHostileData(t *testing.T) {
 	if err != nil || !strings.Contains(log, "skipped "+data+":2: no assistant turn") || !strings.Contains(log, "2 training and 0 held-out examples, 1 skipped") {
 		t.Fatalf("%v\n%s", err, log)
 	}
-	if _, err := run(t, "sft.data="+filepath.Join(dir, "missing.jsonl")); err == nil || !strings.Contains(err.Error(), "no such file") {
+	if _, err := run(t, "agent.name=lm", "sft.data="+filepath.Join(dir, "missing.jsonl")); err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Fatalf("a missing file: %v", err)
 	}
 }

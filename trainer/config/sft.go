@@ -2,7 +2,8 @@ package config
 
 // SFTConfig is supervised warm start of a language model on chat
 // transcripts (trainer/sft): alone (Only), or as a phase before RL in the
-// same run. Keys follow TRL's SFTTrainer where it has them.
+// same run, on the lm agent's model ([agent]). Keys follow TRL's
+// SFTTrainer where it has them.
 type SFTConfig struct {
 	Data            string  `toml:"data"`
 	HeldOut         string  `toml:"heldout"`
@@ -18,14 +19,6 @@ type SFTConfig struct {
 	MaxGradNorm     float64 `toml:"max_grad_norm" check:">=0"`
 	MaxLength       int     `toml:"max_length" check:">=0"`
 	TimeLimitS      float64 `toml:"time_limit_s" check:">=0"`
-	Model           string  `toml:"model"`
-	Arch            string  `toml:"arch" check:"oneof=llama|qwen2|qwen3"`
-	Hidden          int     `toml:"hidden" check:"[1,131072]"`
-	Intermediate    int     `toml:"intermediate" check:"[1,131072]"`
-	Layers          int     `toml:"layers" check:"[1,1024]"`
-	Heads           int     `toml:"heads" check:"[1,1024]"`
-	KVHeads         int     `toml:"kv_heads" check:"[1,1024]"`
-	Context         int     `toml:"context" check:"[2,1048576]"`
 	Out             string  `toml:"out"`
 	EvalTasks       string  `toml:"eval_tasks"`
 	EvalMaxResponse int     `toml:"eval_max_response" check:"[1,1048576]"`

@@ -1,23 +1,26 @@
 package sft
 
 import (
+	"context"
+	"path/filepath"
 	"time"
 
+	"github.com/agenttrainer/agenttrainer/agents/lmagent"
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/textrl"
 )
 
-// JobFromConfig is the supervised phase a run's [sft] section describes:
-// trainer.seed orders the batches and initialises a new model, and
-// sft.eval_tasks are played in env.id with env.args.
+// JobFromConfig is the supervised phase a run's [sft] section describes,
+// on the lm agent of [agent]: trainer.seed orders the batches and
+// initialises a new model, and sft.eval_tasks are played in env.id with
+// env.args and the validation temperature.
 func JobFromConfig(c config.Config) Job {
 	s := c.SFT
 	seed := uint64(c.Trainer.Seed)
 	j := Job{
 		Data: s.Data, HeldOut: s.HeldOut, HeldOutFrac: s.HeldOutFraction, SkipBad: s.SkipBad,
-		Model: s.Model, InitSeed: seed + 1, Out: s.Out, MaxLength: s.MaxLength, Threads: c.Trainer.Threads,
-		Shape: Shape{Arch: s.Arch, Hidden: s.Hidden, Intermediate: s.Intermediate, Layers: s.Layers, Heads: s.Heads, KVHeads: s.KVHeads, Context: s.Context},
+		Agent: c.Agent.Params, InitSeed: seed, Out: s.Out, MaxLength: s.MaxLength, Threads: c.Trainer.Threads,
 		Train: TrainOptions{Epochs: s.Epochs, BatchTokens: s.BatchTokens, LearningRate: s.LearningRate, WarmupRatio: s.WarmupRatio,
 			MinLRRatio: s.MinLRRatio, WeightDecay: s.WeightDecay, Beta1: DefaultTrainOptions.Beta1, Beta2: DefaultTrainOptions.Beta2,
 			Eps: DefaultTrainOptions.Eps, MaxGradNorm: s.MaxGradNorm, Seed: seed},
@@ -25,7 +28,30 @@ func JobFromConfig(c config.Config) Job {
 	}
 	if s.EvalTasks != "" {
 		j.EvalTasksFile = s.EvalTasks
-		j.Eval = &EvalOptions{Workflow: textrl.MultiTurnOptions{Env: c.Env.ID, EnvArgs: envs.Params(c.Env.Args)}, MaxResponseLength: s.EvalMaxResponse, Seed: c.Trainer.Seed}
+		j.Eval = &EvalOptions{Workflow: textrl.MultiTurnOptions{Env: c.Env.ID, EnvArgs: envs.Params(c.Env.Args)},
+			MaxResponseLength: s.EvalMaxResponse, Temperature: c.Rollout.ValTemp, Seed: c.Trainer.Seed}
 	}
 	return j
+}
+
+// WarmStart runs the [sft] phase of c on a run's policy before RL
+// (trainer.Trainer.SetWarmStart's hook), writing the model to sft.out or
+// runDir/sft-model.
+func WarmStart(ctx context.Context, p *lmagent.Policy, c config.Config, runDir string, logf func(string, ...any)) (Outcome, error) {
+	j := JobFromConfig(c)
+	if j.Out == "" {
+		j.Out = filepath.Join(runDir, "sft-model")
+	}
+	j.Log = logWriter(logf)
+	return j.RunOn(ctx, p)
+}
+
+// logWriter turns a printf-style logger into a writer of lines.
+type logWriter func(string, ...any)
+
+func (l logWriter) Write(b []byte) (int, error) {
+	if l != nil {
+		l("%s", string(b))
+	}
+	return len(b), nil
 }

@@ -2,8 +2,7 @@ package sft
 
 import (
 	"context"
-	"errors"
-	"fmt"
+		"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -11,34 +10,23 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/agenttrainer/agenttrainer/agents/lm"
-	"github.com/agenttrainer/agenttrainer/agents/lm/chat"
+	"github.com/agenttrainer/agenttrainer/agents"
 	"github.com/agenttrainer/agenttrainer/agents/lm/hf"
-	"github.com/agenttrainer/agenttrainer/agents/lm/tokenizer"
+	"github.com/agenttrainer/agenttrainer/agents/lmagent"
 	"github.com/agenttrainer/agenttrainer/envs/tasks"
 	"github.com/agenttrainer/agenttrainer/gpu"
-	"github.com/agenttrainer/agenttrainer/trainer/textrl"
 )
 
-// Shape is a from-scratch model's size.
-type Shape struct {
-	Arch                                         string
-	Hidden, Intermediate, Layers, Heads, KVHeads int
-	Context                                      int // max_position_embeddings
-}
-
-// DefaultShape is the small Llama-style model the presets start from.
-var DefaultShape = Shape{Arch: "llama", Hidden: 128, Intermediate: 384, Layers: 2, Heads: 4, KVHeads: 4, Context: 4096}
-
-// Job is a whole supervised run: data, model, training, evaluation and
-// the model directory it writes.
+// Job is a supervised phase: data, training, the model directory it
+// writes, and an evaluation on held-out tasks.
 type Job struct {
-	Data          string  // JSONL transcripts
-	HeldOut       string  // JSONL transcripts for the held-out loss ("": HeldOutFrac of Data)
-	HeldOutFrac   float64 // used when HeldOut is ""
-	SkipBad       bool    // skip malformed transcripts (counted) instead of failing
-	Model         string  // model directory to start from ("": a new model)
-	Shape         Shape   // a new model's shape (char tokenizer)
+	Data        string  // JSONL transcripts
+	HeldOut     string  // JSONL transcripts for the held-out loss ("": HeldOutFrac of Data)
+	HeldOutFrac float64 // used when HeldOut is ""
+	SkipBad     bool    // skip malformed transcripts (counted) instead of failing
+	// Agent is the lm agent's [agent] keys: agent.model to start from, or
+	// a from-scratch model's shape and vocabulary.
+	Agent         agents.Config
 	InitSeed      uint64
 	Out           string // model directory to write ("": none)
 	MaxLength     int    // tokens per example (0: the model's context)
@@ -60,64 +48,34 @@ type Outcome struct {
 	Eval            *Evaluation
 }
 
-// Setup is a model with its tokenizer, renderer and end-of-turn id.
-type Setup struct {
-	Model     *lm.Model
-	Tokenizer *tokenizer.Tokenizer
-	Renderer  chat.Renderer
-	EndOfTurn int
-}
+// EndOfTurn is the id that ends the policy's answers in its chat format
+// (<|im_end|> for ChatML, <|eot_id|> for Llama-3): its first stop id.
+func EndOfTurn(p *lmagent.Policy) int { return p.StopIDs[0] }
 
-// Open loads dir, or makes a new model of shape with the character
-// tokenizer when dir is "". The renderer is ChatML (the prefix-preserving
-// format the RL trainer uses for multi-turn episodes).
-func Open(dev gpu.Device, dir string, shape Shape, seed uint64) (*Setup, error) {
-	s := &Setup{Renderer: chat.NewChatML(chat.ChatMLOptions{})}
-	var err error
-	if dir != "" {
-		if s.Model, err = lm.Load(dev, dir, lm.LoadOptions{}); err != nil {
-			return nil, err
-		}
-		if s.Tokenizer, err = tokenizer.Load(dir); err != nil {
-			return nil, err
-		}
-	} else {
-		if s.Tokenizer, err = tokenizer.NewChar("", nil); err != nil {
-			return nil, err
-		}
-		arch, err := hf.ParseArch(shape.Arch)
-		if err != nil {
-			return nil, err
-		}
-		cfg, err := hf.NewConfig(arch, s.Tokenizer.VocabSize(), shape.Hidden, shape.Intermediate, shape.Layers, shape.Heads, shape.KVHeads, 0, true)
-		if err != nil {
-			return nil, err
-		}
-		if shape.Context > 0 {
-			cfg.MaxPositions = shape.Context
-		}
-		if s.Model, err = lm.New(dev, cfg, 0); err != nil {
-			return nil, err
-		}
-		s.Model.Init(seed)
-	}
-	id, ok := s.Tokenizer.TokenID("<|im_end|>")
-	if !ok {
-		return nil, errors.New("the tokenizer has no <|im_end|> token to end a ChatML turn with")
-	}
-	s.EndOfTurn = id
-	return s, nil
-}
-
-// Save writes the model and its tokenizer into dir.
-func (s *Setup) Save(dir string) error {
-	if err := s.Model.Save(dir, hf.SaveOptions{From: s.Model.Source}); err != nil {
+// Save writes the policy's model into dir, with its tokenizer (a
+// from-scratch model's is written; a loaded one's files are copied).
+func Save(p *lmagent.Policy, dir string) error {
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(dir)), 0o755); err != nil {
 		return err
 	}
-	if s.Model.Source == "" {
-		return s.Tokenizer.Save(dir)
+	if err := p.Model.Save(dir, hf.SaveOptions{From: p.Model.Source}); err != nil {
+		return err
+	}
+	if p.Model.Source == "" {
+		return p.Tokenizer.Save(dir)
 	}
 	return nil
+}
+
+// Run opens the agent's model on the CPU and does the job.
+func (j *Job) Run(ctx context.Context) (Outcome, error) {
+	dev := gpu.NewCPU(j.Threads)
+	defer dev.Close()
+	p, err := lmagent.Open(j.Agent, dev, j.InitSeed, 0)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return j.RunOn(ctx, p)
 }
 
 func (j *Job) logf(format string, args ...any) {
@@ -126,21 +84,16 @@ func (j *Job) logf(format string, args ...any) {
 	}
 }
 
-// Run does the job.
-func (j *Job) Run(ctx context.Context) (Outcome, error) {
+// RunOn does the job on a policy already open (a run's, before RL).
+func (j *Job) RunOn(ctx context.Context, s *lmagent.Policy) (Outcome, error) {
 	var out Outcome
-	dev := gpu.NewCPU(j.Threads)
-	defer dev.Close()
-	s, err := Open(dev, j.Model, j.Shape, j.InitSeed)
-	if err != nil {
-		return out, err
-	}
+	var err error
 	out.Params = s.Model.NumParams()
 	maxLen := s.Model.Config.MaxPositions
 	if j.MaxLength > 0 {
 		maxLen = min(maxLen, j.MaxLength)
 	}
-	enc := Encoder{Renderer: s.Renderer, Tokenizer: s.Tokenizer, EndOfTurn: s.EndOfTurn, MaxLength: maxLen}
+	enc := Encoder{Renderer: s.Renderer, Tokenizer: s.Tokenizer, EndOfTurn: EndOfTurn(s), MaxLength: maxLen}
 	load := func(path string) ([]Example, error) {
 		ts, bad, err := ReadFile(path, j.SkipBad)
 		if err != nil {
@@ -195,10 +148,7 @@ func (j *Job) Run(ctx context.Context) (Outcome, error) {
 		return out, err
 	}
 	if j.Out != "" {
-		if err := os.MkdirAll(filepath.Dir(j.Out), 0o755); err != nil {
-			return out, err
-		}
-		if err := s.Save(j.Out); err != nil {
+		if err := Save(s, j.Out); err != nil {
 			return out, fmt.Errorf("saving the model: %w", err)
 		}
 		j.logf("sft: wrote %s\n", j.Out)
@@ -209,7 +159,7 @@ func (j *Job) Run(ctx context.Context) (Outcome, error) {
 			return out, err
 		}
 		o := *j.Eval
-		o.Tokenizer, o.Renderer, o.StopIDs = s.Tokenizer, s.Renderer, []int{s.EndOfTurn}
+		o.Tokenizer, o.Renderer, o.StopIDs = s.Tokenizer, s.Renderer, s.StopIDs
 		if o.MaxPromptLength == 0 {
 			o.MaxPromptLength = maxLen - max(o.MaxResponseLength, 1)
 		}
@@ -221,5 +171,3 @@ func (j *Job) Run(ctx context.Context) (Outcome, error) {
 	}
 	return out, nil
 }
-
-var _ textrl.Tokenizer = (*tokenizer.Tokenizer)(nil)

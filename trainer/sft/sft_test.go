@@ -10,9 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agenttrainer/agenttrainer/agents/lm"
+	"github.com/agenttrainer/agenttrainer/agents"
 	"github.com/agenttrainer/agenttrainer/agents/lm/chat"
 	"github.com/agenttrainer/agenttrainer/agents/lm/tokenizer"
+	"github.com/agenttrainer/agenttrainer/agents/lmagent"
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/envs/text"
 	_ "github.com/agenttrainer/agenttrainer/envs/text/arith"
@@ -23,21 +24,29 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
-func charSetup(t testing.TB, shape Shape, seed uint64) *Setup {
+// shape is a from-scratch lm agent's [agent] keys.
+type shape struct{ hidden, inter, layers, heads int64 }
+
+var tinyShape = shape{16, 32, 1, 2}
+
+// setup is a from-scratch lm agent with the character tokenizer and ChatML.
+type setup struct{ *lmagent.Policy }
+
+func charSetup(t testing.TB, sh shape, seed uint64) setup {
 	t.Helper()
 	dev := gpu.NewCPU(1)
 	t.Cleanup(dev.Close)
-	s, err := Open(dev, "", shape, seed)
+	c := agents.Config{"model": "", "arch": "llama", "hidden_size": sh.hidden, "intermediate_size": sh.inter, "num_hidden_layers": sh.layers,
+		"num_attention_heads": sh.heads, "num_key_value_heads": sh.heads, "vocab": "char", "chat_format": "chatml"}
+	p, err := lmagent.Open(c, dev, seed, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return setup{p}
 }
 
-var tinyShape = Shape{Arch: "llama", Hidden: 16, Intermediate: 32, Layers: 1, Heads: 2, KVHeads: 2, Context: 512}
-
-func (s *Setup) encoder() Encoder {
-	return Encoder{Renderer: s.Renderer, Tokenizer: s.Tokenizer, EndOfTurn: s.EndOfTurn, MaxLength: 4096}
+func (s setup) encoder() Encoder {
+	return Encoder{Renderer: s.Renderer, Tokenizer: s.Tokenizer, EndOfTurn: EndOfTurn(s.Policy), MaxLength: 4096}
 }
 
 func msgs(kv ...string) []chat.Message {
@@ -137,7 +146,7 @@ func TestEncodeMatchesTheRLRows(t *testing.T) {
 				}
 			}
 			eng, err := textrl.NewEngine(textrl.Options{Tokenizer: s.Tokenizer, Renderer: s.Renderer,
-				Generator:       &scripted{tok: s.Tokenizer, eot: s.EndOfTurn, answers: answers},
+				Generator:       &scripted{tok: s.Tokenizer, eot: EndOfTurn(s.Policy), answers: answers},
 				MaxPromptLength: 8192, MaxResponseLength: 64, MaxConcurrent: 1})
 			if err != nil {
 				t.Fatal(err)
@@ -215,7 +224,7 @@ func TestReadHostile(t *testing.T) {
 	}
 }
 
-func additionExamples(t testing.TB, s *Setup, n int) []Example {
+func additionExamples(t testing.TB, s setup, n int) []Example {
 	t.Helper()
 	var out []Example
 	for i := range n {
@@ -244,7 +253,7 @@ func fmtInt(v int) string {
 
 // Training on a tiny set lowers its loss well below the start.
 func TestLossDecreases(t *testing.T) {
-	s := charSetup(t, Shape{Arch: "llama", Hidden: 32, Intermediate: 64, Layers: 1, Heads: 2, KVHeads: 2, Context: 256}, 2)
+	s := charSetup(t, shape{32, 64, 1, 2}, 2)
 	exs := additionExamples(t, s, 8)
 	o := DefaultTrainOptions
 	o.Epochs, o.BatchTokens, o.LearningRate, o.Seed = 200, 512, 1e-2, 1
@@ -373,5 +382,3 @@ func TestBatches(t *testing.T) {
 		t.Fatalf("%d of 100 examples batched", len(seen))
 	}
 }
-
-var _ = lm.Batch{}
