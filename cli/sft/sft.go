@@ -23,8 +23,9 @@ import (
 
 // Options are the command's flags and the resolved configuration.
 type Options struct {
-	Config config.Config
-	JSON   string
+	Config   config.Config
+	JSON     string
+	EvalOnly bool
 }
 
 // Parse reads `agenttrainer sft [--config FILE] [--json FILE] key=value ...`.
@@ -36,6 +37,7 @@ func Parse(args []string) (Options, error) {
 			"with the [sft] keys, write the model directory sft.out, and play sft.eval_tasks in env.id; env.id's preset applies")
 	fs.StringVar(&file, "config", "", "TOML config `file` (its [sft] section)")
 	fs.StringVar(&o.JSON, "json", "", "write the outcome as JSON to `file`")
+	fs.BoolVar(&o.EvalOnly, "eval-only", false, "train nothing: play sft.eval_tasks with agent.model (a model an SFT or RL run wrote)")
 	rest, err := fs.ParseArgs(args)
 	if err != nil {
 		return o, err
@@ -43,7 +45,11 @@ func Parse(args []string) (Options, error) {
 	if o.Config, err = config.Resolve(file, rest); err != nil {
 		return o, &cmdutil.ConfigError{Err: err}
 	}
-	if o.Config.SFT.Data == "" {
+	if o.EvalOnly {
+		if o.Config.SFT.EvalTasks == "" {
+			return o, cmdutil.Usagef("--eval-only plays sft.eval_tasks=FILE")
+		}
+	} else if o.Config.SFT.Data == "" {
 		return o, cmdutil.Usagef("sft needs sft.data=FILE.jsonl (write one with `agenttrainer data demos`)")
 	}
 	if o.Config.Agent.Name != config.LMAgent {
@@ -61,13 +67,16 @@ func Parse(args []string) (Options, error) {
 func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	job := sft.JobFromConfig(o.Config)
 	job.Log = stdout
+	job.EvalOnly = o.EvalOnly
 	out, err := job.Run(ctx)
 	if err != nil {
 		return err
 	}
 	r := out.Result
-	fmt.Fprintf(stdout, "sft: %d steps in %.0fs (%.0f trained tokens/s), train loss %.4f, held-out loss %.4f%s\n",
-		r.Steps, r.Elapsed.Seconds(), r.TokensPerSec, r.TrainLoss, r.HeldOutLoss, map[bool]string{true: " (stopped by the time limit)"}[r.StoppedEarly])
+	if !o.EvalOnly {
+		fmt.Fprintf(stdout, "sft: %d steps in %.0fs (%.0f trained tokens/s), train loss %.4f, held-out loss %.4f%s\n",
+			r.Steps, r.Elapsed.Seconds(), r.TokensPerSec, r.TrainLoss, r.HeldOutLoss, map[bool]string{true: " (stopped by the time limit)"}[r.StoppedEarly])
+	}
 	if e := out.Eval; e != nil {
 		fmt.Fprintf(stdout, "eval: %d episodes, success %.1f%%, reward %.3f, turns %.2f (%.2f when solved), invalid actions %.1f%%, %v, %.0fs\n",
 			e.Episodes, 100*e.Success, e.MeanReward, e.MeanTurns, e.SuccessTurns, 100*e.Invalid, e.Terminations, e.Elapsed.Seconds())

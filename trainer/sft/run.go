@@ -2,7 +2,7 @@ package sft
 
 import (
 	"context"
-		"fmt"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -35,7 +35,9 @@ type Job struct {
 	TimeLimit     time.Duration // stop training after this long, keeping what was learnt (0: none)
 	Eval          *EvalOptions  // nil: no task evaluation
 	EvalTasksFile string
-	Log           io.Writer
+	// EvalOnly trains nothing: the model is only evaluated.
+	EvalOnly bool
+	Log      io.Writer
 }
 
 // Outcome is what a job measured.
@@ -92,6 +94,9 @@ func (j *Job) RunOn(ctx context.Context, s *lmagent.Policy) (Outcome, error) {
 	maxLen := s.Model.Config.MaxPositions
 	if j.MaxLength > 0 {
 		maxLen = min(maxLen, j.MaxLength)
+	}
+	if j.EvalOnly {
+		return out, j.evaluate(ctx, s, maxLen, &out)
 	}
 	enc := Encoder{Renderer: s.Renderer, Tokenizer: s.Tokenizer, EndOfTurn: EndOfTurn(s), MaxLength: maxLen}
 	load := func(path string) ([]Example, error) {
@@ -153,21 +158,30 @@ func (j *Job) RunOn(ctx context.Context, s *lmagent.Policy) (Outcome, error) {
 		}
 		j.logf("sft: wrote %s\n", j.Out)
 	}
-	if j.Eval != nil {
-		rows, err := tasks.LoadTasks(j.EvalTasksFile)
-		if err != nil {
-			return out, err
-		}
-		o := *j.Eval
-		o.Tokenizer, o.Renderer, o.StopIDs = s.Tokenizer, s.Renderer, s.StopIDs
-		if o.MaxPromptLength == 0 {
-			o.MaxPromptLength = maxLen - max(o.MaxResponseLength, 1)
-		}
-		ev, err := Evaluate(ctx, s.Model, rows, o)
-		if err != nil {
-			return out, err
-		}
-		out.Eval = &ev
+	if err := j.evaluate(ctx, s, maxLen, &out); err != nil {
+		return out, err
 	}
 	return out, nil
+}
+
+// evaluate plays the evaluation tasks, if any.
+func (j *Job) evaluate(ctx context.Context, s *lmagent.Policy, maxLen int, out *Outcome) error {
+	if j.Eval == nil {
+		return nil
+	}
+	rows, err := tasks.LoadTasks(j.EvalTasksFile)
+	if err != nil {
+		return err
+	}
+	o := *j.Eval
+	o.Tokenizer, o.Renderer, o.StopIDs = s.Tokenizer, s.Renderer, s.StopIDs
+	if o.MaxPromptLength == 0 {
+		o.MaxPromptLength = maxLen - max(o.MaxResponseLength, 1)
+	}
+	ev, err := Evaluate(ctx, s.Model, rows, o)
+	if err != nil {
+		return err
+	}
+	out.Eval = &ev
+	return nil
 }
