@@ -10,8 +10,8 @@ import (
 	"github.com/agenttrainer/agenttrainer/gpu"
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
-	"github.com/agenttrainer/agenttrainer/trainer/sft"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
+	"github.com/agenttrainer/agenttrainer/trainer/sft"
 )
 
 // SFT as the phase before RL in one run, through the trainer's warm-start
