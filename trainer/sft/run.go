@@ -138,6 +138,7 @@ func (j *Job) RunOn(ctx context.Context, s *lmagent.Policy) (Outcome, error) {
 	out.TrainExamples, out.HeldOutExamples = len(train), len(held)
 	j.logf("sft: %d parameters, %d training and %d held-out examples, %d skipped\n", out.Params, len(train), len(held), len(out.Skipped))
 	trainCtx := ctx
+	j.Train.TimeBudget = j.TimeLimit
 	if j.TimeLimit > 0 {
 		var cancel context.CancelFunc
 		trainCtx, cancel = context.WithTimeout(ctx, j.TimeLimit)

@@ -382,3 +382,13 @@ func TestBatches(t *testing.T) {
 		t.Fatalf("%d of 100 examples batched", len(seen))
 	}
 }
+
+// The time-based schedule warms up, peaks and ends at the floor.
+func TestScheduleByFraction(t *testing.T) {
+	o := TrainOptions{LearningRate: 1, WarmupRatio: 0.1, MinLRRatio: 0.1}
+	for _, c := range []struct{ frac, want float64 }{{0, 0}, {0.05, 0.5}, {0.1, 1}, {0.55, 0.55}, {1, 0.1}, {2, 0.1}} {
+		if got := o.LRAt(c.frac); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("LRAt(%v) = %v, want %v", c.frac, got, c.want)
+		}
+	}
+}

@@ -33,6 +33,10 @@ type TrainOptions struct {
 	// EvalEvery is the steps between held-out losses (0: at each epoch's
 	// end only).
 	EvalEvery int
+	// TimeBudget, when set, is the training's length for the schedule:
+	// the warmup and cosine follow whichever of the steps or the time is
+	// further along, so that a run cut by a time limit still anneals.
+	TimeBudget time.Duration
 }
 
 // DefaultTrainOptions are settings that train the small from-scratch
@@ -77,6 +81,18 @@ func (o TrainOptions) LR(step, steps int) float64 {
 	frac := math.Min(float64(step-warm)/float64(span), 1)
 	lo := o.LearningRate * o.MinLRRatio
 	return lo + (o.LearningRate-lo)*0.5*(1+math.Cos(math.Pi*frac))
+}
+
+// LRAt is the learning rate at a fraction of the training (0 to 1): the
+// same warmup and cosine as LR, continuous in the fraction.
+func (o TrainOptions) LRAt(frac float64) float64 {
+	frac = math.Min(math.Max(frac, 0), 1)
+	if frac < o.WarmupRatio {
+		return o.LearningRate * frac / o.WarmupRatio
+	}
+	f := (frac - o.WarmupRatio) / (1 - o.WarmupRatio)
+	lo := o.LearningRate * o.MinLRRatio
+	return lo + (o.LearningRate-lo)*0.5*(1+math.Cos(math.Pi*f))
 }
 
 // Trainer holds a model's optimiser state and a pass sized for its
@@ -313,6 +329,10 @@ func Train(ctx context.Context, m *lm.Model, train, heldout []Example, o TrainOp
 				break
 			}
 			lr := o.LR(t.step, steps)
+			if o.TimeBudget > 0 {
+				done := math.Max(float64(t.step)/float64(steps), time.Since(start).Seconds()/o.TimeBudget.Seconds())
+				lr = max(o.LRAt(done), o.LearningRate*1e-3)
+			}
 			loss, gn, err := t.Step(b, lr)
 			if err != nil {
 				return res, err
