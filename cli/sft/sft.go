@@ -78,8 +78,8 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 			r.Steps, r.Elapsed.Seconds(), r.TokensPerSec, r.TrainLoss, r.HeldOutLoss, map[bool]string{true: " (stopped by the time limit)"}[r.StoppedEarly])
 	}
 	if e := out.Eval; e != nil {
-		fmt.Fprintf(stdout, "eval: %d episodes, success %.1f%%, reward %.3f, turns %.2f (%.2f when solved), invalid actions %.1f%%, %v, %.0fs\n",
-			e.Episodes, 100*e.Success, e.MeanReward, e.MeanTurns, e.SuccessTurns, 100*e.Invalid, e.Terminations, e.Elapsed.Seconds())
+		fmt.Fprintf(stdout, "eval: %d episodes, success %.1f%%, reward %.3f, turns %.2f (%.2f when solved, shortest %.2f), invalid actions %.1f%%, %v, %.0fs\n",
+			e.Episodes, 100*e.Success, e.MeanReward, e.MeanTurns, e.SuccessTurns, e.OptimalTurns, 100*e.Invalid, e.Terminations, e.Elapsed.Seconds())
 		for _, ep := range e.List[:min(3, len(e.List))] {
 			fmt.Fprintf(stdout, "  task %v: reward %g, %s\n", ep.Task, ep.Reward(), lastTurns(ep, 2))
 		}
@@ -89,7 +89,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 			"heldout_loss": finite(r.HeldOutLoss), "params": out.Params, "train_examples": out.TrainExamples, "skipped": len(out.Skipped)}
 		if e := out.Eval; e != nil {
 			rec["eval"] = map[string]any{"episodes": e.Episodes, "success": e.Success, "reward": e.MeanReward, "turns": e.MeanTurns,
-				"success_turns": finite(e.SuccessTurns), "invalid": e.Invalid, "terminations": e.Terminations}
+				"success_turns": finite(e.SuccessTurns), "optimal_turns": finite(e.OptimalTurns), "invalid": e.Invalid, "terminations": e.Terminations}
 		}
 		b, err := json.MarshalIndent(rec, "", "  ")
 		if err != nil {

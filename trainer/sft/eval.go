@@ -3,6 +3,7 @@ package sft
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -96,6 +97,9 @@ type Evaluation struct {
 	MeanTurns    float64 // model calls per episode
 	SuccessTurns float64 // model calls per solved episode (NaN: none solved)
 	Invalid      float64 // fraction of turns whose action was FrozenLake's invalid one ("0")
+	// OptimalTurns is the oracle's turns on the solved tasks, on average
+	// (NaN: no oracle or none solved): SuccessTurns' shortest path.
+	OptimalTurns float64
 	Terminations map[string]int
 	Elapsed      time.Duration
 	List         []*textrl.Episode `json:"-"` // the episodes, in task order
@@ -129,6 +133,7 @@ func Evaluate(ctx context.Context, m *lm.Model, tasks []envs.Params, o EvalOptio
 	}
 	ev := Evaluation{Episodes: len(groups), Terminations: map[string]int{}}
 	solved, turns, invalid, solvedTurns := 0, 0, 0, 0
+	optimal, optimalN := 0, 0
 	for _, g := range groups {
 		ep := g[0]
 		ev.List = append(ev.List, ep)
@@ -139,6 +144,10 @@ func Evaluate(ctx context.Context, m *lm.Model, tasks []envs.Params, o EvalOptio
 		if ep.Correct {
 			solved++
 			solvedTurns += n
+			if tr, err := textrl.Demonstrate(o.Workflow, ep.Task); err == nil {
+				optimal += tr.Turns
+				optimalN++
+			}
 		}
 		for _, t := range ep.Trajectories {
 			for _, s := range t.Steps {
@@ -156,6 +165,10 @@ func Evaluate(ctx context.Context, m *lm.Model, tasks []envs.Params, o EvalOptio
 	ev.MeanTurns = float64(turns) / float64(ev.Episodes)
 	ev.SuccessTurns = float64(solvedTurns) / float64(max(solved, 1))
 	ev.Invalid = float64(invalid) / float64(max(turns, 1))
+	ev.OptimalTurns = math.NaN()
+	if optimalN > 0 {
+		ev.OptimalTurns = float64(optimal) / float64(optimalN)
+	}
 	ev.Elapsed = time.Since(start)
 	return ev, nil
 }
