@@ -2,7 +2,7 @@
 # Builds and checks the cuda variant on a machine with an NVIDIA GPU. Run it
 # from the project root:
 #
-#   bash scripts/gpu-test.sh                  # build parity learn bench minatar
+#   bash scripts/gpu-test.sh                  # build parity learn bench minatar lm
 #   bash scripts/gpu-test.sh build parity     # some of the steps
 #
 # Steps:
@@ -20,6 +20,11 @@
 #   minatar MinAtar/Breakout-v1 with its preset (the cnn agent), 327,680
 #           steps on trainer.device=cuda and on cpu: steps/s side by side,
 #           and the same with 1,024 envs (where a GPU should start to pay)
+#   lm      language models: three GRPO iterations of a tiny model on cuda
+#           against the CPU (trainer/lm_cuda_test.go), then the GRPO
+#           iteration rate of a SmolLM-135M-shaped model on the GPU
+#           (BenchmarkLMGRPOIteration: 64 sequences of 128 + 64 tokens,
+#           generation and training tokens/s)
 #
 # Everything lands in $OUT (default ./gpu-results): one log per step,
 # bench.md, and summary.md with a line per step. The exit status is 0 only if
@@ -30,7 +35,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-results}
 mkdir -p "$OUT"
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(build parity learn bench minatar)
+[ ${#steps[@]} -eq 0 ] && steps=(build parity learn bench minatar lm)
 summary=$OUT/summary.md
 failed=0
 note() { echo "$*" | tee -a "$summary"; }
@@ -203,11 +208,28 @@ step_minatar() {
   [ $ok = 1 ] || failed=1
 }
 
+step_lm() {
+  need_env || return
+  local ok=1
+  go test -tags cuda -count=1 -v -timeout 20m -run 'CUDALMGRPO' ./trainer/ > "$OUT/lm-parity.log" 2>&1 || ok=0
+  grep -q -- '--- PASS: TestCUDALMGRPOMatchesCPU' "$OUT/lm-parity.log" || ok=0
+  note "- lm parity: $([ $ok = 1 ] && echo ok || echo FAILED) ($(grep -o 'metrics max relative error.*' "$OUT/lm-parity.log" | head -1))"
+  if LM_BENCH_DEVICE=cuda LM_BENCH_SMOLLM=1 go test -tags cuda -count=1 -run '^$' -bench LMGRPOIteration -benchtime 3x -timeout 30m ./trainer/ > "$OUT/lm-bench.log" 2>&1; then
+    note "- lm bench (GRPO iteration, cuda):"
+    grep -E '^BenchmarkLMGRPOIteration' "$OUT/lm-bench.log" | sed 's/^/    /' | tee -a "$summary"
+  else
+    note "- lm bench: FAILED (see lm-bench.log)"
+    tail -20 "$OUT/lm-bench.log"
+    ok=0
+  fi
+  [ $ok = 1 ] || failed=1
+}
+
 echo "## gpu-test.sh $(date -u +%FT%TZ): ${steps[*]}" >> "$summary"
 for s in "${steps[@]}"; do
   case $s in
-    build | parity | learn | bench | minatar) "step_$s" ;;
-    *) echo "unknown step $s (build, parity, learn, bench, minatar)" >&2; exit 2 ;;
+    build | parity | learn | bench | minatar | lm) "step_$s" ;;
+    *) echo "unknown step $s (build, parity, learn, bench, minatar, lm)" >&2; exit 2 ;;
   esac
 done
 exit $failed

@@ -48,6 +48,14 @@ type WarmStart struct {
 	Logf   func(format string, args ...any)
 }
 
+// WarmStartFor, when set, gives every language-model run that New builds
+// its warm-start phase from the run's config (nil: the config asks for
+// none; an error is the config's mistake). The supervised warm start
+// (trainer/sft) sets it from its init function, so that `train`, detached
+// runs and the app get the phase without knowing of it; SetWarmStart
+// replaces it for one run.
+var WarmStartFor func(cfg config.Config) (func(ctx context.Context, w WarmStart) error, error)
+
 // isTextEnv reports whether id names a text environment.
 func isTextEnv(id string) bool { _, ok := text.Lookup(id); return ok }
 
@@ -112,7 +120,7 @@ func newLM(cfg config.Config, opts Options) (*Trainer, error) {
 	}
 	pol, err := lmagent.Open(cfg.Agent.Params, t.dev, uint64(cfg.Trainer.Seed), limit)
 	if err != nil {
-		return nil, &config.Error{Key: "agent.name", Msg: err.Error()}
+		return nil, agentError(err)
 	}
 	mc := pol.Model.Config
 	if need := cfg.Data.MaxPromptLength + cfg.Data.MaxResponseLength; need > mc.MaxPositions {
@@ -135,6 +143,15 @@ func newLM(cfg config.Config, opts Options) (*Trainer, error) {
 		return nil, &config.Error{Key: "rollout.max_num_seqs", Msg: err.Error()}
 	}
 	r.gen = &lmGenerator{g: g}
+	if WarmStartFor != nil {
+		if r.warmStart, err = WarmStartFor(cfg); err != nil {
+			var ce *config.Error
+			if errors.As(err, &ce) {
+				return nil, err
+			}
+			return nil, &config.Error{Msg: "the warm start: " + err.Error()}
+		}
+	}
 	t.lmr = r
 	seed := uint64(cfg.Trainer.Seed)
 	t.actSrc, t.shuffleSrc = newStreams(seed)
@@ -142,6 +159,16 @@ func newLM(cfg config.Config, opts Options) (*Trainer, error) {
 	t.shadow = cfg.Clone()
 	built = true
 	return t, nil
+}
+
+// agentError is the lm agent's error as a config error on the key it
+// names ("agent.model: …"), else on agent.name.
+func agentError(err error) error {
+	msg := err.Error()
+	if key, rest, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(key, "agent.") && !strings.ContainsAny(key, " \t") {
+		return &config.Error{Key: key, Msg: rest}
+	}
+	return &config.Error{Key: "agent.name", Msg: "the lm agent: " + msg}
 }
 
 // SetWarmStart gives a language-model run a phase that runs once, before

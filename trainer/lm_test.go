@@ -45,7 +45,7 @@ func TestLMRefusesMismatchedEnvAndAgent(t *testing.T) {
 	}{
 		{[]string{"env.id=CartPole-v1"}, "env.id", "text environments"},
 		{[]string{"agent.name=mlp"}, "agent.name", "needs a language model"},
-		{[]string{"agent.hidden_size=30", "agent.num_attention_heads=4"}, "agent.name", "multiple"},
+		{[]string{"agent.hidden_size=30", "agent.num_attention_heads=4"}, "agent.hidden_size", "multiple"},
 		{[]string{"data.max_prompt_length=5000"}, "data.max_prompt_length", "context"},
 	} {
 		_, err := New(lmConfig(t, c.overrides...), Options{})
@@ -273,5 +273,130 @@ func TestDAPOFilter(t *testing.T) {
 	}
 	if len(seqs) != 2 || !(seqs[0].adv[0] < 0 && seqs[1].adv[1] > 0) {
 		t.Errorf("advantages of the mixed group: %v %v", seqs[0].adv, seqs[1].adv)
+	}
+}
+
+// The warm-start hook runs once on the policy before the first iteration,
+// and the reference policy is the warm-started one.
+func TestLMWarmStart(t *testing.T) {
+	calls := 0
+	WarmStartFor = func(cfg config.Config) (func(context.Context, WarmStart) error, error) {
+		return func(_ context.Context, w WarmStart) error {
+			calls++
+			if w.Policy == nil || w.RunDir == "" || w.Config.Agent.Name != "lm" {
+				t.Errorf("warm start given %+v", w)
+			}
+			m := w.Policy.Model
+			host := make([]float32, m.Params.Len())
+			m.Dev.Download(host, m.Params)
+			host[0] += 0.5 // a visible change
+			m.Dev.Upload(m.Params, host)
+			return nil
+		}, nil
+	}
+	defer func() { WarmStartFor = nil }()
+	dir := filepath.Join(t.TempDir(), "run")
+	tr, err := New(lmConfig(t, "trainer.total_training_steps=1", "trainer.test_freq=0", "actor.use_kl_loss=true"), Options{RunDir: dir, Device: gpu.NewCPU(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if _, err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ref := make([]float32, tr.lmr.ref.Params.Len())
+	tr.dev.Download(ref, tr.lmr.ref.Params)
+	if calls != 1 || ref[0] < 0.4 {
+		t.Errorf("%d warm starts; the reference's first weight %v (want the warm-started one)", calls, ref[0])
+	}
+	// A resumed run neither warms up again nor loses the warm-started
+	// reference: the checkpoint carries it.
+	tr2, err := Resume(dir, []string{"trainer.total_training_steps=2"}, Options{Device: gpu.NewCPU(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr2.Close()
+	if _, err := tr2.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ref2 := make([]float32, tr2.lmr.ref.Params.Len())
+	tr2.dev.Download(ref2, tr2.lmr.ref.Params)
+	if calls != 1 || ref2[0] != ref[0] {
+		t.Errorf("after resuming: %d warm starts; the reference's first weight %v, was %v", calls, ref2[0], ref[0])
+	}
+}
+
+// A language-model run takes live edits of its sampling, learning rate,
+// clip and KL coefficients (recorded in edits.jsonl and config.toml) and
+// refuses keys that only apply when a run starts; it pauses and resumes.
+func TestLMLiveEditsAndPause(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	tr, err := New(lmConfig(t, "trainer.total_training_steps=3", "trainer.test_freq=0"), Options{RunDir: dir, Device: gpu.NewCPU(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	tr.Pause()
+	done := make(chan error, 1)
+	go func() { _, err := tr.Run(context.Background()); done <- err }()
+	for _, kv := range [][2]string{{"rollout.temperature", "0.5"}, {"rollout.top_p", "0.9"}, {"ppo.learning_rate", "1e-4"},
+		{"actor.clip_ratio_high", "0.28"}, {"actor.kl_loss_coef", "0.01"}, {"algorithm.kl_coef", "0.02"}} {
+		if err := tr.Edit(kv[0], kv[1]); err != nil {
+			t.Errorf("live edit %s=%s: %v", kv[0], kv[1], err)
+		}
+	}
+	if err := tr.Edit("trainer.total_training_steps", "3"); err != nil {
+		t.Errorf("raising nothing: %v", err)
+	}
+	tr.stepsDone.Store(2) // as if two iterations were done: lowering the total to them would end the run unannounced
+	if err := tr.Edit("trainer.total_training_steps", "2"); err == nil || !strings.Contains(err.Error(), "already done") {
+		t.Errorf("total_training_steps lowered to what was done: %v", err)
+	}
+	tr.stepsDone.Store(0)
+	if err := tr.Edit("rollout.n", "8"); err == nil || !strings.Contains(err.Error(), "only when a run starts") {
+		t.Errorf("rollout.n edited live: %v", err)
+	}
+	tr.Resume()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := runstore.ReadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Rollout.Temperature != 0.5 || cfg.Actor.ClipRatioHigh != 0.28 || cfg.PPO.LearningRate != 1e-4 {
+		t.Errorf("config.toml after the edits: temperature %v, clip_ratio_high %v, lr %v", cfg.Rollout.Temperature, cfg.Actor.ClipRatioHigh, cfg.PPO.LearningRate)
+	}
+	edits, err := os.ReadFile(filepath.Join(dir, runstore.EditsFile))
+	if err != nil || strings.Count(string(edits), "\n") != 7 {
+		t.Errorf("edits.jsonl: %v\n%s", err, edits)
+	}
+}
+
+// per_step: a two-turn episode's row holds two answer segments; each gets
+// the advantage of its own turn's return to go, the other sample's row its
+// own.
+func TestPerStepAdvantages(t *testing.T) {
+	ep := func(r1, r2 float64) *textrl.Episode {
+		traj := &textagent.Trajectory{Reward: r1 + r2, Steps: []*textagent.Step{{Reward: r1}, {Reward: r2}}}
+		return &textrl.Episode{Trajectories: []*textagent.Trajectory{traj}, Rows: []textrl.Row{{Steps: []int{0, 1},
+			PromptIDs: []int{1}, ResponseIDs: []int{2, 3, 9, 4}, Mask: []uint8{1, 1, 0, 1}, LogProbs: []float32{-1, -1, 0, -1}}}}
+	}
+	groups := [][]*textrl.Episode{{ep(1, 0), ep(0, 0)}}
+	seqs, owner := buildSeqs(groups)
+	tr := &Trainer{cfg: lmConfig(t, "algorithm.stepwise_advantage=per_step", "algorithm.adv_estimator=drgrpo")}
+	var kl float64
+	if err := tr.assignAdvantages(groups, seqs, owner, &kl); err != nil {
+		t.Fatal(err)
+	}
+	// Returns 1 and 0, mean 0.5. Sample 0: turn 1's return to go 1 → 0.5,
+	// turn 2's 0 → −0.5; sample 1: −0.5 both. The environment's token: 0.
+	want := [][]float64{{0.5, 0.5, 0, -0.5}, {-0.5, -0.5, 0, -0.5}}
+	for i, s := range seqs {
+		for j := range want[i] {
+			if math.Abs(s.adv[j]-want[i][j]) > 1e-9 {
+				t.Fatalf("sample %d advantages %v, want %v", i, s.adv, want[i])
+			}
+		}
 	}
 }

@@ -40,7 +40,7 @@ func (t *Trainer) evaluateLM(ctx context.Context, o EvalOptions, res EvalResult)
 	if seed == 0 {
 		seed = c.Trainer.Seed + 1_000_000
 	}
-	eng, err := t.engine(0, temp, seed)
+	eng, err := t.engine(temp, seed)
 	if err != nil {
 		return res, err
 	}
@@ -72,19 +72,25 @@ func (t *Trainer) evaluateLM(ctx context.Context, o EvalOptions, res EvalResult)
 		// What the model and the environment wrote may hold anything; a
 		// terminal shows it, but does not obey it.
 		show := func(s string) string { return termtext.CleanText(strings.ReplaceAll(s, "\t", "  ")) }
-		for _, msg := range tr.Messages {
+		outcome := fmt.Sprintf("%s, reward %g, correct %v\n", tr.Termination, tr.Reward, tr.Correct)
+		for k, msg := range tr.Messages {
+			last := k == len(tr.Messages)-1
 			switch msg.Role {
 			case "user", "tool":
 				seen = show(msg.Content)
+				if last && step > 0 { // the environment's answer to the final move
+					if err := o.Frame(Frame{Episode: i, Step: step, Return: ret, Last: true, Drawing: seen + "\n", Caption: outcome}); err != nil {
+						return res, err
+					}
+				}
 			case "assistant":
 				step++
 				if msg.Reward != nil {
 					ret += *msg.Reward
 				}
-				last := step == tr.Turns
 				caption := "model: " + show(strings.TrimSpace(msg.Content)) + "\n"
 				if last {
-					caption += fmt.Sprintf("%s, reward %g, correct %v\n", tr.Termination, tr.Reward, tr.Correct)
+					caption += outcome
 				}
 				if err := o.Frame(Frame{Episode: i, Step: step, Return: ret, Last: last, Drawing: seen + "\n", Caption: caption}); err != nil {
 					return res, err

@@ -122,7 +122,7 @@ func (t *Trainer) trainLM(ctx context.Context, f *runFiles) (Summary, error) {
 		}
 		elapsed := p.elapsed(t.opts.Now())
 		m.TimeS = Float(elapsed.Seconds())
-		m.SPS = Float(float64(iter-sum.Iterations+sum.Iterations) / math.Max(elapsed.Seconds(), 1e-9))
+		m.SPS = Float(float64(iter) / math.Max(elapsed.Seconds(), 1e-9)) // iterations a second
 		mean, lo, hi, length := p.episodes.stats()
 		m.Episodes, m.EpReturnMean, m.EpReturnMin, m.EpReturnMax, m.EpLengthMean =
 			p.episodes.total, Float(mean), Float(lo), Float(hi), Float(length)
@@ -155,7 +155,7 @@ func (t *Trainer) trainLM(ctx context.Context, f *runFiles) (Summary, error) {
 
 // engine makes the episode engine with the config's current settings
 // (temperature and top_p may have changed live).
-func (t *Trainer) engine(iter int, temperature float64, seed int64) (*textrl.Engine, error) {
+func (t *Trainer) engine(temperature float64, seed int64) (*textrl.Engine, error) {
 	c, r := &t.cfg, t.lmr
 	o := textrl.Options{Tokenizer: r.pol.Tokenizer, Renderer: r.pol.Renderer, Generator: r.gen,
 		Sampling:        textrl.SamplingParams{Temperature: temperature, TopP: c.Rollout.TopP, TopK: c.Rollout.TopK, StopIDs: r.pol.StopIDs},
@@ -191,7 +191,7 @@ func (t *Trainer) lmIteration(ctx context.Context, iter int, p *progress) (Metri
 	var all, kept [][]*textrl.Episode
 	batches := 0
 	for {
-		eng, err := t.engine(iter, c.Rollout.Temperature, c.Trainer.Seed*1_000_003+int64(iter)*1009+int64(batches))
+		eng, err := t.engine(c.Rollout.Temperature, c.Trainer.Seed*1_000_003+int64(iter)*1009+int64(batches))
 		if err != nil {
 			return m, nil, err
 		}
@@ -232,6 +232,16 @@ func (t *Trainer) lmIteration(ctx context.Context, iter int, p *progress) (Metri
 	}
 	if c.Algorithm.UseKLInReward {
 		m.Set("critic/kl_in_reward", klPenalty)
+	}
+	for i, s := range seqs { // for the transcripts: the advantage of the sample's first trained token
+		if ep := kept[owner[i].group][owner[i].sample]; owner[i].row == 0 {
+			for j, mk := range s.mask {
+				if mk == 1 {
+					ep.Metrics["advantage"] = s.adv[j]
+					break
+				}
+			}
+		}
 	}
 
 	updateStart := time.Now()

@@ -14,9 +14,14 @@ import (
 )
 
 // A language-model checkpoint holds the model's parameters as one flat
-// tensor (lm.params) with Adam's moments beside it; the run's model/
-// directory holds the same weights in the Hugging Face layout.
-const lmParamsTensor = "lm.params"
+// tensor (lm.params) with Adam's moments beside it, and the reference
+// policy's (lm.ref_params) when the run has one: after a warm start it is
+// not the model the config makes. The run's model/ directory holds the
+// policy in the Hugging Face layout.
+const (
+	lmParamsTensor = "lm.params"
+	lmRefTensor    = "lm.ref_params"
+)
 
 func (t *Trainer) lmCheckpointTensors(opt *adam) []runstore.Tensor {
 	m := t.lmr.pol.Model
@@ -32,6 +37,11 @@ func (t *Trainer) lmCheckpointTensors(opt *adam) []runstore.Tensor {
 	} {
 		out[i] = runstore.Tensor{Name: src.name, Shape: []int{n}, Data: make([]float32, n)}
 		src.get(out[i].Data)
+	}
+	if ref := t.lmr.ref; ref != nil {
+		td := runstore.Tensor{Name: lmRefTensor, Shape: []int{n}, Data: make([]float32, n)}
+		t.dev.Download(td.Data, ref.Params)
+		out = append(out, td)
 	}
 	return out
 }
@@ -57,6 +67,16 @@ func (t *Trainer) loadLMWeights(tensors map[string]runstore.Tensor) error {
 	}
 	t.dev.Upload(m.Params, got[0])
 	t.resumeAdam = [2][]float32{got[1], got[2]}
+	if ref := t.lmr.ref; ref != nil {
+		// A checkpoint of a run without a reference leaves the model the
+		// config makes as the reference (a KL term turned on at resume).
+		if td, ok := tensors[lmRefTensor]; ok {
+			if len(td.Data) != n {
+				return fmt.Errorf("tensor %s holds %d values, this model has %d parameters", lmRefTensor, len(td.Data), n)
+			}
+			t.dev.Upload(ref.Params, td.Data)
+		}
+	}
 	return nil
 }
 
@@ -71,7 +91,7 @@ func (t *Trainer) validateLM(ctx context.Context, iter int, m *Metrics, transcri
 	if b := c.Data.ValBatchSize; b > 0 && b < len(rows) {
 		rows = rows[:b]
 	}
-	eng, err := t.engine(iter, c.Rollout.ValTemp, c.Trainer.Seed+2_000_000)
+	eng, err := t.engine(c.Rollout.ValTemp, c.Trainer.Seed+2_000_000)
 	if err != nil {
 		return err
 	}
@@ -139,7 +159,7 @@ func (t *Trainer) writeTranscripts(w *runstore.JSONL, iter int, split string, gr
 // first participant with each assistant turn's reward, and its rows.
 func Transcript(ep *textrl.Episode, envID string, spec text.Spec, _ textrl.Tokenizer) runstore.Transcript {
 	tr := runstore.Transcript{Env: envID, Task: taskName(ep.Task, spec, ep.TaskIndex), Sample: ep.Sample,
-		Reward: ep.Reward(), Correct: ep.Correct, Termination: string(ep.Termination), Turns: int(ep.Metrics["turns"]),
+		Reward: ep.Reward(), Advantage: ep.Metrics["advantage"], Correct: ep.Correct, Termination: string(ep.Termination), Turns: int(ep.Metrics["turns"]),
 		Metrics: map[string]float64{}}
 	for k, v := range ep.Metrics {
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
@@ -164,6 +184,11 @@ func Transcript(ep *textrl.Episode, envID string, spec text.Spec, _ textrl.Token
 				turn++
 			}
 			tr.Messages = append(tr.Messages, tt)
+		}
+		// The environment's answer to the last move (FrozenLake's final
+		// grid) closes the transcript.
+		if last, _ := ep.Info["last_observation"].(string); last != "" && len(tr.Messages) > 0 && tr.Messages[len(tr.Messages)-1].Role == "assistant" {
+			tr.Messages = append(tr.Messages, runstore.TranscriptTurn{Role: "user", Content: last})
 		}
 	}
 	for _, row := range ep.Rows {

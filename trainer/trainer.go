@@ -438,6 +438,9 @@ func (t *Trainer) Edit(key, raw string) error {
 		// Lowering it below what was done would end the run unannounced.
 		return &config.Error{Key: key, Msg: fmt.Sprintf("%d is not above the %d steps this run has already taken; to end the run, stop it", next.PPO.TotalTimesteps, done)}
 	}
+	if done := t.stepsDone.Load(); t.lmr != nil && key == "trainer.total_training_steps" && int64(next.Trainer.TotalTrainingSteps) <= done {
+		return &config.Error{Key: key, Msg: fmt.Sprintf("%d is not above the %d iterations this run has already done; to end the run, stop it", next.Trainer.TotalTrainingSteps, done)}
+	}
 	old, _ := t.shadow.Get(key)
 	val, _ := next.Get(key)
 	t.shadow = next

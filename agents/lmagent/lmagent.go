@@ -40,6 +40,12 @@ func init() {
 		Keys:         Keys(),
 		New:          func(agents.Build) (agents.Agent, error) { return nil, errNumeric },
 		Distribution: func(envs.Space) (dist.Distribution, error) { return nil, errNumeric },
+		Requires: func(dev gpu.Device) error {
+			if _, ok := dev.(gpu.TransformerOps); !ok {
+				return errors.New("the device has no transformer operations")
+			}
+			return nil
+		},
 		Estimate: func(w agents.Workload) agents.Estimate {
 			c, err := ArchConfig(w.Config)
 			if err != nil {
@@ -61,11 +67,11 @@ func Keys() []agents.Key {
 	return []agents.Key{
 		{Name: "model", Default: "", Doc: "lm: a Hugging Face model directory (config.json, model.safetensors, tokenizer.json) to train; empty: a from-scratch model of agent.arch and the sizes below."},
 		{Name: "arch", Default: "qwen3", Check: "oneof=qwen2|qwen3|llama", Doc: "lm: the architecture of a from-scratch model: qwen2, qwen3 or llama."},
-		{Name: "hidden_size", Default: int64(64), Check: "[8,65536]", Doc: "lm: a from-scratch model's width (hidden_size); a multiple of num_attention_heads."},
-		{Name: "num_hidden_layers", Default: int64(2), Check: "[1,256]", Doc: "lm: a from-scratch model's decoder layers."},
+		{Name: "hidden_size", Default: int64(64), Check: "[8,131072]", Doc: "lm: a from-scratch model's width (hidden_size); a multiple of num_attention_heads."},
+		{Name: "num_hidden_layers", Default: int64(2), Check: "[1,1024]", Doc: "lm: a from-scratch model's decoder layers."},
 		{Name: "num_attention_heads", Default: int64(4), Check: "[1,1024]", Doc: "lm: a from-scratch model's query heads."},
 		{Name: "num_key_value_heads", Default: int64(2), Check: "[1,1024]", Doc: "lm: a from-scratch model's key/value heads (grouped-query attention); divides num_attention_heads."},
-		{Name: "intermediate_size", Default: int64(256), Check: "[1,1048576]", Doc: "lm: a from-scratch model's MLP width."},
+		{Name: "intermediate_size", Default: int64(256), Check: "[1,524288]", Doc: "lm: a from-scratch model's MLP width."},
 		{Name: "vocab", Default: "char", Doc: "lm: a from-scratch model's vocabulary: \"char\" (one token a character) or a directory holding a tokenizer.json."},
 		{Name: "chat_format", Default: "auto", Check: "oneof=auto|chatml|llama3|template", Doc: "lm: how chats become text: \"chatml\" or \"llama3\" (prefix-preserving, what multi-turn RL needs), \"template\" (the model's own chat_template), \"auto\" (llama3 for Llama-3 tokenizers, else chatml)."},
 	}
@@ -96,13 +102,17 @@ func archConfig(c agents.Config, vocab int) (*hf.Config, error) {
 	h, heads, kv := int(c.Int("hidden_size")), int(c.Int("num_attention_heads")), int(c.Int("num_key_value_heads"))
 	switch {
 	case heads < 1 || h%heads != 0:
-		return nil, fmt.Errorf("agent.hidden_size %d is not a multiple of agent.num_attention_heads %d", h, heads)
+		return nil, fmt.Errorf("agent.hidden_size: %d is not a multiple of agent.num_attention_heads %d", h, heads)
 	case kv < 1 || heads%kv != 0:
-		return nil, fmt.Errorf("agent.num_key_value_heads %d does not divide agent.num_attention_heads %d", kv, heads)
+		return nil, fmt.Errorf("agent.num_key_value_heads: %d does not divide agent.num_attention_heads %d", kv, heads)
 	case (h/heads)%2 != 0:
-		return nil, fmt.Errorf("the head size agent.hidden_size/agent.num_attention_heads = %d must be even (rotary embeddings rotate pairs)", h/heads)
+		return nil, fmt.Errorf("agent.hidden_size: the head size hidden_size/num_attention_heads = %d must be even (rotary embeddings rotate pairs)", h/heads)
 	}
-	return hf.NewConfig(arch, vocab, h, int(c.Int("intermediate_size")), int(c.Int("num_hidden_layers")), heads, kv, 0, true)
+	cfg, err := hf.NewConfig(arch, vocab, h, int(c.Int("intermediate_size")), int(c.Int("num_hidden_layers")), heads, kv, 0, true)
+	if err != nil {
+		return nil, fmt.Errorf("agent.hidden_size: the model these sizes make: %v", err)
+	}
+	return cfg, nil
 }
 
 // vocabTokenizer is agent.vocab's tokenizer.

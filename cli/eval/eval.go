@@ -107,7 +107,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	if res.HasSuccess {
 		fmt.Fprintf(stdout, ", success rate %.3f", float64(res.Successes)/float64(len(res.Returns)))
 	}
-	if res.Transcripts != nil {
+	if res.Transcripts != nil && res.Samples > 1 { // pass@1 is the success rate
 		fmt.Fprintf(stdout, ", pass@1 %.3f, pass@%d %.3f", float64(res.Successes)/float64(len(res.Returns)), res.Samples, res.PassK)
 	}
 	fmt.Fprintln(stdout)

@@ -32,6 +32,11 @@ import (
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
+// patience bounds each wait for the app to show something: long, since a
+// wait ends as soon as the text appears and a loaded machine (CI's two
+// cores with a training beside the server) can take many seconds to attach.
+const patience = 90 * time.Second
+
 // TestMain lets a test start this binary as agenttrainer (a training in
 // the background, as `agenttrainer train --detach` does).
 func TestMain(m *testing.M) {
@@ -301,7 +306,7 @@ func TestServeRefusesUnknownKeysAndPasswords(t *testing.T) {
 func TestServeRefusesSessionsWithoutATerminal(t *testing.T) {
 	needSSH(t)
 	s := startServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*patience)
 	defer cancel()
 	code, out := exitCode(t, s.ssh(ctx, s.good, "-T"))
 	if code != 1 || !strings.Contains(out, "needs a terminal, and this session has none") || !strings.Contains(out, fmt.Sprintf("ssh -t -p %d 127.0.0.1", s.port)) {
@@ -438,19 +443,19 @@ func TestServeTwoViewersOneRun(t *testing.T) {
 	}
 	s := startServer(t)
 	run := detachedTraining(t, s.runsDir)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*patience)
 	defer cancel()
 	viewers := []*viewer{s.view(ctx, t), s.view(ctx, t)}
 	for _, v := range viewers {
-		v.waitText(t, 20*time.Second, "Pick an environment")
+		v.waitText(t, patience, "Pick an environment")
 		v.keys(t, "4")
-		v.waitText(t, 20*time.Second, "1 training now")
+		v.waitText(t, patience, "1 training now")
 		v.keys(t, "a")
 	}
 	for i, v := range viewers {
-		v.waitText(t, 20*time.Second, filepath.Base(run)) // the dashboard's "run DIR" line, cut to the width
-		v.waitText(t, 20*time.Second, "CartPole-v1 · mlp")
-		waitFor(t, 30*time.Second, fmt.Sprintf("viewer %d's step counter to advance", i+1), v.advancing, v.text)
+		v.waitText(t, patience, filepath.Base(run)) // the dashboard's "run DIR" line, cut to the width
+		v.waitText(t, patience, "CartPole-v1 · mlp")
+		waitFor(t, patience, fmt.Sprintf("viewer %d's step counter to advance", i+1), v.advancing, v.text)
 	}
 	// Both leave the training going on: D detaches.
 	for _, v := range viewers {
@@ -463,7 +468,7 @@ func TestServeTwoViewersOneRun(t *testing.T) {
 			if err != nil {
 				t.Errorf("viewer %d: %v\n%s", i+1, err, v.text())
 			}
-		case <-time.After(20 * time.Second):
+		case <-time.After(patience):
 			t.Fatalf("viewer %d did not end after D:\n%s", i+1, v.text())
 		}
 		if !strings.Contains(v.text(), "detached; the training goes on in "+run) {
@@ -490,13 +495,13 @@ func TestServeSessionFindsBackgroundRuns(t *testing.T) {
 	}
 	s := startServer(t)
 	run := detachedTraining(t, s.runsDir)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*patience)
 	defer cancel()
 	v := s.view(ctx, t)
-	v.waitText(t, 30*time.Second, "1 run training in the background · 3 shows it")
+	v.waitText(t, patience, "1 run training in the background · 3 shows it")
 	v.keys(t, "3")
-	v.waitText(t, 20*time.Second, filepath.Base(run))
-	waitFor(t, 30*time.Second, "the step counter to advance", v.advancing, v.text)
+	v.waitText(t, patience, filepath.Base(run))
+	waitFor(t, patience, "the step counter to advance", v.advancing, v.text)
 	v.keys(t, "D")
 	select {
 	case err := <-v.done:
@@ -504,7 +509,7 @@ func TestServeSessionFindsBackgroundRuns(t *testing.T) {
 		if err != nil {
 			t.Errorf("%v\n%s", err, v.text())
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(patience):
 		t.Fatalf("the session did not end after D:\n%s", v.text())
 	}
 }
@@ -517,8 +522,8 @@ func TestServeSessionColours(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	colour, dumb := s.viewTerm(ctx, t, "xterm-256color"), s.viewTerm(ctx, t, "dumb")
-	colour.waitText(t, 20*time.Second, "Pick an environment")
-	dumb.waitText(t, 20*time.Second, "Pick an environment")
+	colour.waitText(t, patience, "Pick an environment")
+	dumb.waitText(t, patience, "Pick an environment")
 	sgr := regexp.MustCompile(`\x1b\[[0-9;]*[34]8;[25];`) // a foreground or background colour
 	if !sgr.MatchString(colour.out.String()) {
 		t.Errorf("the xterm session got no colours:\n%q", cut(colour.out.String(), 2000))
@@ -540,11 +545,11 @@ func TestServeIdleTimeoutAndShutdown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	idle := s.view(ctx, t)
-	idle.waitText(t, 20*time.Second, "Pick an environment")
+	idle.waitText(t, patience, "Pick an environment")
 	select {
 	case err := <-idle.done:
 		idle.done <- err
-	case <-time.After(20 * time.Second):
+	case <-time.After(patience):
 		t.Fatalf("the idle session was not closed:\n%s", idle.text())
 	}
 	if !strings.Contains(idle.text(), "closed after 3s without a key press") {
@@ -552,7 +557,7 @@ func TestServeIdleTimeoutAndShutdown(t *testing.T) {
 	}
 
 	busy := s.view(ctx, t)
-	busy.waitText(t, 20*time.Second, "Pick an environment")
+	busy.waitText(t, patience, "Pick an environment")
 	busy.keys(t, "j")
 	start := time.Now()
 	if err := s.shutdown(); err != nil {
@@ -598,10 +603,10 @@ func TestServeTimeouts(t *testing.T) {
 		t.Errorf("dropped after %s, before the login grace", d)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*patience)
 	defer cancel()
 	v := s.view(ctx, t)
-	v.waitText(t, 20*time.Second, "Pick an environment")
+	v.waitText(t, patience, "Pick an environment")
 	go func() { // a busy session: keys all the time
 		for ctx.Err() == nil {
 			if _, err := v.in.Write([]byte("j")); err != nil {

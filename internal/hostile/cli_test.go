@@ -8,7 +8,7 @@ import (
 
 func allCases() []hcase {
 	var all []hcase
-	for _, f := range []func() []hcase{cliCases, configFileCases, memoryCases, dataCases, checkpointCases, controlCases, remoteCases, workerCases, remoteTextCases, fsCases, signalCases, sshCases, hardenCases} {
+	for _, f := range []func() []hcase{cliCases, configFileCases, memoryCases, dataCases, checkpointCases, controlCases, remoteCases, workerCases, remoteTextCases, lmTrainCases, fsCases, signalCases, sshCases, hardenCases} {
 		all = append(all, f()...)
 	}
 	return all

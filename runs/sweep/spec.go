@@ -297,11 +297,15 @@ func (s *Spec) Check(base config.Config, source string, cores int) error {
 	if s.Metric == "" {
 		s.Metric = "ep_return_mean"
 	}
-	if d, ok := runstore.LookupMetric(s.Metric); !ok || d.Axis {
+	d, known := runstore.LookupMetric(s.Metric)
+	if !known || d.Axis {
 		errs = append(errs, fail("metric", "unknown metric %q%s", s.Metric, didYouMeanOr(s.Metric, MetricNames())))
 	}
 	if strings.HasPrefix(s.Metric, "val_") && (base.Trainer.TestFreq == 0 || len(base.Data.ValFiles) == 0) {
 		errs = append(errs, fail("metric", "%s is measured only by validation, which is off; give data.val_files (and trainer.test_freq above 0) in [base]", s.Metric))
+	}
+	if s.Direction == "" && known && d.Better == runstore.Lower {
+		s.Direction = "minimize" // the metric's own direction: a loss or a time improves downwards
 	}
 	switch strings.ToLower(s.Direction) {
 	case "", "max", "maximize", "maximise":

@@ -123,3 +123,24 @@ func TestExpandTasks(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectionDefaultsToTheMetrics: with no direction, a sweep follows the
+// registry's word on its metric (a loss or a time improves downwards); an
+// explicit direction wins.
+func TestDirectionDefaultsToTheMetrics(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		max  bool
+	}{
+		{`metric = "ep_return_mean"`, true},
+		{`metric = "value_loss"`, false},
+		{`metric = "time_s"`, false},
+		{"metric = \"value_loss\"\ndirection = \"maximize\"", true},
+		{"metric = \"ep_return_mean\"\ndirection = \"min\"", false},
+	} {
+		s := checked(t, "name = \"d\"\n"+tc.spec+"\n[params]\n\"ppo.learning_rate\" = [1e-3, 3e-3]\n")
+		if s.Maximize() != tc.max {
+			t.Errorf("%q: maximize %v, want %v", tc.spec, s.Maximize(), tc.max)
+		}
+	}
+}

@@ -152,7 +152,10 @@ type Episode struct {
 	// Info holds what went wrong ("error"), prefix mismatches
 	// ("prefix_mismatches": a list of {turn, byte, expected, got}) and
 	// observations that were not valid UTF-8 ("invalid_utf8": count), and a
-	// failure to close the environment at the end ("close_error").
+	// failure to close the environment at the end ("close_error"), and
+	// MultiTurn's "last_observation": what the environment said after the
+	// model's last answer (its agent's trajectory drops that unanswered
+	// turn).
 	Info    map[string]any
 	Metrics map[string]float64
 }

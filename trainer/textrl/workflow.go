@@ -146,6 +146,7 @@ func (w *multiTurn) Run(ctx context.Context, task envs.Params, m *Model) error {
 			return fmt.Errorf("step: the environment's %v", err)
 		}
 		obs, tooLong = m.Observation(obs)
+		m.episode.Info["last_observation"] = obs // what the environment said after the last answer (a transcript's last turn)
 		w.agent.UpdateFromEnv(obs, reward, done, info)
 		switch {
 		case out.Generation.Finish == FinishLength:

@@ -192,3 +192,25 @@ func TestNewRefusesBadArgs(t *testing.T) {
 		}
 	}
 }
+
+// A multi-turn environment that answers with text and a reward (a final
+// "Correct!") keeps the reward on the answer it scores; an observation
+// after the reset scores nothing.
+func TestMultiTurnKeepsRewardsWithObservations(t *testing.T) {
+	a, err := New("multi_turn", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.UpdateFromEnv("What is 2+2?", 0, false, nil)
+	a.UpdateFromModel("5")
+	a.UpdateFromEnv("Wrong, try again.", -0.5, false, nil)
+	a.UpdateFromModel("4")
+	a.UpdateFromEnv("Correct!", 1, true, map[string]any{"solved": true})
+	steps := a.Trajectory().Steps
+	if len(steps) != 3 || steps[0].Reward != -0.5 || steps[1].Reward != 1 || !steps[1].Done || steps[1].Info["solved"] != true {
+		t.Fatalf("steps %d: rewards %v %v, done %v", len(steps), steps[0].Reward, steps[1].Reward, steps[1].Done)
+	}
+	if steps[2].Observation != "Correct!" || steps[2].ChatCompletions != nil || steps[0].Reward+steps[1].Reward != 0.5 {
+		t.Errorf("the final observation's step: %+v", steps[2])
+	}
+}

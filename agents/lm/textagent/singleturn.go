@@ -10,21 +10,29 @@ import (
 
 func init() {
 	Register(Spec{
+		Name:        "multi_turn",
+		Description: "a generic chat agent for any text environment: each observation a user turn, the answer (after </think>) the action, each step's reward on the answer before it",
+		Args:        []string{"accumulate_thinking", "system_prompt"},
+		New:         newSingleTurnAgent,
+	})
+	Register(Spec{
 		Name:        "single_turn",
 		Description: "rLLM's math agent: the question as the user turn, the answer after </think> as the action",
 		Args:        []string{"accumulate_thinking", "system_prompt"},
-		New: func(args envs.Params) (Agent, error) {
-			var o SingleTurnOptions
-			var err error
-			if o.AccumulateThinking, err = args.Bool("accumulate_thinking", true); err != nil {
-				return nil, err
-			}
-			if o.SystemPrompt, err = args.String("system_prompt", ""); err != nil {
-				return nil, err
-			}
-			return NewSingleTurn(o), nil
-		},
+		New:         newSingleTurnAgent,
 	})
+}
+
+func newSingleTurnAgent(args envs.Params) (Agent, error) {
+	var o SingleTurnOptions
+	var err error
+	if o.AccumulateThinking, err = args.Bool("accumulate_thinking", true); err != nil {
+		return nil, err
+	}
+	if o.SystemPrompt, err = args.String("system_prompt", ""); err != nil {
+		return nil, err
+	}
+	return NewSingleTurn(o), nil
 }
 
 // SingleTurnOptions shape the single-turn agent.
@@ -62,12 +70,16 @@ func (a *SingleTurn) Reset() {
 	}
 }
 
-// UpdateFromEnv implements Agent.
+// UpdateFromEnv implements Agent. The reward, done and info of a step
+// belong to the answer before it, whether or not the environment also
+// says something (a multi-turn environment's "Correct!" with reward 1):
+// rLLM's MathAgent records them on the prior step first, then makes any
+// observation a new user turn and step.
 func (a *SingleTurn) UpdateFromEnv(observation string, reward float64, done bool, info map[string]any) {
+	if last := a.traj.Last(); last != nil && (last.ChatCompletions != nil || observation == "") {
+		last.Reward, last.Done, last.Info = reward, done, info
+	}
 	if observation == "" {
-		if last := a.traj.Last(); last != nil {
-			last.Reward, last.Done, last.Info = reward, done, info
-		}
 		return
 	}
 	a.messages = append(a.messages, chat.Message{Role: "user", Content: observation})
