@@ -2,11 +2,13 @@ package sft
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/agenttrainer/agenttrainer/agents/lmagent"
 	"github.com/agenttrainer/agenttrainer/envs"
+	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/textrl"
 )
@@ -54,4 +56,27 @@ func (l logWriter) Write(b []byte) (int, error) {
 		l("%s", string(b))
 	}
 	return len(b), nil
+}
+
+// The supervised phase before RL: every language-model run whose config
+// names sft.data trains on it first (train, detached runs, the app).
+func init() {
+	trainer.WarmStartFor = func(c config.Config) (func(context.Context, trainer.WarmStart) error, error) {
+		if c.SFT.Data == "" {
+			return nil, nil
+		}
+		if c.SFT.Only {
+			return nil, &config.Error{Key: "sft.only", Msg: "a supervised phase alone runs with `agenttrainer sft`; train runs RL after it (set sft.only = false)"}
+		}
+		if _, err := os.Stat(c.SFT.Data); err != nil {
+			return nil, &config.Error{Key: "sft.data", Msg: err.Error()}
+		}
+		return func(ctx context.Context, w trainer.WarmStart) error {
+			out, err := WarmStart(ctx, w.Policy, w.Config, w.RunDir, w.Logf)
+			if err == nil && w.Logf != nil {
+				w.Logf("sft: %d steps, train loss %.4f, held-out loss %.4f\n", out.Result.Steps, out.Result.TrainLoss, out.Result.HeldOutLoss)
+			}
+			return err
+		}, nil
+	}
 }

@@ -2,6 +2,7 @@ package sft_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,11 +12,12 @@ import (
 	"github.com/agenttrainer/agenttrainer/trainer"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
-	"github.com/agenttrainer/agenttrainer/trainer/sft"
+	_ "github.com/agenttrainer/agenttrainer/trainer/sft" // its warm start
 )
 
-// SFT as the phase before RL in one run, through the trainer's warm-start
-// hook: the supervised phase teaches 1-digit addition to a from-scratch
+// SFT as the phase before RL in one run: sft.data in a run's config is
+// enough (the package's init gives the trainer its warm start). The
+// supervised phase teaches 1-digit addition to a from-scratch
 // model, writes sft-model in the run directory, and GRPO's first
 // validation already solves the tasks (an untrained model solves none).
 func TestWarmStartBeforeRL(t *testing.T) {
@@ -46,18 +48,8 @@ func TestWarmStartBeforeRL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	var phase sft.Outcome
-	if err := tr.SetWarmStart(func(ctx context.Context, w trainer.WarmStart) error {
-		phase, err = sft.WarmStart(ctx, w.Policy, w.Config, w.RunDir, w.Logf)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := tr.Run(context.Background()); err != nil {
 		t.Fatal(err)
-	}
-	if phase.Result.Steps < 150 || !(phase.Result.TrainLoss < 0.2) {
-		t.Fatalf("the supervised phase: %+v", phase.Result)
 	}
 	if _, err := os.Stat(filepath.Join(run, "sft-model", "model.safetensors")); err != nil {
 		t.Fatalf("no sft-model: %v", err)
@@ -76,4 +68,27 @@ func itoa(v int) string {
 		return string(rune('0' + v))
 	}
 	return string(rune('0'+v/10)) + string(rune('0'+v%10))
+}
+
+// sft.only is for `agenttrainer sft`; a missing sft.data file is the
+// config's error before anything runs.
+func TestWarmStartConfigErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		key  string
+	}{
+		{[]string{"sft.data=" + filepath.Join(t.TempDir(), "missing.jsonl")}, "sft.data"},
+		{[]string{"sft.data=x.jsonl", "sft.only=true"}, "sft.only"},
+	} {
+		cfg := config.Default()
+		if err := cfg.ApplyArgs(append([]string{"env.id=Arithmetic-v0", "agent.name=lm", "trainer.device=cpu", "agent.hidden_size=16",
+			"agent.intermediate_size=16", "agent.num_attention_heads=2", "agent.num_key_value_heads=2", "agent.num_hidden_layers=1"}, c.args...)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := trainer.New(cfg, trainer.Options{RunDir: filepath.Join(t.TempDir(), "run"), Device: gpu.NewCPU(1)})
+		var ce *config.Error
+		if !errors.As(err, &ce) || ce.Key != c.key {
+			t.Errorf("%v: %v, want a config error on %s", c.args, err, c.key)
+		}
+	}
 }
