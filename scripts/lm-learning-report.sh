@@ -102,6 +102,6 @@ for t in tasks:
         if not rs: continue
         ev = [r.get("eval", {}) for r in rs]
         print(f"| {t} | {ph.upper()} | {len(rs)} | {ms([100*e.get('success') for e in ev])} | {ms([100*e.get('invalid') for e in ev])} "
-              f"| {ms([e.get('success_turns') for e in ev])} | {ms([e.get('optimal_turns') for e in ev])} | {ms([r.get('heldout_loss') for r in rs])} | {ms([r.get('train_seconds') for r in rs])} |")
+              f"| {ms([e.get('success_turns') for e in ev])} | {ms([e.get('optimal_turns') for e in ev])} | {ms([r.get('heldout_loss') if r.get('steps') else None for r in rs])} | {ms([r.get('train_seconds') if r.get('steps') else None for r in rs])} |")
 PY
 echo "commands: $cmds"

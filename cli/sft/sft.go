@@ -85,8 +85,11 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		}
 	}
 	if o.JSON != "" {
-		rec := map[string]any{"steps": r.Steps, "train_seconds": r.Elapsed.Seconds(), "train_loss": r.TrainLoss,
-			"heldout_loss": finite(r.HeldOutLoss), "params": out.Params, "train_examples": out.TrainExamples, "skipped": len(out.Skipped)}
+		rec := map[string]any{"params": out.Params}
+		if !o.EvalOnly {
+			rec = map[string]any{"steps": r.Steps, "train_seconds": r.Elapsed.Seconds(), "train_loss": r.TrainLoss,
+				"heldout_loss": finite(r.HeldOutLoss), "params": out.Params, "train_examples": out.TrainExamples, "skipped": len(out.Skipped)}
+		}
 		if e := out.Eval; e != nil {
 			rec["eval"] = map[string]any{"episodes": e.Episodes, "success": e.Success, "reward": e.MeanReward, "turns": e.MeanTurns,
 				"success_turns": finite(e.SuccessTurns), "optimal_turns": finite(e.OptimalTurns), "invalid": e.Invalid, "terminations": e.Terminations}
