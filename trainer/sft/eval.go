@@ -10,6 +10,7 @@ import (
 	"github.com/agenttrainer/agenttrainer/agents/lm"
 	"github.com/agenttrainer/agenttrainer/agents/lm/chat"
 	"github.com/agenttrainer/agenttrainer/envs"
+	tfl "github.com/agenttrainer/agenttrainer/envs/text/frozenlake"
 	"github.com/agenttrainer/agenttrainer/trainer/textrl"
 )
 
@@ -151,7 +152,7 @@ func Evaluate(ctx context.Context, m *lm.Model, tasks []envs.Params, o EvalOptio
 		}
 		for _, t := range ep.Trajectories {
 			for _, s := range t.Steps {
-				if _, ok := s.Info["action_is_effective"]; ok && s.Action == "0" {
+				if o.Workflow.Env == tfl.ID && s.Action == "0" {
 					invalid++
 				}
 			}
