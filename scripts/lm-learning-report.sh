@@ -94,14 +94,14 @@ def ms(v):
 def load(t, s, ph):
     p = os.path.join(out, t, f"seed{s}", ph + ".json")
     return json.load(open(p)) if os.path.exists(p) else None
-print(f"| task | phase | seeds | success % | invalid % | turns when solved | shortest | held-out loss | train s |")
-print("|---|---|---|---|---|---|---|---|---|")
+print(f"| task | phase | seeds | success % | reward | invalid % | turns when solved | shortest | held-out loss | train s |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for t in tasks:
     for ph in (["sft", "rl"] if rl else ["sft"]):
         rs = [r for r in (load(t, s, ph) for s in seeds) if r]
         if not rs: continue
         ev = [r.get("eval", {}) for r in rs]
-        print(f"| {t} | {ph.upper()} | {len(rs)} | {ms([100*e.get('success') for e in ev])} | {ms([100*e.get('invalid') for e in ev])} "
+        print(f"| {t} | {ph.upper()} | {len(rs)} | {ms([100*e.get('success') for e in ev])} | {ms([e.get('reward') for e in ev])} | {ms([100*e.get('invalid') for e in ev])} "
               f"| {ms([e.get('success_turns') for e in ev])} | {ms([e.get('optimal_turns') for e in ev])} | {ms([r.get('heldout_loss') if r.get('steps') else None for r in rs])} | {ms([r.get('train_seconds') if r.get('steps') else None for r in rs])} |")
 PY
 echo "commands: $cmds"

@@ -164,7 +164,10 @@ func Evaluate(ctx context.Context, m *lm.Model, tasks []envs.Params, o EvalOptio
 	ev.Success = float64(solved) / float64(ev.Episodes)
 	ev.MeanReward /= float64(ev.Episodes)
 	ev.MeanTurns = float64(turns) / float64(ev.Episodes)
-	ev.SuccessTurns = float64(solvedTurns) / float64(max(solved, 1))
+	ev.SuccessTurns = math.NaN()
+	if solved > 0 {
+		ev.SuccessTurns = float64(solvedTurns) / float64(solved)
+	}
 	ev.Invalid = float64(invalid) / float64(max(turns, 1))
 	ev.OptimalTurns = math.NaN()
 	if optimalN > 0 {
