@@ -27,7 +27,7 @@ mkdir -p "$out"
 bin=${BIN:-$out/agenttrainer}
 [ -x "$bin" ] || go build -o "$bin" .
 cmds=$out/commands.txt
-: >"$cmds"
+echo "# $(date -u +%FT%TZ) SEEDS=\"$seeds\" TASKS=\"$tasks\" RL=$rl" >>"$cmds"
 run() { # run LOG CMD...: logs the command, runs it niced
   local log=$1; shift
   echo "$*" >>"$cmds"
