@@ -20,6 +20,7 @@ import (
 	"github.com/agenttrainer/agenttrainer/cli/plot"
 	"github.com/agenttrainer/agenttrainer/cli/runs"
 	"github.com/agenttrainer/agenttrainer/cli/serve"
+	sftcmd "github.com/agenttrainer/agenttrainer/cli/sft"
 	"github.com/agenttrainer/agenttrainer/cli/sweep"
 	"github.com/agenttrainer/agenttrainer/cli/train"
 	"github.com/agenttrainer/agenttrainer/trainer"
@@ -53,6 +54,7 @@ func commands() []command {
 		{"train", "train headless, printing progress", cmd(train.Parse, train.Run)},
 		{"sweep", "run many trainings from a spec: grid or random search, early stopping, local or Slurm", cmd(sweep.Parse, sweep.Run)},
 		{"data", "write task files (FrozenLake, text tasks) and demonstration transcripts", cmd(data.Parse, data.Run)},
+		{"sft", "supervised warm start of a language model on chat transcripts", cmd(sftcmd.Parse, sftcmd.Run)},
 		{"attach", "watch and steer a training running in the background", cmd(attach.Parse, attach.Run)},
 		{"ps", "list the trainings running in the background", cmd(attach.ParsePs, attach.RunPs)},
 		{"serve", "serve the terminal app over SSH", cmd(serve.Parse, serve.Run)},

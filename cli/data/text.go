@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
@@ -29,6 +30,9 @@ type TextOptions struct {
 	Tasks     string      // data demos: the task file to demonstrate
 	Exclude   string
 	Out       string
+	// Think rewrites each demonstrated answer with a scratchpad before it
+	// ("": none; "reversed-digits": see thinkReversed).
+	Think string
 }
 
 // kvFlag collects repeated key=value flags, values typed as a task file's
@@ -62,6 +66,7 @@ func parseText(args []string) (Options, error) {
 			"write demonstrations: each task played with its best answers through the agent a training run uses, one chat transcript (JSON) per line, for supervised warm start")
 		fs.StringVar(&o.Tasks, "tasks", "", "task `file` to demonstrate (.jsonl, .csv or .parquet)")
 		fs.Var(&kvFlag{o.AgentArgs}, "agent-arg", "the text agent's argument `key=value` (repeatable), as agent.args")
+		fs.StringVar(&o.Think, "think", "", "scratchpad before each answer: reversed-digits writes a numeric answer's digits last-first in a <think> block, then the answer (single-turn tasks, whose agent grades what follows </think>)")
 	} else {
 		fs = cmdutil.NewFlags("data tasks", "--env ID --n N --seed SEED --out FILE [--arg k=v ...] [--exclude FILE]",
 			"write a file of generated tasks for a text environment, none of them in --exclude (make a validation set apart from its training set)")
@@ -86,6 +91,12 @@ func parseText(args []string) (Options, error) {
 	spec, ok := text.Lookup(o.Env)
 	if !ok {
 		return Options{}, cmdutil.Usagef("--env %q is not a text environment (%s)", o.Env, textIDs())
+	}
+	switch {
+	case o.Think != "" && o.Think != "reversed-digits":
+		return Options{}, cmdutil.Usagef("--think %q: the scratchpad known is reversed-digits", o.Think)
+	case o.Think != "" && spec.Agent != "single_turn":
+		return Options{}, cmdutil.Usagef("--think needs a single-turn task (its agent reads the answer after </think>); %s's agent is %s", o.Env, spec.Agent)
 	}
 	ext := filepath.Ext(o.Out)
 	switch {
@@ -114,6 +125,11 @@ func runText(_ context.Context, o TextOptions, stdout io.Writer) error {
 			tr, err := textrl.Demonstrate(textrl.MultiTurnOptions{Env: o.Env, AgentArgs: o.AgentArgs, MaxTurns: 1 << 10}, row)
 			if err != nil {
 				return cmdutil.Configf("%s, task %d: %v", o.Tasks, i+1, err)
+			}
+			if o.Think != "" {
+				if err := thinkReversed(&tr); err != nil {
+					return cmdutil.Configf("%s, task %d: %v", o.Tasks, i+1, err)
+				}
 			}
 			if err := enc.Encode(tr); err != nil {
 				return err
@@ -160,5 +176,26 @@ func runText(_ context.Context, o TextOptions, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %d %s tasks to %s\n", len(rows), o.Env, o.Out)
+	return nil
+}
+
+// thinkReversed rewrites each assistant answer of digits (with an optional
+// sign) as <think>the digits last-first</think>the answer: a scratchpad
+// that lets a small model compute a sum from its lowest digit up, carries
+// and all, before writing it in the usual order. The single-turn agent
+// grades only what follows </think>, so the answer is unchanged.
+func thinkReversed(t *textrl.Transcript) error {
+	for i, m := range t.Messages {
+		if m.Role != "assistant" {
+			continue
+		}
+		digits := strings.TrimPrefix(m.Content, "-")
+		if digits == "" || strings.Trim(digits, "0123456789") != "" {
+			return fmt.Errorf("--think reversed-digits needs answers of digits, not %q", m.Content)
+		}
+		r := []byte(digits)
+		slices.Reverse(r)
+		t.Messages[i].Content = "<think>" + string(r) + "</think>" + m.Content
+	}
 	return nil
 }

@@ -8,12 +8,15 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/agenttrainer/agenttrainer/agents/lm/textagent"
 	"github.com/agenttrainer/agenttrainer/cli/cmdutil"
 	"github.com/agenttrainer/agenttrainer/envs/tasks"
 	"github.com/agenttrainer/agenttrainer/envs/text"
+	"github.com/agenttrainer/agenttrainer/trainer/textrl"
 )
 
 func run(t *testing.T, args ...string) (string, error) {
@@ -136,4 +139,46 @@ func writeFile(t *testing.T, dir, name, body string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// The reversed-digits scratchpad writes the digits last-first in a think
+// block, and the single-turn agent still hands the environment exactly the
+// answer: the rewritten demonstration wins.
+func TestThinkReversedDigits(t *testing.T) {
+	dir := t.TempDir()
+	val := filepath.Join(dir, "val.jsonl")
+	demos := filepath.Join(dir, "demos.jsonl")
+	if _, err := run(t, "tasks", "--env", "Arithmetic-v0", "--n", "40", "--seed", "3", "--arg", "digits=3", "--out", val); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(t, "demos", "--env", "Arithmetic-v0", "--tasks", val, "--think", "reversed-digits", "--out", demos); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	b, _ := os.ReadFile(demos)
+	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var tr textrl.Transcript
+		if err := json.Unmarshal([]byte(line), &tr); err != nil {
+			t.Fatal(err)
+		}
+		env, err := text.Make("Arithmetic-v0", tr.Task, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		agent, _ := textagent.New("single_turn", nil)
+		obs, info, _ := env.Reset(nil)
+		agent.UpdateFromEnv(obs, 0, false, info)
+		got := tr.Messages[1].Content
+		think, answer, _ := strings.Cut(strings.TrimPrefix(got, "<think>"), "</think>")
+		r := []rune(think)
+		slices.Reverse(r)
+		if string(r) != answer {
+			t.Fatalf("line %d: %q does not think the answer's digits reversed", i+1, got)
+		}
+		if _, reward, _, _, _ := env.Step(agent.UpdateFromModel(got)); reward != 1 {
+			t.Fatalf("line %d: %q is not rewarded", i+1, got)
+		}
+	}
+	if _, err := run(t, "demos", "--env", "TextFrozenLake-v0", "--tasks", val, "--think", "reversed-digits", "--out", demos); err == nil || !strings.Contains(err.Error(), "single-turn") {
+		t.Fatalf("a multi-turn task took a scratchpad: %v", err)
+	}
 }

@@ -38,6 +38,7 @@ type Config struct {
 	Actor     ActorConfig     `toml:"actor"`
 	Algorithm AlgorithmConfig `toml:"algorithm"`
 	Trainer   TrainerConfig   `toml:"trainer"`
+	SFT       SFTConfig       `toml:"sft"`
 }
 
 // RolloutConfig is how a language model samples its episodes (verl's

@@ -189,7 +189,7 @@ func TestBadInput(t *testing.T) {
 		want string
 	}{
 		{"unknown key with typo", []string{"ppo.learnig_rate=1e-3"}, "", `ppo.learnig_rate: unknown key; did you mean ppo.learning_rate?`},
-		{"key without section", []string{"learning_rate=1e-3"}, "", `did you mean ppo.learning_rate?`},
+		{"key without section", []string{"learning_rate=1e-3"}, "", `did you mean ppo.learning_rate or sft.learning_rate?`},
 		{"unknown section", []string{"optim.lr=1"}, "", "optim.lr: unknown key (`agenttrainer config` lists every key)"},
 		{"not key=value", []string{"ppo.gamma"}, "", `override "ppo.gamma": not of the form key=value`},
 		{"empty key", []string{"=3"}, "", `not of the form key=value`},
