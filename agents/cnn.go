@@ -15,6 +15,7 @@ import (
 func init() {
 	Register(Spec{
 		Name:        "cnn",
+		Observes:    Images,
 		Description: "convolutional actor-critic for image observations (MinAtar): conv layers, a shared torso, policy and value heads",
 		Keys:        append([]Key{convKey}, actorCriticKeys...),
 		New:         func(b Build) (Agent, error) { return NewCNN(b) },

@@ -37,6 +37,28 @@ type Spec struct {
 	// capability interface, as gpu.DirectConv is one), or nil; nil: any
 	// device will do.
 	Requires func(dev gpu.Device) error
+	// Observes says which observations the agent plays (the app's picker
+	// pairs environments and agents by it); zero: vectors and images, a
+	// numeric agent's.
+	Observes Observations
+}
+
+// Observations is a set of the kinds of observation an agent plays.
+type Observations uint8
+
+const (
+	Vectors Observations = 1 << iota // a box of numbers
+	Images                           // height × width × channels
+	Text                             // words, from a text environment
+)
+
+// Plays returns the observations the agent declares, vectors and images
+// when it declares none.
+func (s Spec) Plays() Observations {
+	if s.Observes == 0 {
+		return Vectors | Images
+	}
+	return s.Observes
 }
 
 // Key declares one of an agent's config keys.

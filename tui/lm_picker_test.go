@@ -2,6 +2,7 @@ package tui
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,7 +25,7 @@ var registerTextAgent sync.Once
 // every shape, as the lm agent does, and none of the numeric ones.
 func TestPlaysText(t *testing.T) {
 	registerTextAgent.Do(func() {
-		agents.Register(agents.Spec{Name: "tuitest-words", Description: "a test agent that plays text",
+		agents.Register(agents.Spec{Name: "tuitest-words", Description: "a test agent that plays text", Observes: agents.Text,
 			New: func(agents.Build) (agents.Agent, error) { return nil, errors.New("pick a text env.id") }})
 	})
 	want := map[string]bool{"mlp": false, "cnn": false, "random": false, "tuitest-words": true}
@@ -33,11 +34,18 @@ func TestPlaysText(t *testing.T) {
 			t.Errorf("playsText(%s) = %v, want %v", name, got, text)
 		}
 	}
-	_, as := Registry()
+	es, as := Registry()
 	for _, a := range as {
 		if w, ok := want[a.Name]; ok && a.Text != w {
 			t.Errorf("Registry lists %s with Text %v", a.Name, a.Text)
 		}
+	}
+	// The convolutional agent plays an image world and no vector one (the
+	// picker once lost it for MinAtar when it probed agents by building
+	// them on a 4×4 image).
+	r := registry{envs: es, agents: as, ready: true}
+	if !slices.Contains(r.agentsFor("MinAtar/Breakout-v1"), "cnn") || slices.Contains(r.agentsFor("CartPole-v1"), "cnn") {
+		t.Errorf("cnn for MinAtar/Breakout-v1: %v; for CartPole-v1: %v", r.agentsFor("MinAtar/Breakout-v1"), r.agentsFor("CartPole-v1"))
 	}
 }
 

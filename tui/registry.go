@@ -2,7 +2,6 @@ package tui
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/agenttrainer/agenttrainer/agents"
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/envs/text"
-	"github.com/agenttrainer/agenttrainer/gpu"
 )
 
 // EnvChoice is an environment as the picker lists it.
@@ -63,27 +61,14 @@ func Registry() ([]EnvChoice, []AgentChoice) {
 	return es, as
 }
 
-// takes reports which numeric observations a registered agent can be
-// built for: vectors, images (height × width × channels). One that takes
-// neither plays text (a language model's agent says it wants a text
-// env.id); one that takes images alone is convolutional. The registry
-// says no more of an agent, and asking it this way needs no list here.
+// takes reports which numeric observations a registered agent plays, as
+// its Spec declares: one that plays neither vectors nor images plays text
+// (a language model's agent); one that plays images alone is
+// convolutional.
 func takes(name string) (vectors, images bool) {
-	dev := gpu.NewCPU(1)
-	act := envs.Space{Kind: envs.Discrete, N: 2}
-	var ok [2]bool
-	for i, obs := range []envs.Space{{Kind: envs.Box, Dim: 4}, {Kind: envs.Box, Dim: 16, Shape: []int{4, 4, 1}}} {
-		ok[i] = func() (ok bool) {
-			defer func() {
-				if recover() != nil {
-					ok = true // it got past checking the observation
-				}
-			}()
-			_, err := agents.New(name, agents.Build{Obs: obs, Act: act, Device: dev, RNG: rand.New(rand.NewPCG(1, 2))})
-			return err == nil
-		}()
-	}
-	return ok[0], ok[1]
+	s, _ := agents.Lookup(name)
+	p := s.Plays()
+	return p&agents.Vectors != 0, p&agents.Images != 0
 }
 
 // playsText reports whether a registered agent plays text and no numbers.

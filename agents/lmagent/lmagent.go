@@ -36,6 +36,7 @@ const Charset = tokenizer.DefaultCharset + "√×÷−"
 func init() {
 	agents.Register(agents.Spec{
 		Name:         Name,
+		Observes:     agents.Text,
 		Description:  "decoder-only language model (Qwen2/Qwen3/Llama) for text environments: a Hugging Face directory or a from-scratch architecture",
 		Keys:         Keys(),
 		New:          func(agents.Build) (agents.Agent, error) { return nil, errNumeric },
