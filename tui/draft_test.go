@@ -204,3 +204,23 @@ func TestWatchOpensAndCloses(t *testing.T) {
 		t.Error("the watch still ticks (and redraws the app) after it was left")
 	}
 }
+
+// The environment changed in the editor changes the picker's agents too:
+// MinAtar chosen by env.id lists (and ticks) cnn back in the picker, which
+// the list made for CartPole left out (scripts/tui-third.sh saw it).
+func TestPickerAgentsFollowTheEditorsEnvironment(t *testing.T) {
+	hs := newHarnessWith(t, 120, 40, func(o *Options, _ *fakeHost) {
+		o.Registry = func() ([]EnvChoice, []AgentChoice) {
+			es, _ := testRegistry()
+			es = append(es, EnvChoice{ID: "MinAtar/Breakout-v1", Action: "discrete(3)", Observation: "10×10×4 image"})
+			return es, []AgentChoice{{Name: "cnn", NoVectors: true}, {Name: "mlp"}, {Name: "random"}}
+		}
+	})
+	if strings.Contains(hs.view(), "cnn") {
+		t.Fatalf("CartPole's agents list cnn:\n%s", hs.view())
+	}
+	hs.press(append(editKey("env.id", "MinAtar/Breakout-v1"), "1")...)
+	if v := hs.view(); !strings.Contains(v, "✓ cnn") {
+		t.Fatalf("back in the picker after env.id = MinAtar/Breakout-v1, cnn is not ticked:\n%s", v)
+	}
+}

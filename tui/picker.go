@@ -99,6 +99,7 @@ func (p *picker) Capturing() bool { return p.envList.typing || p.agentList.typin
 
 // Focus shows the draft's choices, the environment list first.
 func (p *picker) Focus() tea.Cmd {
+	p.setAgents() // the editor may have changed the environment
 	p.sync()
 	p.envList.selectID(p.envList.chosen)
 	p.agentList.selectID(p.agentList.chosen)
