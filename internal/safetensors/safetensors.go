@@ -171,6 +171,9 @@ func ParseHeader(h []byte, dataLen int64, opt Options) (*Header, error) {
 		if err := dec.Decode(&msg); err != nil {
 			return nil, fmt.Errorf("bad safetensors header: %v", err)
 		}
+		if name == "" { // nothing could load it by name, and Write refuses it
+			return nil, fmt.Errorf("bad safetensors header: a tensor has an empty name")
+		}
 		if name == "__metadata__" {
 			if err := json.Unmarshal(msg, &hdr.Meta); err != nil {
 				return nil, fmt.Errorf("bad metadata: %v (it must map names to strings)", err)
