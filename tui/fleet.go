@@ -83,6 +83,7 @@ func (a attachRunMsg) apply(m *Model) tea.Cmd  { return m.attachRun(a) }
 func (l launchedMsg) apply(m *Model) tea.Cmd   { return m.launched(l) }
 func (e eventsMsg) apply(m *Model) tea.Cmd     { return m.events(e) }
 func (i interruptMsg) apply(m *Model) tea.Cmd  { return m.interrupt() }
+func (h hangupMsg) apply(m *Model) tea.Cmd     { return m.hangup() }
 func (a askStopMsg) apply(m *Model) tea.Cmd    { return m.confirmStopOf(a.run) }
 func (f forgetRunMsg) apply(m *Model) tea.Cmd  { m.runs.forget(f.dir); return nil }
 func (b backfillMsg) apply(m *Model) tea.Cmd   { return m.backfill(b) }

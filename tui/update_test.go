@@ -393,6 +393,23 @@ func TestInterrupt(t *testing.T) {
 	}
 }
 
+// TestHangup: a closed terminal (SIGHUP) quits the app, leaving every
+// training running: the app was once left drawing to a deleted terminal,
+// its Hangup forwarded to a screen that dropped it.
+func TestHangup(t *testing.T) {
+	hs := newHarness(t, 80, 24)
+	hs.send(Hangup())
+	if !hs.quit {
+		t.Error("a hang-up with no run did not quit")
+	}
+	hs = newHarness(t, 80, 24)
+	training(hs, 5)
+	hs.send(Hangup())
+	if !hs.quit || slices.Contains(hs.fake.Calls(), "stop") {
+		t.Errorf("a hang-up while training: quit %v, calls %q (want quit, nothing stopped)", hs.quit, hs.fake.Calls())
+	}
+}
+
 func TestRunsBrowserKeys(t *testing.T) {
 	tests := []struct {
 		name    string
