@@ -13,6 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/agenttrainer/agenttrainer/internal/termtext"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 )
 
@@ -105,6 +106,7 @@ type Result struct {
 // ended, or where the trainings left behind go on; again says how to watch
 // a detached run again.
 func (r Result) Summary(again string) string {
+	r.RunDir, again = termtext.Clean(r.RunDir), termtext.Clean(again) // names may hold escapes
 	switch {
 	case r.State == "":
 		return ""

@@ -99,11 +99,12 @@ func checkAttachable(dir string) error {
 // run ends; an interrupt leaves the training running.
 func watchHeadless(ctx context.Context, link *tui.Link, dir string, stdout io.Writer) {
 	info := link.Trainer.Info()
+	shown := termtext.Clean(dir) // a directory's name may hold escapes
 	state := "running"
 	if link.Trainer.Paused() {
-		state = "paused (resume it from the app: agenttrainer attach " + dir + " in a terminal, then p)"
+		state = "paused (resume it from the app: agenttrainer attach " + shown + " in a terminal, then p)"
 	}
-	fmt.Fprintf(stdout, "attached to %s: %s · %s, %s\n", dir, info.EnvID, info.Agent, state)
+	fmt.Fprintf(stdout, "attached to %s: %s · %s, %s\n", shown, termtext.Clean(info.EnvID), termtext.Clean(info.Agent), state)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -112,7 +113,7 @@ func watchHeadless(ctx context.Context, link *tui.Link, dir string, stdout io.Wr
 	select {
 	case <-done:
 	case <-ctx.Done():
-		fmt.Fprintf(stdout, "detached; the training in %s goes on\n", termtext.Clean(dir))
+		fmt.Fprintf(stdout, "detached; the training in %s goes on\n", shown)
 	}
 }
 
