@@ -131,15 +131,8 @@ func (t *Trainer) trainLM(ctx context.Context, f *runFiles) (Summary, error) {
 		}
 		sum.Last, sum.Iterations = m, iter
 		t.stepsDone.Store(p.step)
-		asked := t.saveReq.Swap(false)
-		due := c.Trainer.SaveEveryS > 0 && t.opts.Now().Sub(p.lastSave).Seconds() >= c.Trainer.SaveEveryS
-		if asked || due || (c.Trainer.SaveFreq > 0 && iter%c.Trainer.SaveFreq == 0) {
-			if err := t.checkpoint(f, &sum, p, asked); err != nil {
-				if !errors.As(err, new(*runstore.OccupiedError)) {
-					return sum, err
-				}
-				t.logf("warning: %v; training goes on, and checkpoints/latest still names the one before", err)
-			}
+		if err := t.checkpointIfDue(f, &sum, p, iter); err != nil {
+			return sum, err
 		}
 	}
 	if err := t.applyEdits(f, p.iter+1, p); err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/gpu"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
-	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
 // This file is the PPO algorithm, in the order of CleanRL's ppo.py: roll
@@ -257,17 +256,8 @@ func (t *Trainer) train(ctx context.Context, f *runFiles) (Summary, error) {
 		sum.Last, sum.Iterations = m, iter
 		t.stepsDone.Store(p.step)
 
-		asked := t.saveReq.Swap(false)
-		due := c.Trainer.SaveEveryS > 0 && t.opts.Now().Sub(p.lastSave).Seconds() >= c.Trainer.SaveEveryS
-		if asked || due || (c.Trainer.SaveFreq > 0 && iter%c.Trainer.SaveFreq == 0) {
-			if err := t.checkpoint(f, &sum, p, asked); err != nil {
-				if !errors.As(err, new(*runstore.OccupiedError)) {
-					return sum, err
-				}
-				// Only this name is unusable: the next checkpoint gets
-				// another. The final one must be written, though.
-				t.logf("warning: %v; training goes on, and checkpoints/latest still names the one before", err)
-			}
+		if err := t.checkpointIfDue(f, &sum, p, iter); err != nil {
+			return sum, err
 		}
 	}
 	// Live edits that arrived after the last iteration began were accepted:

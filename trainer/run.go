@@ -195,3 +195,25 @@ func (t *Trainer) waitWhilePaused(ctx context.Context, f *runFiles, sum *Summary
 	t.broker.publish(Event{Kind: EventState, Time: t.opts.Now(), State: StateRunning, Message: resumedMsg})
 	return nil
 }
+
+// checkpointIfDue writes a checkpoint at the end of iteration iter when one
+// was asked for (the control socket's save), trainer.save_every_s has
+// passed or trainer.save_freq divides iter: the PPO and the language-model
+// loops decide alike.
+func (t *Trainer) checkpointIfDue(f *runFiles, sum *Summary, p *progress, iter int) error {
+	c := &t.cfg
+	asked := t.saveReq.Swap(false)
+	due := c.Trainer.SaveEveryS > 0 && t.opts.Now().Sub(p.lastSave).Seconds() >= c.Trainer.SaveEveryS
+	if !asked && !due && (c.Trainer.SaveFreq <= 0 || iter%c.Trainer.SaveFreq != 0) {
+		return nil
+	}
+	if err := t.checkpoint(f, sum, p, asked); err != nil {
+		if !errors.As(err, new(*runstore.OccupiedError)) {
+			return err
+		}
+		// Only this name is unusable: the next checkpoint gets another.
+		// The final one must be written, though.
+		t.logf("warning: %v; training goes on, and checkpoints/latest still names the one before", err)
+	}
+	return nil
+}
