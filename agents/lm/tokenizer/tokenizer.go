@@ -15,7 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/agenttrainer/agenttrainer/internal/inputfile"
 	"os"
 	"path/filepath"
 	"sort"
@@ -95,47 +95,11 @@ func Load(dir string) (*Tokenizer, error) {
 	return t, nil
 }
 
+// readLimited reads a tokenizer file through the one reader of
+// user-named files: regular files only (a FIFO would block, /dev/zero never
+// end), at most maxFileSize bytes.
 func readLimited(path string) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() { // a FIFO would block, a device (/dev/zero) never end
-		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fileKind(st.Mode()))
-	}
-	if st.Size() > maxFileSize {
-		return nil, fmt.Errorf("%s is %d MB, more than any tokenizer file (limit %d MB)", path, st.Size()>>20, maxFileSize>>20)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	// Read at most one byte past the limit: a file that grew since Stat is
-	// refused rather than read without end.
-	b, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxFileSize {
-		return nil, fmt.Errorf("%s is more than any tokenizer file (limit %d MB)", path, maxFileSize>>20)
-	}
-	return b, nil
-}
-
-// fileKind names what a path that is not a regular file is.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	}
-	return "not a plain file"
+	return inputfile.Read(path, maxFileSize, "tokenizer file")
 }
 
 // Parse builds a tokenizer from the contents of tokenizer.json and,
