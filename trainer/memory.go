@@ -1,12 +1,9 @@
 package trainer
 
 import (
-	"bufio"
 	"fmt"
-	"os"
+	"github.com/agenttrainer/agenttrainer/internal/memlimit"
 	"runtime"
-	"strconv"
-	"strings"
 
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
@@ -75,26 +72,8 @@ type memoryPart struct {
 	bytes     float64
 }
 
-// memoryLimit is how much this process may plan to use: 80 % of the memory
-// the kernel reports available (MemAvailable), or 8 GiB where that cannot
-// be read.
-func memoryLimit() float64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 8 << 30
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			if err == nil && kb > 0 {
-				return 0.8 * kb * 1024
-			}
-		}
-	}
-	return 8 << 30
-}
+// memoryLimit is what the trainer may plan to use (internal/memlimit).
+func memoryLimit() float64 { return float64(memlimit.Available()) }
 
 // checkMemory refuses a configuration whose estimate exceeds limit.
 func checkMemory(cfg *config.Config, obs, act envs.Space, limit float64) error {
