@@ -28,7 +28,7 @@ type lmRun struct {
 	ref     *lm.Model // the frozen reference policy; nil without a KL term
 	spec    text.Spec
 	factory textrl.WorkflowFactory
-	gen     *lmGenerator
+	gen     *textrl.LMGenerator
 	// The passes of the policy and the reference, grown on demand.
 	pass, refPass           *lm.Pass
 	passTokens, refPassToks int
@@ -142,7 +142,7 @@ func newLM(cfg config.Config, opts Options) (*Trainer, error) {
 	if err != nil {
 		return nil, &config.Error{Key: "rollout.max_num_seqs", Msg: err.Error()}
 	}
-	r.gen = &lmGenerator{g: g}
+	r.gen = &textrl.LMGenerator{G: g}
 	if WarmStartFor != nil {
 		if r.warmStart, err = WarmStartFor(cfg); err != nil {
 			var ce *config.Error
@@ -278,83 +278,6 @@ func generateTasks(cfg *config.Config, spec text.Spec, train, val []envs.Params)
 		}
 	}
 	return train, val, nil
-}
-
-// lmGenerator is the language model as textrl's Generator: requests of one
-// batch share their sampling settings but their seeds.
-type lmGenerator struct {
-	g *lm.Generator
-	// tokens generated since the counter was last read
-	tokens int64
-}
-
-func (a *lmGenerator) Generate(ctx context.Context, reqs []textrl.Request) ([]textrl.Generation, error) {
-	out := make([]textrl.Generation, len(reqs))
-	// Requests with the same settings (all of an engine's, but their seeds)
-	// go to the model together.
-	for start := 0; start < len(reqs); {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		p := reqs[start].Params
-		end := start + 1
-		for end < len(reqs) && sameSampling(reqs[end].Params, p) {
-			end++
-		}
-		prompts := make([][]int32, end-start)
-		seeds := make([]uint64, end-start)
-		for i := range prompts {
-			prompts[i] = toInt32(reqs[start+i].PromptIDs)
-			seeds[i] = reqs[start+i].Params.Seed
-		}
-		stop := make([]int32, len(p.StopIDs))
-		for i, id := range p.StopIDs {
-			stop[i] = int32(id)
-		}
-		comps, err := a.g.Generate(prompts, lm.SampleOptions{MaxNewTokens: p.MaxTokens, Temperature: p.Temperature,
-			TopK: p.TopK, TopP: p.TopP, StopIDs: stop, Seeds: seeds})
-		if err != nil {
-			return nil, err
-		}
-		for i, c := range comps {
-			ids := make([]int, len(c.Tokens))
-			for j, id := range c.Tokens {
-				ids[j] = int(id)
-			}
-			finish := textrl.FinishStop
-			if c.Finish == lm.FinishLength {
-				finish = textrl.FinishLength
-			}
-			out[start+i] = textrl.Generation{IDs: ids, LogProbs: c.LogProbs, Finish: finish}
-			a.tokens += int64(len(ids))
-		}
-		start = end
-	}
-	return out, nil
-}
-
-func sameSampling(a, b textrl.SamplingParams) bool {
-	return a.Temperature == b.Temperature && a.TopP == b.TopP && a.TopK == b.TopK && a.MaxTokens == b.MaxTokens && equalInts(a.StopIDs, b.StopIDs)
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func toInt32(ids []int) []int32 {
-	out := make([]int32, len(ids))
-	for i, id := range ids {
-		out[i] = int32(id)
-	}
-	return out
 }
 
 func fmtCount(n int64) string {

@@ -180,7 +180,7 @@ func (t *Trainer) lmIteration(ctx context.Context, iter int, p *progress) (Metri
 	}
 	m := Metrics{Iter: iter, Step: int64(iter), LR: Float(lr)}
 	genStart := time.Now()
-	r.gen.tokens = 0
+	r.gen.Tokens = 0
 	var all, kept [][]*textrl.Episode
 	batches := 0
 	for {
@@ -207,7 +207,7 @@ func (t *Trainer) lmIteration(ctx context.Context, iter int, p *progress) (Metri
 		kept = kept[:c.Data.TrainBatchSize]
 	}
 	genS := time.Since(genStart).Seconds()
-	genTokens := r.gen.tokens
+	genTokens := r.gen.Tokens
 	t.episodeMetrics(&m, all, kept, batches, p)
 
 	// Sequences, the reference's log-probabilities, advantages.
@@ -369,7 +369,7 @@ func buildSeqs(groups [][]*textrl.Episode) ([]*lmSeq, []seqOwner) {
 					continue
 				}
 				s := &lmSeq{start: len(row.PromptIDs), mask: row.Mask, oldLogp: row.LogProbs, adv: make([]float64, len(row.Mask))}
-				s.ids = append(toInt32(row.PromptIDs), toInt32(row.ResponseIDs)...)
+				s.ids = append(textrl.ToInt32(row.PromptIDs), textrl.ToInt32(row.ResponseIDs)...)
 				seqs = append(seqs, s)
 				owner = append(owner, seqOwner{g, i, k})
 			}

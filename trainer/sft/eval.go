@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/agenttrainer/agenttrainer/agents/lm"
@@ -14,13 +13,6 @@ import (
 	"github.com/agenttrainer/agenttrainer/trainer/textrl"
 )
 
-// generator runs the workflow engine's requests on a model's KV-cache
-// generator. Requests batched together that differ in more than their
-// seed are run one by one.
-type generator struct {
-	g *lm.Generator
-}
-
 // NewGenerator makes a textrl.Generator of m for up to slots sequences of
 // up to maxLen tokens each.
 func NewGenerator(m *lm.Model, slots, maxLen int) (textrl.Generator, error) {
@@ -28,53 +20,7 @@ func NewGenerator(m *lm.Model, slots, maxLen int) (textrl.Generator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &generator{g: g}, nil
-}
-
-func sameParams(a, b textrl.SamplingParams) bool {
-	return a.Temperature == b.Temperature && a.TopP == b.TopP && a.TopK == b.TopK && a.MaxTokens == b.MaxTokens && slices.Equal(a.StopIDs, b.StopIDs)
-}
-
-func (g *generator) Generate(ctx context.Context, reqs []textrl.Request) ([]textrl.Generation, error) {
-	out := make([]textrl.Generation, 0, len(reqs))
-	for len(reqs) > 0 {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		n := 1
-		for n < len(reqs) && sameParams(reqs[0].Params, reqs[n].Params) {
-			n++
-		}
-		p := reqs[0].Params
-		opt := lm.SampleOptions{MaxNewTokens: p.MaxTokens, Temperature: p.Temperature, TopK: p.TopK, TopP: p.TopP}
-		for _, id := range p.StopIDs {
-			opt.StopIDs = append(opt.StopIDs, int32(id))
-		}
-		prompts := make([][]int32, n)
-		for i, r := range reqs[:n] {
-			prompts[i] = make([]int32, len(r.PromptIDs))
-			for j, id := range r.PromptIDs {
-				prompts[i][j] = int32(id)
-			}
-			opt.Seeds = append(opt.Seeds, r.Params.Seed)
-		}
-		cs, err := g.g.Generate(prompts, opt)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range cs {
-			gen := textrl.Generation{LogProbs: c.LogProbs, Finish: textrl.FinishStop}
-			if c.Finish == lm.FinishLength {
-				gen.Finish = textrl.FinishLength
-			}
-			for _, id := range c.Tokens {
-				gen.IDs = append(gen.IDs, int(id))
-			}
-			out = append(out, gen)
-		}
-		reqs = reqs[n:]
-	}
-	return out, nil
+	return &textrl.LMGenerator{G: g}, nil
 }
 
 // EvalOptions say how to play held-out tasks.
