@@ -89,9 +89,14 @@ func newLM(cfg config.Config, opts Options) (*Trainer, error) {
 		return nil, err
 	}
 	t.tasks, t.valRows = newTaskSource(&cfg, trainRows, nil), valRows
-	factory, err := textrl.MultiTurn(textrl.MultiTurnOptions{Env: spec.ID, MaxTurns: cfg.Rollout.MaxTurns})
+	factory, err := textrl.MultiTurn(textrl.MultiTurnOptions{Env: spec.ID, MaxTurns: cfg.Rollout.MaxTurns,
+		Agent: cfg.Workflow.Agent, AgentArgs: envs.Params(cfg.Workflow.AgentArgs)})
 	if err != nil {
-		return nil, &config.Error{Key: "env.id", Msg: err.Error()}
+		key := "env.id"
+		if cfg.Workflow.Agent != "" || len(cfg.Workflow.AgentArgs) > 0 {
+			key = "workflow.agent"
+		}
+		return nil, &config.Error{Key: key, Msg: err.Error()}
 	}
 	if opts.Device != nil {
 		t.dev, t.devInfo = opts.Device, opts.Device.Name()

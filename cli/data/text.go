@@ -26,6 +26,7 @@ type TextOptions struct {
 	N         int
 	Seed      int64
 	Args      envs.Params // --arg k=v: the task set's shape
+	Agent     string      // --agent NAME ("": the environment's own)
 	AgentArgs envs.Params // --agent-arg k=v
 	Tasks     string      // data demos: the task file to demonstrate
 	Exclude   string
@@ -62,10 +63,11 @@ func parseText(args []string) (Options, error) {
 	o := TextOptions{Demos: args[0] == "demos", Args: envs.Params{}, AgentArgs: envs.Params{}}
 	var fs *cmdutil.Flags
 	if o.Demos {
-		fs = cmdutil.NewFlags("data demos", "--env ID --tasks FILE --out FILE.jsonl [--agent-arg k=v ...]",
+		fs = cmdutil.NewFlags("data demos", "--env ID --tasks FILE --out FILE.jsonl [--agent NAME] [--agent-arg k=v ...]",
 			"write demonstrations: each task played with its best answers through the agent a training run uses, one chat transcript (JSON) per line, for supervised warm start")
 		fs.StringVar(&o.Tasks, "tasks", "", "task `file` to demonstrate (.jsonl, .csv or .parquet)")
-		fs.Var(&kvFlag{o.AgentArgs}, "agent-arg", "the text agent's argument `key=value` (repeatable), as agent.args")
+		fs.StringVar(&o.Agent, "agent", "", "the text `agent` that plays (as workflow.agent; default: the environment's own)")
+		fs.Var(&kvFlag{o.AgentArgs}, "agent-arg", "the text agent's argument `key=value` (repeatable), as workflow.agent_args")
 		fs.StringVar(&o.Think, "think", "", "scratchpad before each answer: reversed-digits writes a numeric answer's digits last-first in a <think> block, then the answer (single-turn tasks, whose agent grades what follows </think>)")
 	} else {
 		fs = cmdutil.NewFlags("data tasks", "--env ID --n N --seed SEED --out FILE [--arg k=v ...] [--exclude FILE]",
@@ -122,7 +124,7 @@ func runText(_ context.Context, o TextOptions, stdout io.Writer) error {
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
 		for i, row := range rows {
-			tr, err := textrl.Demonstrate(textrl.MultiTurnOptions{Env: o.Env, AgentArgs: o.AgentArgs, MaxTurns: 1 << 10}, row)
+			tr, err := textrl.Demonstrate(textrl.MultiTurnOptions{Env: o.Env, Agent: o.Agent, AgentArgs: o.AgentArgs, MaxTurns: 1 << 10}, row)
 			if err != nil {
 				return cmdutil.Configf("%s, task %d: %v", o.Tasks, i+1, err)
 			}
@@ -131,8 +133,10 @@ func runText(_ context.Context, o TextOptions, stdout io.Writer) error {
 					return cmdutil.Configf("%s, task %d: %v", o.Tasks, i+1, err)
 				}
 			}
-			if err := enc.Encode(tr); err != nil {
-				return err
+			for _, t := range tr.PerTurn() {
+				if err := enc.Encode(t); err != nil {
+					return err
+				}
 			}
 		}
 		if err := atomicfile.Write(o.Out, buf.Bytes(), 0o644); err != nil {

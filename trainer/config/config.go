@@ -39,6 +39,14 @@ type Config struct {
 	Algorithm AlgorithmConfig `toml:"algorithm"`
 	Trainer   TrainerConfig   `toml:"trainer"`
 	SFT       SFTConfig       `toml:"sft"`
+	Workflow  WorkflowConfig  `toml:"workflow"`
+}
+
+// WorkflowConfig chooses the text agent that plays a text environment in
+// rLLM's multi-turn workflow, and its arguments (rLLM's agent_args).
+type WorkflowConfig struct {
+	Agent     string         `toml:"agent"`
+	AgentArgs map[string]any `toml:"agent_args"`
 }
 
 // RolloutConfig is how a language model samples its episodes (verl's
@@ -264,7 +272,7 @@ func decodeDefaults() (Config, error) {
 	for _, k := range md.Undecoded() {
 		name := k.String()
 		switch i, ok := schemaByID[name]; {
-		case strings.HasPrefix(name, "env.args"):
+		case tableKey(name) != "":
 		case ok && schema[i].agentKey != "":
 			if err := c.setKey(schema[i], normalize(agentSec[schema[i].agentKey])); err != nil {
 				return c, fmt.Errorf("%s: %s", name, err)
@@ -275,6 +283,9 @@ func decodeDefaults() (Config, error) {
 	}
 	if c.Env.Args == nil {
 		c.Env.Args = map[string]any{}
+	}
+	if c.Workflow.AgentArgs == nil {
+		c.Workflow.AgentArgs = map[string]any{}
 	}
 	return c, nil
 }
@@ -379,6 +390,7 @@ func (c Config) Clone() Config {
 	out.Data.TrainFiles = append([]string(nil), c.Data.TrainFiles...)
 	out.Data.ValFiles = append([]string(nil), c.Data.ValFiles...)
 	out.Env.Args = cloneTable(c.Env.Args)
+	out.Workflow.AgentArgs = cloneTable(c.Workflow.AgentArgs)
 	return out
 }
 

@@ -314,3 +314,26 @@ func TestPresetPrecedence(t *testing.T) {
 		t.Fatal("CartPole's preset changed the CleanRL defaults")
 	}
 }
+
+// workflow.agent_args is a free-form table like env.args: set whole or by
+// dotted sub-keys, and deep-copied by Clone.
+func TestWorkflowAgentArgs(t *testing.T) {
+	c := Default()
+	if err := c.ApplyArgs([]string{"workflow.agent=frozenlake", "workflow.agent_args.accumulate_history=false", `workflow.agent_args.system_prompt="Reach G."`}); err != nil {
+		t.Fatal(err)
+	}
+	if c.Workflow.Agent != "frozenlake" || c.Workflow.AgentArgs["accumulate_history"] != false || c.Workflow.AgentArgs["system_prompt"] != "Reach G." {
+		t.Fatalf("workflow %+v", c.Workflow)
+	}
+	d := c.Clone()
+	d.Workflow.AgentArgs["system_prompt"] = "changed"
+	if c.Workflow.AgentArgs["system_prompt"] != "Reach G." {
+		t.Fatal("Clone shares workflow.agent_args")
+	}
+	if err := c.ApplyArgs([]string{"workflow.agent_args=3"}); err == nil || !strings.Contains(err.Error(), "expects a table") {
+		t.Fatalf("workflow.agent_args=3: %v", err)
+	}
+	if err := c.ApplyArgs([]string{"workflow.agent_args={}"}); err != nil || len(c.Workflow.AgentArgs) != 0 {
+		t.Fatalf("workflow.agent_args={}: %v, %v", err, c.Workflow.AgentArgs)
+	}
+}

@@ -46,7 +46,28 @@ func IsConfigError(err error) bool {
 	return errors.As(err, &e)
 }
 
-const argsPrefix = "env.args"
+// The free-form tables: their keys are not in the schema, and their
+// values are whatever the environment or text agent reads.
+var tableKeys = []string{"env.args", "workflow.agent_args"}
+
+// tableKey returns the free-form table that name is or lies inside ("":
+// none).
+func tableKey(name string) string {
+	for _, t := range tableKeys {
+		if name == t || strings.HasPrefix(name, t+".") {
+			return t
+		}
+	}
+	return ""
+}
+
+// table returns the address of a free-form table's field.
+func (c *Config) table(key string) *map[string]any {
+	if key == "workflow.agent_args" {
+		return &c.Workflow.AgentArgs
+	}
+	return &c.Env.Args
+}
 
 // Resolve builds a config from the embedded defaults, the preset of its
 // env.id, an optional file and key=value overrides, and validates it.
@@ -139,7 +160,7 @@ func flatten(prefix string, m map[string]any, out map[string]any) {
 		// An empty table is a value where tables are values (env.args and
 		// the tables inside it: `[env.args.0]` reads back as {}), else
 		// nothing to set.
-		isArgs := name == argsPrefix || strings.HasPrefix(name, argsPrefix+".")
+		isArgs := tableKey(name) != ""
 		if sub, ok := v.(map[string]any); ok && (len(sub) > 0 || !isArgs) {
 			flatten(name, sub, out)
 			continue
@@ -183,8 +204,8 @@ func (c *Config) set(key string, v any, source string) error {
 		return &Error{Source: source, Key: key, Msg: fmt.Sprintf(format, a...)}
 	}
 	v = normalize(v)
-	if key == argsPrefix || strings.HasPrefix(key, argsPrefix+".") {
-		return c.setArg(strings.TrimPrefix(strings.TrimPrefix(key, argsPrefix), "."), v, fail)
+	if t := tableKey(key); t != "" {
+		return c.setArg(c.table(t), strings.TrimPrefix(strings.TrimPrefix(key, t), "."), v, fail)
 	}
 	k, ok := Lookup(key)
 	if !ok {
@@ -235,20 +256,20 @@ func (k Key) check(v any) error {
 	return checkValue(k.Check, v)
 }
 
-func (c *Config) setArg(sub string, v any, fail func(string, ...any) error) error {
+func (c *Config) setArg(table *map[string]any, sub string, v any, fail func(string, ...any) error) error {
 	if sub == "" {
 		t, ok := v.(map[string]any)
 		if !ok {
 			return fail("expects a table such as {command = [\"python3\", \"server.py\"]}, got %s", describe(v))
 		}
-		c.Env.Args = cloneTable(t)
+		*table = cloneTable(t)
 		return nil
 	}
-	if c.Env.Args == nil {
-		c.Env.Args = map[string]any{}
+	if *table == nil {
+		*table = map[string]any{}
 	}
 	parts := strings.Split(sub, ".")
-	m := c.Env.Args
+	m := *table
 	for _, p := range parts[:len(parts)-1] {
 		next, ok := m[p].(map[string]any)
 		if !ok {

@@ -30,7 +30,8 @@ func JobFromConfig(c config.Config) Job {
 	}
 	if s.EvalTasks != "" {
 		j.EvalTasksFile = s.EvalTasks
-		j.Eval = &EvalOptions{Workflow: textrl.MultiTurnOptions{Env: c.Env.ID, EnvArgs: envs.Params(c.Env.Args)},
+		j.Eval = &EvalOptions{Workflow: textrl.MultiTurnOptions{Env: c.Env.ID, EnvArgs: envs.Params(c.Env.Args),
+			Agent: c.Workflow.Agent, AgentArgs: envs.Params(c.Workflow.AgentArgs)},
 			MaxResponseLength: s.EvalMaxResponse, Temperature: c.Rollout.ValTemp, Seed: c.Trainer.Seed}
 	}
 	return j

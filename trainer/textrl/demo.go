@@ -3,6 +3,7 @@ package textrl
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/agenttrainer/agenttrainer/agents/lm/chat"
 	"github.com/agenttrainer/agenttrainer/agents/lm/textagent"
@@ -19,6 +20,38 @@ type Transcript struct {
 	Reward   float64        `json:"reward"`
 	Success  bool           `json:"success"`
 	Turns    int            `json:"turns"`
+	// Turn, when set, is the 1-based turn of a transcript that holds one
+	// turn of its episode (PerTurn).
+	Turn int `json:"turn,omitempty"`
+
+	// turnChats are the chats of each turn: the messages the model was
+	// given and its answer.
+	turnChats [][]chat.Message
+}
+
+// PerTurn returns the transcript as supervised warm start must read it:
+// itself when each turn's chat extends the previous one (the agent keeps
+// its history, so the last chat holds every turn), else one transcript a
+// turn (an agent without history, such as FrozenLake's with
+// accumulate_history = false, shows the model only the latest turn).
+func (t Transcript) PerTurn() []Transcript {
+	for i := 1; i < len(t.turnChats); i++ {
+		if !chatExtends(t.turnChats[i], t.turnChats[i-1]) {
+			out := make([]Transcript, len(t.turnChats))
+			for j, c := range t.turnChats {
+				out[j] = Transcript{Env: t.Env, Task: t.Task, Messages: c, Reward: t.Reward, Success: t.Success, Turns: t.Turns, Turn: j + 1}
+			}
+			return out
+		}
+	}
+	return []Transcript{t}
+}
+
+// chatExtends reports whether chat starts with prefix.
+func chatExtends(c, prefix []chat.Message) bool {
+	return len(c) >= len(prefix) && slices.EqualFunc(c[:len(prefix)], prefix, func(a, b chat.Message) bool {
+		return a.Role == b.Role && a.Content == b.Content
+	})
 }
 
 // Demonstrate plays task with the environment's oracle (text.Oracle)
@@ -53,6 +86,7 @@ func Demonstrate(o MultiTurnOptions, task envs.Params) (Transcript, error) {
 	if l, ok := env.(text.TurnLimiter); ok && l.MaxTurns() > 0 {
 		turns = min(turns, l.MaxTurns())
 	}
+	var turnChats [][]chat.Message
 	if err := safely(func() error {
 		obs, info, err := env.Reset(nil)
 		if err != nil {
@@ -64,6 +98,8 @@ func Demonstrate(o MultiTurnOptions, task envs.Params) (Transcript, error) {
 			if !ok {
 				return errors.New("the oracle knows no answer for this task")
 			}
+			prompt := agent.Messages()
+			turnChats = append(turnChats, append(slices.Clone(prompt), chat.Message{Role: "assistant", Content: resp}))
 			action := agent.UpdateFromModel(resp)
 			obs, r, done, info, err := env.Step(action)
 			if err != nil {
@@ -79,12 +115,12 @@ func Demonstrate(o MultiTurnOptions, task envs.Params) (Transcript, error) {
 		return Transcript{}, err
 	}
 	traj := agent.Trajectory()
-	t := Transcript{Env: o.Env, Task: task, Turns: len(traj.Steps)}
+	t := Transcript{Env: o.Env, Task: task, Turns: len(traj.Steps), turnChats: turnChats}
 	for _, s := range traj.Steps {
 		t.Reward += s.Reward
 	}
-	if last := traj.Last(); last != nil {
-		t.Messages = last.ChatCompletions
+	if len(turnChats) > 0 {
+		t.Messages = turnChats[len(turnChats)-1]
 	}
 	if s, ok := env.(text.Succeeder); ok {
 		t.Success = s.Succeeded()

@@ -99,3 +99,33 @@ func TestSingleTurnEpisodes(t *testing.T) {
 		t.Fatalf("%d right, %d wrong: the seeds should give both", right, wrong)
 	}
 }
+
+// An agent that keeps its history gives one transcript holding every turn;
+// one without gives a transcript a turn, each the chat the model saw then
+// (the latest observation) and its answer.
+func TestDemonstrationPerTurn(t *testing.T) {
+	row := envs.Params{"seed": 1354522821, "size": 4, "p": 0.8}
+	whole, err := Demonstrate(MultiTurnOptions{Env: tfl.ID}, row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := whole.PerTurn(); len(got) != 1 || len(got[0].Messages) != 1+2*whole.Turns || got[0].Turn != 0 {
+		t.Fatalf("with history: %d transcripts, %d messages for %d turns", len(got), len(got[0].Messages), whole.Turns)
+	}
+	split, err := Demonstrate(MultiTurnOptions{Env: tfl.ID, AgentArgs: envs.Params{"accumulate_history": false, "system_prompt": ""}}, row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns := split.PerTurn()
+	if whole.Turns < 2 || len(turns) != whole.Turns {
+		t.Fatalf("without history: %d transcripts for %d turns", len(turns), whole.Turns)
+	}
+	for i, tr := range turns {
+		m := tr.Messages
+		want := whole.Messages[2+2*i] // the same answer at the same turn
+		if len(m) != 2 || m[0].Role != "user" || !strings.HasPrefix(m[0].Content, "Current Observation ("+strconv.Itoa(i)+")") ||
+			m[1].Role != want.Role || m[1].Content != want.Content || tr.Turn != i+1 || !tr.Success {
+			t.Fatalf("turn %d: %+v (want the answer %+v)", i+1, tr, want)
+		}
+	}
+}

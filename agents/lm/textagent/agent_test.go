@@ -214,3 +214,41 @@ func TestMultiTurnKeepsRewardsWithObservations(t *testing.T) {
 		t.Errorf("the final observation's step: %+v", steps[2])
 	}
 }
+
+// system_prompt replaces rLLM's prompt, "" drops it, and without history
+// the chat is the system prompt (if any) and the latest observation.
+func TestFrozenLakeSystemPromptOption(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		args    envs.Params
+		want    []string // roles of Messages() after two observations
+		content string   // the first message's content
+	}{
+		{"rLLM's", envs.Params{}, []string{"system", "user", "assistant", "user"}, FrozenLakeSystemPrompt},
+		{"replaced", envs.Params{"system_prompt": "Reach G."}, []string{"system", "user", "assistant", "user"}, "Reach G."},
+		{"none", envs.Params{"system_prompt": ""}, []string{"user", "assistant", "user"}, "Current Observation (0): \nobs0\n" + flNotYet},
+		{"none, no history", envs.Params{"system_prompt": "", "accumulate_history": false}, []string{"user"}, "Current Observation (1): \nobs1\n" + flNotYet},
+		{"replaced, no history", envs.Params{"system_prompt": "Reach G.", "accumulate_history": false}, []string{"system", "user"}, "Reach G."},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := New("frozenlake", tt.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.UpdateFromEnv("obs0", 0, false, nil)
+			a.UpdateFromModel("```Up```")
+			a.UpdateFromEnv("obs1", 0, false, nil)
+			m := a.Messages()
+			var roles []string
+			for _, x := range m {
+				roles = append(roles, x.Role)
+			}
+			if strings.Join(roles, ",") != strings.Join(tt.want, ",") || m[0].Content != tt.content {
+				t.Fatalf("roles %v (want %v), first %q (want %q)", roles, tt.want, m[0].Content, tt.content)
+			}
+		})
+	}
+	if _, err := New("frozenlake", envs.Params{"system_prompt": 3}); err == nil {
+		t.Fatal("a numeric system_prompt was accepted")
+	}
+}
