@@ -52,7 +52,7 @@ data() {
     addition)
       run "$d/log" "$bin" data tasks --env "$env" --n 1000 --seed 1000 --arg digits=3 --out "$d/val.jsonl"
       run "$d/log" "$bin" data tasks --env "$env" --n 60000 --seed 1 --arg digits=3 --exclude "$d/val.jsonl" --out "$d/train.jsonl"
-      run "$d/log" "$bin" data demos --env "$env" --tasks "$d/train.jsonl" --think reversed-digits --out "$d/demos.jsonl" ;;
+      run "$d/log" "$bin" data demos --env "$env" --tasks "$d/train.jsonl" --think padded-digits --out "$d/demos.jsonl" ;;
     countdown)
       run "$d/log" "$bin" data tasks --env "$env" --n 200 --seed 1000 --arg count=3 --out "$d/val.jsonl"
       run "$d/log" "$bin" data tasks --env "$env" --n 20000 --seed 1 --arg count=3 --exclude "$d/val.jsonl" --out "$d/train.jsonl"

@@ -68,7 +68,7 @@ func parseText(args []string) (Options, error) {
 		fs.StringVar(&o.Tasks, "tasks", "", "task `file` to demonstrate (.jsonl, .csv or .parquet)")
 		fs.StringVar(&o.Agent, "agent", "", "the text `agent` that plays (as workflow.agent; default: the environment's own)")
 		fs.Var(&kvFlag{o.AgentArgs}, "agent-arg", "the text agent's argument `key=value` (repeatable), as workflow.agent_args")
-		fs.StringVar(&o.Think, "think", "", "scratchpad before each answer: reversed-digits writes a numeric answer's digits last-first in a <think> block, then the answer (single-turn tasks, whose agent grades what follows </think>)")
+		fs.StringVar(&o.Think, "think", "", "scratchpad before each answer (single-turn tasks, whose agent grades what follows </think>): padded-digits writes a numeric answer with leading zeros to the set's widest answer in a <think> block, then the answer; reversed-digits writes its digits last-first")
 	} else {
 		fs = cmdutil.NewFlags("data tasks", "--env ID --n N --seed SEED --out FILE [--arg k=v ...] [--exclude FILE]",
 			"write a file of generated tasks for a text environment, none of them in --exclude (make a validation set apart from its training set)")
@@ -95,8 +95,8 @@ func parseText(args []string) (Options, error) {
 		return Options{}, cmdutil.Usagef("--env %q is not a text environment (%s)", o.Env, textIDs())
 	}
 	switch {
-	case o.Think != "" && o.Think != "reversed-digits":
-		return Options{}, cmdutil.Usagef("--think %q: the scratchpad known is reversed-digits", o.Think)
+	case o.Think != "" && o.Think != "padded-digits" && o.Think != "reversed-digits":
+		return Options{}, cmdutil.Usagef("--think %q: the scratchpads known are padded-digits and reversed-digits", o.Think)
 	case o.Think != "" && spec.Agent != "single_turn":
 		return Options{}, cmdutil.Usagef("--think needs a single-turn task (its agent reads the answer after </think>); %s's agent is %s", o.Env, spec.Agent)
 	}
@@ -120,19 +120,21 @@ func runText(_ context.Context, o TextOptions, stdout io.Writer) error {
 		if err != nil {
 			return cmdutil.Configf("--tasks: %v", err)
 		}
+		demos := make([]textrl.Transcript, len(rows))
+		for i, row := range rows {
+			if demos[i], err = textrl.Demonstrate(textrl.MultiTurnOptions{Env: o.Env, Agent: o.Agent, AgentArgs: o.AgentArgs, MaxTurns: 1 << 10}, row); err != nil {
+				return cmdutil.Configf("%s, task %d: %v", o.Tasks, i+1, err)
+			}
+		}
+		if o.Think != "" {
+			if err := think(o.Think, demos); err != nil {
+				return cmdutil.Configf("%s, %v", o.Tasks, err)
+			}
+		}
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
-		for i, row := range rows {
-			tr, err := textrl.Demonstrate(textrl.MultiTurnOptions{Env: o.Env, Agent: o.Agent, AgentArgs: o.AgentArgs, MaxTurns: 1 << 10}, row)
-			if err != nil {
-				return cmdutil.Configf("%s, task %d: %v", o.Tasks, i+1, err)
-			}
-			if o.Think != "" {
-				if err := thinkReversed(&tr); err != nil {
-					return cmdutil.Configf("%s, task %d: %v", o.Tasks, i+1, err)
-				}
-			}
+		for _, tr := range demos {
 			for _, t := range tr.PerTurn() {
 				if err := enc.Encode(t); err != nil {
 					return err
@@ -180,6 +182,53 @@ func runText(_ context.Context, o TextOptions, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %d %s tasks to %s\n", len(rows), o.Env, o.Out)
+	return nil
+}
+
+// think rewrites the assistant answers of demos with the scratchpad kind.
+func think(kind string, demos []textrl.Transcript) error {
+	width := 0
+	for i := range demos {
+		for _, m := range demos[i].Messages {
+			if m.Role == "assistant" {
+				width = max(width, len(strings.TrimPrefix(m.Content, "-")))
+			}
+		}
+	}
+	for i := range demos {
+		var err error
+		if kind == "padded-digits" {
+			err = thinkPadded(&demos[i], width)
+		} else {
+			err = thinkReversed(&demos[i])
+		}
+		if err != nil {
+			return fmt.Errorf("task %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+// thinkPadded rewrites each assistant answer of digits (with an optional
+// sign) as <think>the answer with leading zeros to width digits</think>the
+// answer. With rotary positions only, a model finds an operand's digit at
+// a fixed distance from the answer digit it feeds when every answer has
+// the same width and the usual order; a reversed answer needs the mirror
+// image of the operands, which a small model learns far more slowly.
+func thinkPadded(t *textrl.Transcript, width int) error {
+	for i, m := range t.Messages {
+		if m.Role != "assistant" {
+			continue
+		}
+		sign, digits := "", m.Content
+		if rest, ok := strings.CutPrefix(digits, "-"); ok {
+			sign, digits = "-", rest
+		}
+		if digits == "" || strings.Trim(digits, "0123456789") != "" {
+			return fmt.Errorf("--think padded-digits needs answers of digits, not %q", m.Content)
+		}
+		t.Messages[i].Content = "<think>" + sign + strings.Repeat("0", width-len(digits)) + digits + "</think>" + m.Content
+	}
 	return nil
 }
 

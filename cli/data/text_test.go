@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -141,17 +142,24 @@ func writeFile(t *testing.T, dir, name, body string) string {
 	return p
 }
 
-// The reversed-digits scratchpad writes the digits last-first in a think
-// block, and the single-turn agent still hands the environment exactly the
-// answer: the rewritten demonstration wins.
-func TestThinkReversedDigits(t *testing.T) {
+// Both scratchpads keep the answer the agent hands the environment, so the
+// rewritten demonstration still wins: reversed-digits thinks the digits
+// last-first, padded-digits thinks them with leading zeros to the set's
+// widest answer (4 digits for sums of 3-digit numbers).
+func TestThinkDigits(t *testing.T) {
+	for _, kind := range []string{"reversed-digits", "padded-digits"} {
+		t.Run(kind, func(t *testing.T) { testThink(t, kind) })
+	}
+}
+
+func testThink(t *testing.T, kind string) {
 	dir := t.TempDir()
 	val := filepath.Join(dir, "val.jsonl")
 	demos := filepath.Join(dir, "demos.jsonl")
 	if _, err := run(t, "tasks", "--env", "Arithmetic-v0", "--n", "40", "--seed", "3", "--arg", "digits=3", "--out", val); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := run(t, "demos", "--env", "Arithmetic-v0", "--tasks", val, "--think", "reversed-digits", "--out", demos); err != nil {
+	if out, err := run(t, "demos", "--env", "Arithmetic-v0", "--tasks", val, "--think", kind, "--out", demos); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
 	b, _ := os.ReadFile(demos)
@@ -169,16 +177,24 @@ func TestThinkReversedDigits(t *testing.T) {
 		agent.UpdateFromEnv(obs, 0, false, info)
 		got := tr.Messages[1].Content
 		think, answer, _ := strings.Cut(strings.TrimPrefix(got, "<think>"), "</think>")
-		r := []rune(think)
-		slices.Reverse(r)
-		if string(r) != answer {
-			t.Fatalf("line %d: %q does not think the answer's digits reversed", i+1, got)
+		want := answer
+		if kind == "reversed-digits" {
+			r := []rune(answer)
+			slices.Reverse(r)
+			want = string(r)
+		} else {
+			a, _ := tr.Task.Int("a", -1)
+			b, _ := tr.Task.Int("b", -1)
+			want = fmt.Sprintf("%04d", a+b) // the tasks' operation is "+"
+		}
+		if think != want {
+			t.Fatalf("line %d: %q thinks %q, want %q", i+1, got, think, want)
 		}
 		if _, reward, _, _, _ := env.Step(agent.UpdateFromModel(got)); reward != 1 {
 			t.Fatalf("line %d: %q is not rewarded", i+1, got)
 		}
 	}
-	if _, err := run(t, "demos", "--env", "TextFrozenLake-v0", "--tasks", val, "--think", "reversed-digits", "--out", demos); err == nil || !strings.Contains(err.Error(), "single-turn") {
+	if _, err := run(t, "demos", "--env", "TextFrozenLake-v0", "--tasks", val, "--think", kind, "--out", demos); err == nil || !strings.Contains(err.Error(), "single-turn") {
 		t.Fatalf("a multi-turn task took a scratchpad: %v", err)
 	}
 }
