@@ -14,6 +14,7 @@ import (
 	"github.com/agenttrainer/agenttrainer/envs/text"
 	"github.com/agenttrainer/agenttrainer/gpu"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
+	"github.com/agenttrainer/agenttrainer/trainer/lmrl"
 	"github.com/agenttrainer/agenttrainer/trainer/textrl"
 )
 
@@ -33,6 +34,10 @@ type lmRun struct {
 	pass, refPass           *lm.Pass
 	passTokens, refPassToks int
 	stats                   gpu.Tensor // the device's statistics (the gradient norm)
+	// The value head of PPO proper (algorithm.adv_estimator = gae) and its
+	// Adam moments; nil otherwise.
+	value *lm.ValueHead
+	vopt  adam
 	// WarmStart, when set, runs once on the model before the first
 	// iteration (supervised warm start: trainer/sft).
 	warmStart func(ctx context.Context, w WarmStart) error
@@ -135,6 +140,17 @@ func newLM(cfg config.Config, opts Options) (*Trainer, error) {
 	if cfg.Actor.UseKLLoss || cfg.Algorithm.UseKLInReward {
 		if r.ref, err = frozenCopy(pol.Model, limit); err != nil {
 			return nil, &config.Error{Key: "actor.use_kl_loss", Msg: "the reference model: " + err.Error()}
+		}
+	}
+	if cfg.Algorithm.AdvEstimator == lmrl.GAE {
+		r.value = pol.Model.NewValueHead()
+		n := r.value.Len()
+		r.vopt = adam{m: t.dev.Alloc(1, n), v: t.dev.Alloc(1, n)}
+		if dir := cfg.Agent.Params.String("model"); dir != "" {
+			// A model directory this program saved carries its value head.
+			if _, err := r.value.Load(dir); err != nil {
+				return nil, &config.Error{Key: "agent.model", Msg: "the value head: " + err.Error()}
+			}
 		}
 	}
 	maxLen := cfg.Data.MaxPromptLength + cfg.Data.MaxResponseLength
@@ -303,6 +319,11 @@ func (r *lmRun) saveModel(runDir string, cfg *config.Config) error {
 	if cfg.Agent.Params.String("model") == "" {
 		if err := r.pol.Tokenizer.Save(dir); err != nil {
 			return fmt.Errorf("saving the tokenizer: %w", err)
+		}
+	}
+	if r.value != nil {
+		if err := r.value.Save(dir); err != nil {
+			return fmt.Errorf("saving the value head: %w", err)
 		}
 	}
 	return nil

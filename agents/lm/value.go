@@ -1,8 +1,11 @@
 package lm
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"path/filepath"
 
 	"github.com/agenttrainer/agenttrainer/gpu"
 	"github.com/agenttrainer/agenttrainer/internal/safetensors"
@@ -54,6 +57,45 @@ func (v *ValueHead) Tensors() []safetensors.Tensor {
 		{Name: ValueWeightName, Shape: []int{1, v.hidden}, Data: host[:v.hidden]},
 		{Name: ValueBiasName, Shape: []int{1}, Data: host[v.hidden:]},
 	}
+}
+
+// ValueHeadFile is the file beside a model directory's weights that holds
+// its value head (transformers' loaders do not read it).
+const ValueHeadFile = "value_head.safetensors"
+
+// Save writes the head to dir/ValueHeadFile, atomically.
+func (v *ValueHead) Save(dir string) error {
+	return safetensors.Write(filepath.Join(dir, ValueHeadFile), v.Tensors(), map[string]string{"format": "pt"}, safetensors.F32)
+}
+
+// Load reads the head from dir/ValueHeadFile; found is false (and the head
+// unchanged) when dir has none.
+func (v *ValueHead) Load(dir string) (found bool, err error) {
+	path := filepath.Join(dir, ValueHeadFile)
+	f, err := safetensors.Open(path, safetensors.Options{Finite: true})
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	if n := f.Float32Bytes(); n != int64(4*v.Len()) {
+		return false, fmt.Errorf("%s holds %d values; a value head for this %d-wide model has %d (another model's?)", path, n/4, v.hidden, v.Len())
+	}
+	ts, err := f.ReadAll()
+	if err != nil {
+		return false, err
+	}
+	w, okW := ts[ValueWeightName]
+	b, okB := ts[ValueBiasName]
+	if !okW || !okB {
+		return false, fmt.Errorf("%s lacks %s or %s", path, ValueWeightName, ValueBiasName)
+	}
+	if err := v.Set(w.Data, b.Data); err != nil {
+		return false, fmt.Errorf("%s: %w", path, err)
+	}
+	return true, nil
 }
 
 // Set loads the head's parameters from the weight (hidden values) and the

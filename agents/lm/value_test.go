@@ -3,6 +3,8 @@ package lm
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -233,5 +235,47 @@ func TestValueHeadForward(t *testing.T) {
 		if x != 0 {
 			t.Fatalf("a new value head's value %d is %g, not 0", i, x)
 		}
+	}
+}
+
+// A saved value head loads back bit for bit; a directory without one
+// leaves the head as it was; another model's head or a damaged file is
+// refused with the reason.
+func TestValueHeadSaveLoad(t *testing.T) {
+	dev := gpu.NewCPU(1)
+	defer dev.Close()
+	m, v, _ := valueFixture(t, dev, hf.Qwen2)
+	dir := t.TempDir()
+	if found, err := m.NewValueHead().Load(dir); found || err != nil {
+		t.Fatalf("an empty directory: found %v, %v", found, err)
+	}
+	if err := v.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	back := m.NewValueHead()
+	if found, err := back.Load(dir); !found || err != nil {
+		t.Fatalf("load: found %v, %v", found, err)
+	}
+	a, b := make([]float32, v.Len()), make([]float32, v.Len())
+	dev.Download(a, v.Params)
+	dev.Download(b, back.Params)
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("parameter %d: saved %g, loaded %g", i, a[i], b[i])
+		}
+	}
+	cfg, _ := hf.NewConfig(hf.Qwen2, 32, 24, 32, 1, 2, 1, 0, true)
+	wide, err := New(dev, cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wide.NewValueHead().Load(dir); err == nil || !strings.Contains(err.Error(), "another model's") {
+		t.Fatalf("a 16-wide head into a 24-wide model: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ValueHeadFile), []byte("not safetensors"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := back.Load(dir); err == nil {
+		t.Fatal("a damaged file was accepted")
 	}
 }
