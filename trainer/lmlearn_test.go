@@ -56,6 +56,9 @@ func TestLMGRPOLearns(t *testing.T) {
 		// PPO proper: GAE with the value head on the trunk.
 		{"gae", []string{"algorithm.adv_estimator=gae"}},
 		{"gae, λ 0.95, two epochs", []string{"algorithm.adv_estimator=gae", "algorithm.lam=0.95", "actor.ppo_epochs=2", "actor.ppo_mini_batch_size=16"}},
+		// One sample per task: GRPO's groups of one have no advantage, the
+		// critic's baseline still gives one.
+		{"gae, rollout.n 1", []string{"algorithm.adv_estimator=gae", "rollout.n=1", "data.train_batch_size=32"}},
 	} {
 		t.Run(c.name, func(t *testing.T) { learnVowels(t, c.overrides) })
 	}
