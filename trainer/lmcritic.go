@@ -1,7 +1,6 @@
 package trainer
 
 import (
-	"fmt"
 
 	"github.com/agenttrainer/agenttrainer/agents/lm"
 	"github.com/agenttrainer/agenttrainer/trainer/lmrl"
@@ -22,24 +21,10 @@ import (
 // as the rollout's values (V_old).
 func (t *Trainer) criticValues(seqs []*lmSeq) error {
 	r := t.lmr
-	for _, mb := range t.microBatches(seqs) {
-		b := microBatch(mb)
-		pass, err := passFor(r.pol.Model, &r.pass, &r.passTokens, batchTokens(b))
-		if err != nil {
-			return fmt.Errorf("the value pass: %w", err)
-		}
-		sc, err := pass.Forward(b, lm.ForwardOptions{Values: r.value})
-		if err != nil {
-			return fmt.Errorf("the value pass: %w", err)
-		}
-		for _, s := range mb {
-			s.values = make([]float32, len(s.mask))
-		}
-		for k, at := range scoredIndex(mb) {
-			mb[at[0]].values[at[1]] = sc.Values[k]
-		}
-	}
-	return nil
+	return t.scoreSeqs(seqs, r.pol.Model, &r.pass, &r.passTokens, lm.ForwardOptions{Values: r.value}, "the value pass", func(s *lmSeq) func(j int, sc lm.Scores, k int) {
+		s.values = make([]float32, len(s.mask))
+		return func(j int, sc lm.Scores, k int) { s.values[j] = sc.Values[k] }
+	})
 }
 
 // tokenRef is a trained token: its sequence and response index.

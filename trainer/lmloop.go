@@ -558,21 +558,34 @@ func batchTokens(b lm.Batch) int { return b.Rows * b.Seq }
 // frozen reference policy.
 func (t *Trainer) referenceLogProbs(seqs []*lmSeq) error {
 	r := t.lmr
+	return t.scoreSeqs(seqs, r.ref, &r.refPass, &r.refPassToks, lm.ForwardOptions{}, "the reference pass", func(s *lmSeq) func(j int, sc lm.Scores, k int) {
+		s.refLogp = make([]float32, len(s.mask))
+		return func(j int, sc lm.Scores, k int) { s.refLogp[j] = sc.LogProbs[k] }
+	})
+}
+
+// scoreSeqs runs a forward pass of m (with the pass *pass, grown on demand)
+// over seqs by micro-batches: keep is called once per sequence and the
+// function it returns once per scored token (its response index, the
+// micro-batch's scores and the token's place in them).
+func (t *Trainer) scoreSeqs(seqs []*lmSeq, m *lm.Model, pass **lm.Pass, have *int, opt lm.ForwardOptions, what string,
+	keep func(s *lmSeq) func(j int, sc lm.Scores, k int)) error {
 	for _, mb := range t.microBatches(seqs) {
 		b := microBatch(mb)
-		pass, err := passFor(r.ref, &r.refPass, &r.refPassToks, batchTokens(b))
+		p, err := passFor(m, pass, have, batchTokens(b))
 		if err != nil {
-			return fmt.Errorf("the reference pass: %w", err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		sc, err := pass.Forward(b, lm.ForwardOptions{})
+		sc, err := p.Forward(b, opt)
 		if err != nil {
-			return fmt.Errorf("the reference pass: %w", err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		for _, s := range mb {
-			s.refLogp = make([]float32, len(s.mask))
+		put := make([]func(int, lm.Scores, int), len(mb))
+		for i, s := range mb {
+			put[i] = keep(s)
 		}
 		for k, at := range scoredIndex(mb) {
-			mb[at[0]].refLogp[at[1]] = sc.LogProbs[k]
+			put[at[0]](at[1], sc, k)
 		}
 	}
 	return nil
