@@ -1,7 +1,6 @@
 package trainer
 
 import (
-
 	"github.com/agenttrainer/agenttrainer/agents/lm"
 	"github.com/agenttrainer/agenttrainer/trainer/lmrl"
 	"github.com/agenttrainer/agenttrainer/trainer/textrl"
