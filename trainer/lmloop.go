@@ -137,6 +137,7 @@ func (t *Trainer) trainLM(ctx context.Context, f *runFiles) (Summary, error) {
 		if err := t.checkpointIfDue(f, &sum, p, iter); err != nil {
 			return sum, err
 		}
+		t.dropWarmStartState(f.dir)
 	}
 	if err := t.applyEdits(f, p.iter+1, p); err != nil {
 		return sum, err
@@ -145,6 +146,7 @@ func (t *Trainer) trainLM(ctx context.Context, f *runFiles) (Summary, error) {
 		if err := t.checkpoint(f, &sum, p, false); err != nil {
 			return sum, err
 		}
+		t.dropWarmStartState(f.dir)
 	}
 	return sum, nil
 }
