@@ -49,6 +49,7 @@ func TestExitCodes(t *testing.T) {
 		{args: []string{"train", "--quiet=maybe"}, code: 2, stderr: "invalid boolean value"},
 		{args: []string{"train", "ppo.learnig_rate=1e-3", "trainer.runs_dir=" + filepath.Join(tmp, "r")}, code: 2, stderr: "agenttrainer: ppo.learnig_rate: unknown key; did you mean ppo.learning_rate?"},
 		{args: []string{"config", "ppo.num_minibatches=0"}, code: 2, stderr: "must be between 1 and 1048576"},
+		{args: []string{"train", "env.id=Arithmetic-v0", "algorithm.adv_estimator=gae", "critic.cliprange_value=-1", "trainer.runs_dir=" + filepath.Join(tmp, "r")}, code: 2, stderr: "agenttrainer: critic.cliprange_value: must be between 0 and 1000, got -1"},
 		// A mistake in env.args is the config's; a server that refuses is the world's.
 		{args: []string{"train", "env.id=remote", `env.args.adress="` + closedPort + `"`, "trainer.runs_dir=" + filepath.Join(tmp, "r")}, code: 2, stderr: "did you mean address?"},
 		{args: []string{"train", "env.id=remote", `env.args.address="` + closedPort + `"`, "trainer.runs_dir=" + filepath.Join(tmp, "r")}, code: 1, stderr: "connection refused"},

@@ -84,6 +84,9 @@ func Resume(dir string, overrides []string, opts Options) (*Trainer, error) {
 	if err := runstore.CheckFree(dir); err != nil {
 		return nil, err // resuming a live run would interleave two trainers' records
 	}
+	if t, ok, err := resumeInWarmStart(dir, overrides, opts); ok {
+		return t, err
+	}
 	t, err := loadNewestValid(dir, true, func(fc *foundCheckpoint) (*Trainer, error) {
 		runCfg := config.Default()
 		if err := runCfg.LoadFile(filepath.Join(dir, runstore.ConfigFile)); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -14,6 +15,8 @@ import (
 	"github.com/agenttrainer/agenttrainer/envs/text"
 	"github.com/agenttrainer/agenttrainer/gpu"
 	"github.com/agenttrainer/agenttrainer/trainer/config"
+	"github.com/agenttrainer/agenttrainer/trainer/lmrl"
+	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 	"github.com/agenttrainer/agenttrainer/trainer/textrl"
 )
 
@@ -33,9 +36,14 @@ type lmRun struct {
 	pass, refPass           *lm.Pass
 	passTokens, refPassToks int
 	stats                   gpu.Tensor // the device's statistics (the gradient norm)
+	// The value head of PPO proper (algorithm.adv_estimator = gae) and its
+	// Adam moments; nil otherwise.
+	value *lm.ValueHead
+	vopt  adam
 	// WarmStart, when set, runs once on the model before the first
 	// iteration (supervised warm start: trainer/sft).
-	warmStart func(ctx context.Context, w WarmStart) error
+	warmStart        func(ctx context.Context, w WarmStart) error
+	warmStateDropped bool // dropWarmStartState's work is done
 }
 
 // WarmStart is what a warm-start phase (supervised fine-tuning before RL,
@@ -46,6 +54,56 @@ type WarmStart struct {
 	RunDir string
 	Config config.Config
 	Logf   func(format string, args ...any)
+}
+
+// WarmStartState is the file in a run directory where a warm-start phase
+// keeps its progress: a run stopped in the phase, before its first
+// checkpoint, continues the phase from it on Resume.
+const WarmStartState = "warm-start-state.safetensors"
+
+// resumeInWarmStart builds the trainer that continues a language-model run
+// stopped in its warm-start phase: the run's config (live keys may be
+// overridden), its directory reopened, and the phase picking up its state.
+// ok is false when dir's run is not such a run (it has a checkpoint, or
+// no warm-start state).
+func resumeInWarmStart(dir string, overrides []string, opts Options) (t *Trainer, ok bool, err error) {
+	if names, err := runstore.Checkpoints(filepath.Join(dir, runstore.CheckpointsDir)); err == nil && len(names) > 0 {
+		return nil, false, nil
+	}
+	state := filepath.Join(dir, WarmStartState)
+	if _, err := os.Stat(state); err != nil {
+		return nil, false, nil
+	}
+	runCfg := config.Default()
+	if err := runCfg.LoadFile(filepath.Join(dir, runstore.ConfigFile)); err != nil {
+		return nil, true, err
+	}
+	fc := &foundCheckpoint{resumePoint: resumePoint{path: state}, cfg: runCfg}
+	if t, err = resumeTrainer(dir, fc, runCfg, overrides, opts); err != nil {
+		return nil, true, err
+	}
+	if t.lmr == nil || t.lmr.warmStart == nil {
+		t.Close()
+		return nil, true, &config.Error{Source: "--resume", Msg: fmt.Sprintf("%s has no checkpoint yet, and its config has no warm-start phase (sft.data) for %s to continue", dir, WarmStartState)}
+	}
+	t.reopen = true
+	return t, true, nil
+}
+
+// dropWarmStartState removes the warm start's state once the run has a
+// checkpoint (a resume starts from that; the state is as large as the
+// model three times over).
+func (t *Trainer) dropWarmStartState(dir string) {
+	if t.lmr.warmStart == nil || t.lmr.warmStateDropped {
+		return
+	}
+	if names, err := runstore.Checkpoints(filepath.Join(dir, runstore.CheckpointsDir)); err != nil || len(names) == 0 {
+		return
+	}
+	if err := os.Remove(filepath.Join(dir, WarmStartState)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.logf("warning: removing %s: %v", WarmStartState, err)
+	}
+	t.lmr.warmStateDropped = true
 }
 
 // WarmStartFor, when set, gives every language-model run that New builds
@@ -140,6 +198,17 @@ func newLM(cfg config.Config, opts Options) (*Trainer, error) {
 	if cfg.Actor.UseKLLoss || cfg.Algorithm.UseKLInReward {
 		if r.ref, err = frozenCopy(pol.Model, limit); err != nil {
 			return nil, &config.Error{Key: "actor.use_kl_loss", Msg: "the reference model: " + err.Error()}
+		}
+	}
+	if cfg.Algorithm.AdvEstimator == lmrl.GAE {
+		r.value = pol.Model.NewValueHead()
+		n := r.value.Len()
+		r.vopt = adam{m: t.dev.Alloc(1, n), v: t.dev.Alloc(1, n)}
+		if dir := cfg.Agent.Params.String("model"); dir != "" {
+			// A model directory this program saved carries its value head.
+			if _, err := r.value.Load(dir); err != nil {
+				return nil, &config.Error{Key: "agent.model", Msg: "the value head: " + err.Error()}
+			}
 		}
 	}
 	maxLen := cfg.Data.MaxPromptLength + cfg.Data.MaxResponseLength
@@ -308,6 +377,11 @@ func (r *lmRun) saveModel(runDir string, cfg *config.Config) error {
 	if cfg.Agent.Params.String("model") == "" {
 		if err := r.pol.Tokenizer.Save(dir); err != nil {
 			return fmt.Errorf("saving the tokenizer: %w", err)
+		}
+	}
+	if r.value != nil {
+		if err := r.value.Save(dir); err != nil {
+			return fmt.Errorf("saving the value head: %w", err)
 		}
 	}
 	return nil

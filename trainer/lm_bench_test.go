@@ -112,7 +112,7 @@ func BenchmarkLMGRPOIteration(b *testing.B) {
 					}
 				}
 				start = time.Now()
-				if _, _, _, err := t.lmUpdate(seqs, p, 1e-5); err != nil {
+				if _, _, _, _, _, err := t.lmUpdate(seqs, p, 1e-5); err != nil {
 					b.Fatal(err)
 				}
 				trainS += time.Since(start).Seconds()

@@ -137,8 +137,20 @@ func TestLMTrainResume(t *testing.T) {
 // TestLMLossGradient checks the loss's gradient through the model's
 // backward pass against central differences of the loss, on the
 // parameters with the largest gradients: clipped ratios kept away from
-// their kinks, an entropy bonus and a k3 KL term to a reference.
+// their kinks, an entropy bonus and a k3 KL term to a reference; and with
+// a value head (gae), the policy loss plus vf_coef times the clipped value
+// loss, whose gradient reaches the trunk and the head.
 func TestLMLossGradient(t *testing.T) {
+	for _, withCritic := range []bool{false, true} {
+		name := "policy"
+		if withCritic {
+			name = "policy and value"
+		}
+		t.Run(name, func(t *testing.T) { lmLossGradient(t, withCritic) })
+	}
+}
+
+func lmLossGradient(t *testing.T, withCritic bool) {
 	dev := gpu.NewCPU(1)
 	c := agents.Config{}
 	for _, k := range lmagent.Keys() {
@@ -161,13 +173,25 @@ func TestLMLossGradient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := pass.Forward(b, lmForward())
+	var head *lm.ValueHead
+	if withCritic {
+		head = m.NewValueHead()
+		w := make([]float32, m.Config.Hidden)
+		for i := range w {
+			w[i] = float32(math.Sin(float64(i)+0.5)) * 0.8
+		}
+		if err := head.Set(w, []float32{0.2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc, err := pass.Forward(b, lm.ForwardOptions{Entropy: true, Values: head})
 	if err != nil {
 		t.Fatal(err)
 	}
 	idx := scoredIndex(seqs)
 	for _, s := range seqs {
 		s.oldLogp, s.refLogp, s.adv = make([]float32, len(s.mask)), make([]float32, len(s.mask)), make([]float64, len(s.mask))
+		s.values, s.ret = make([]float32, len(s.mask)), make([]float64, len(s.mask))
 	}
 	for k, at := range idx {
 		s := seqs[at[0]]
@@ -175,16 +199,34 @@ func TestLMLossGradient(t *testing.T) {
 		s.oldLogp[at[1]] = sc.LogProbs[k] - float32(off)
 		s.refLogp[at[1]] = sc.LogProbs[k] - 0.3
 		s.adv[at[1]] = []float64{1, -0.5, 0.7}[at[0]%2+k%2]
+		if withCritic {
+			// Old values 0.3 from the current ones, either way: token 0's
+			// loss is the clipped term's (flat), the others' unclipped.
+			s.values[at[1]] = sc.Values[k] + float32(0.3*float64(k%2*2-1))
+			s.ret[at[1]] = float64(sc.Values[k]) + []float64{1.5, -0.7, 0.4}[k%3]
+		}
 	}
 	loss := lmrl.Loss{ClipLow: 0.2, ClipHigh: 0.28, ClipC: 3, EntCoef: 0.05, KLCoef: 0.2, KLType: "k3", AggMode: "seq-mean-token-mean"}
 	w, _ := loss.Weights([]int{seqs[0].scored(), seqs[1].scored()})
+	critic := func(st *lmrl.ValueStats) *criticLoss {
+		if !withCritic {
+			return nil
+		}
+		vl := lmrl.ValueLoss{ClipRange: 0.2, AggMode: "token-mean"}
+		vw, _ := lmrl.Loss{AggMode: vl.AggMode}.Weights([]int{seqs[0].scored(), seqs[1].scored()})
+		return &criticLoss{head: head, loss: vl, coef: 0.5, w: vw, st: st}
+	}
 	m.ZeroGrad()
 	var st lmrl.Stats
-	_, dl, de, err := microLoss(pass, b, seqs, w, loss, &st)
+	var vst lmrl.ValueStats
+	_, sg, err := microLoss(pass, b, seqs, w, loss, &st, critic(&vst))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pass.Backward(dl, de); err != nil {
+	if withCritic && (vst.Tokens != 5 || vst.ClipFrac == 0 || vst.ClipFrac == vst.Tokens) {
+		t.Fatalf("value stats %+v: want 5 tokens, some clipped, some not", vst)
+	}
+	if err := pass.BackwardScores(sg); err != nil {
 		t.Fatal(err)
 	}
 	n := m.Params.Len()
@@ -208,11 +250,12 @@ func TestLMLossGradient(t *testing.T) {
 		}
 		dev.Upload(m.Params, p)
 		var st lmrl.Stats
-		v, _, _, err := microLoss(pass, b, seqs, w, loss, &st)
+		var vst lmrl.ValueStats
+		v, _, err := microLoss(pass, b, seqs, w, loss, &st, critic(&vst))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return v
+		return v + 0.5*vst.Loss
 	}
 	numtest.Gradient(f, x, g, 2e-3, 2e-4, 3e-2, func(i int, analytic float32, numeric float64) {
 		t.Errorf("parameter %d: gradient %g, central difference %g", pick[i], analytic, numeric)

@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,6 +53,12 @@ func TestLMGRPOLearns(t *testing.T) {
 		{"rloo", []string{"algorithm.adv_estimator=rloo", "actor.loss_agg_mode=seq-mean-token-mean"}},
 		{"reinforce++", []string{"algorithm.adv_estimator=reinforce_plus_plus_baseline", "actor.use_kl_loss=true"}},
 		{"kl in reward, two epochs", []string{"algorithm.use_kl_in_reward=true", "actor.ppo_epochs=2", "actor.ppo_mini_batch_size=16"}},
+		// PPO proper: GAE with the value head on the trunk.
+		{"gae", []string{"algorithm.adv_estimator=gae"}},
+		{"gae, λ 0.95, two epochs", []string{"algorithm.adv_estimator=gae", "algorithm.lam=0.95", "actor.ppo_epochs=2", "actor.ppo_mini_batch_size=16"}},
+		// One sample per task: GRPO's groups of one have no advantage, the
+		// critic's baseline still gives one.
+		{"gae, rollout.n 1", []string{"algorithm.adv_estimator=gae", "rollout.n=1", "data.train_batch_size=32"}},
 	} {
 		t.Run(c.name, func(t *testing.T) { learnVowels(t, c.overrides) })
 	}
@@ -68,7 +75,7 @@ func learnVowels(t *testing.T, overrides []string) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	var rewards []float64
+	var rewards, values, vfLoss []float64
 	events, stop := tr.Subscribe(1 << 10)
 	done := make(chan struct{})
 	go func() {
@@ -77,6 +84,12 @@ func learnVowels(t *testing.T, overrides []string) {
 			if e.Kind == EventMetrics {
 				v, _ := e.Metrics.Value("reward")
 				rewards = append(rewards, v)
+				if v, ok := e.Metrics.Value("critic/values/mean"); ok {
+					values = append(values, v)
+				}
+				if v, ok := e.Metrics.Value("critic/vf_loss"); ok {
+					vfLoss = append(vfLoss, v)
+				}
 			}
 		}
 	}()
@@ -99,5 +112,19 @@ func learnVowels(t *testing.T, overrides []string) {
 	t.Logf("reward: first 5 iterations %.3f, last 5 %.3f", first, last)
 	if last < first+0.2 {
 		t.Errorf("GRPO did not learn: reward %.3f in the first iterations, %.3f in the last", first, last)
+	}
+	if len(values) > 0 {
+		// The value head learns too: its estimate before the update
+		// follows the reward (every token's return, γ = 1) and its loss
+		// falls.
+		if len(values) != 30 || len(vfLoss) != 30 {
+			t.Fatalf("%d value and %d value-loss figures in 30 rows", len(values), len(vfLoss))
+		}
+		v0, v1 := mean(values[:5]), mean(values[25:])
+		l0, l1 := mean(vfLoss[:5]), mean(vfLoss[25:])
+		t.Logf("value: first 5 iterations %.3f, last 5 %.3f; value loss %.4f → %.4f", v0, v1, l0, l1)
+		if math.Abs(v1-last) > 0.15 || l1 > l0/2 {
+			t.Errorf("the value head did not learn: value %.3f against reward %.3f at the end, loss %.4f → %.4f", v1, last, l0, l1)
+		}
 	}
 }

@@ -31,7 +31,8 @@ func newRand(src *rand.PCG) *rand.Rand { return rand.New(src) }
 
 // lmSeq is one training sequence: the row's ids, where the response
 // starts, and per response token its mask, rollout log-probability,
-// reference log-probability and advantage.
+// reference log-probability and advantage, and with a value head (gae) the
+// value before the update and the GAE return.
 type lmSeq struct {
 	ids     []int32
 	start   int
@@ -39,6 +40,8 @@ type lmSeq struct {
 	oldLogp []float32
 	refLogp []float32
 	adv     []float64
+	values  []float32
+	ret     []float64
 }
 
 func (s *lmSeq) scored() int {
@@ -134,6 +137,7 @@ func (t *Trainer) trainLM(ctx context.Context, f *runFiles) (Summary, error) {
 		if err := t.checkpointIfDue(f, &sum, p, iter); err != nil {
 			return sum, err
 		}
+		t.dropWarmStartState(f.dir)
 	}
 	if err := t.applyEdits(f, p.iter+1, p); err != nil {
 		return sum, err
@@ -142,6 +146,7 @@ func (t *Trainer) trainLM(ctx context.Context, f *runFiles) (Summary, error) {
 		if err := t.checkpoint(f, &sum, p, false); err != nil {
 			return sum, err
 		}
+		t.dropWarmStartState(f.dir)
 	}
 	return sum, nil
 }
@@ -219,6 +224,13 @@ func (t *Trainer) lmIteration(ctx context.Context, iter int, p *progress) (Metri
 		}
 	}
 	refS := time.Since(refStart).Seconds()
+	valuesStart := time.Now()
+	if r.value != nil && len(seqs) > 0 {
+		if err := t.criticValues(seqs); err != nil {
+			return m, nil, err
+		}
+		m.Set("timing_s/values", time.Since(valuesStart).Seconds())
+	}
 	klPenalty := 0.0
 	if err := t.assignAdvantages(kept, seqs, owner, &klPenalty); err != nil {
 		return m, nil, err
@@ -239,11 +251,12 @@ func (t *Trainer) lmIteration(ctx context.Context, iter int, p *progress) (Metri
 
 	updateStart := time.Now()
 	var st lmrl.Stats
-	var gradNorm float64
+	var vst lmrl.ValueStats
+	var gradNorm, vGradNorm float64
 	steps := 0
 	if len(seqs) > 0 {
 		var err error
-		if st, gradNorm, steps, err = t.lmUpdate(seqs, p, lr); err != nil {
+		if st, vst, gradNorm, vGradNorm, steps, err = t.lmUpdate(seqs, p, lr); err != nil {
 			return m, nil, err
 		}
 	}
@@ -274,7 +287,10 @@ func (t *Trainer) lmIteration(ctx context.Context, iter int, p *progress) (Metri
 		if r.ref != nil {
 			m.Set("kl", st.KL*k)
 		}
-		if err := checkFinite(m, true); err != nil {
+		if r.value != nil {
+			criticFigures(&m, seqs, vst, steps, vGradNorm)
+		}
+		if err := checkFinite(m, r.value == nil); err != nil {
 			return m, nil, err
 		}
 	}
@@ -385,6 +401,9 @@ func buildSeqs(groups [][]*textrl.Episode) ([]*lmSeq, []seqOwner) {
 func (t *Trainer) assignAdvantages(groups [][]*textrl.Episode, seqs []*lmSeq, owner []seqOwner, klPenalty *float64) error {
 	c := &t.cfg.Algorithm
 	est := c.AdvEstimator
+	if est == lmrl.GAE {
+		return t.gaeAdvantages(groups, seqs, owner, klPenalty)
+	}
 	normStd := c.NormAdvByStd && est == lmrl.GRPO
 	rewards := make([][]float64, len(groups))
 	tokens := make([][]int, len(groups))
@@ -541,21 +560,34 @@ func batchTokens(b lm.Batch) int { return b.Rows * b.Seq }
 // frozen reference policy.
 func (t *Trainer) referenceLogProbs(seqs []*lmSeq) error {
 	r := t.lmr
+	return t.scoreSeqs(seqs, r.ref, &r.refPass, &r.refPassToks, lm.ForwardOptions{}, "the reference pass", func(s *lmSeq) func(j int, sc lm.Scores, k int) {
+		s.refLogp = make([]float32, len(s.mask))
+		return func(j int, sc lm.Scores, k int) { s.refLogp[j] = sc.LogProbs[k] }
+	})
+}
+
+// scoreSeqs runs a forward pass of m (with the pass *pass, grown on demand)
+// over seqs by micro-batches: keep is called once per sequence and the
+// function it returns once per scored token (its response index, the
+// micro-batch's scores and the token's place in them).
+func (t *Trainer) scoreSeqs(seqs []*lmSeq, m *lm.Model, pass **lm.Pass, have *int, opt lm.ForwardOptions, what string,
+	keep func(s *lmSeq) func(j int, sc lm.Scores, k int)) error {
 	for _, mb := range t.microBatches(seqs) {
 		b := microBatch(mb)
-		pass, err := passFor(r.ref, &r.refPass, &r.refPassToks, batchTokens(b))
+		p, err := passFor(m, pass, have, batchTokens(b))
 		if err != nil {
-			return fmt.Errorf("the reference pass: %w", err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		sc, err := pass.Forward(b, lm.ForwardOptions{})
+		sc, err := p.Forward(b, opt)
 		if err != nil {
-			return fmt.Errorf("the reference pass: %w", err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		for _, s := range mb {
-			s.refLogp = make([]float32, len(s.mask))
+		put := make([]func(int, lm.Scores, int), len(mb))
+		for i, s := range mb {
+			put[i] = keep(s)
 		}
 		for k, at := range scoredIndex(mb) {
-			mb[at[0]].refLogp[at[1]] = sc.LogProbs[k]
+			put[at[0]](at[1], sc, k)
 		}
 	}
 	return nil
@@ -563,9 +595,11 @@ func (t *Trainer) referenceLogProbs(seqs []*lmSeq) error {
 
 // lmUpdate runs actor.ppo_epochs passes of mini-batch updates over seqs:
 // for each mini-batch the gradient of the aggregated loss (trainer/lmrl's
-// BatchLoss, its weights over the whole mini-batch) is accumulated over
-// micro-batches, clipped to ppo.max_grad_norm, and Adam steps.
-func (t *Trainer) lmUpdate(seqs []*lmSeq, p *progress, lr float64) (st lmrl.Stats, gradNorm float64, steps int, err error) {
+// BatchLoss, its weights over the whole mini-batch; with a value head,
+// plus critic.vf_coef times the value loss) is accumulated over
+// micro-batches, clipped to ppo.max_grad_norm, and Adam steps; the value
+// head's gradient is clipped and stepped apart, at critic.lr.
+func (t *Trainer) lmUpdate(seqs []*lmSeq, p *progress, lr float64) (st lmrl.Stats, vst lmrl.ValueStats, gradNorm, vGradNorm float64, steps int, err error) {
 	c, r := &t.cfg, t.lmr
 	model := r.pol.Model
 	loss := lmrl.Loss{ClipLow: c.Actor.ClipRatioLow, ClipHigh: c.Actor.ClipRatioHigh, ClipC: c.Actor.ClipRatioC,
@@ -584,7 +618,7 @@ func (t *Trainer) lmUpdate(seqs []*lmSeq, p *progress, lr float64) (st lmrl.Stat
 		t.shuffleRNG.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		for start := 0; start < len(order); start += mbSize {
 			if t.cutNow() {
-				return st, gradNorm, steps, errCut
+				return st, vst, gradNorm, vGradNorm, steps, errCut
 			}
 			mini := order[start:min(start+mbSize, len(order))]
 			n := make([]int, len(mini))
@@ -593,7 +627,17 @@ func (t *Trainer) lmUpdate(seqs []*lmSeq, p *progress, lr float64) (st lmrl.Stat
 			}
 			w, err := loss.Weights(n)
 			if err != nil {
-				return st, 0, steps, err
+				return st, vst, 0, 0, steps, err
+			}
+			var crit *criticLoss
+			if r.value != nil {
+				vl := lmrl.ValueLoss{ClipRange: c.Critic.CliprangeValue, AggMode: c.Critic.LossAggMode, NormLength: c.Data.MaxResponseLength}
+				vw, err := lmrl.Loss{AggMode: vl.AggMode, NormLength: vl.NormLength}.Weights(n)
+				if err != nil {
+					return st, vst, 0, 0, steps, err
+				}
+				crit = &criticLoss{head: r.value, loss: vl, coef: c.Critic.VFCoef, w: vw, st: &vst}
+				r.value.ZeroGrad()
 			}
 			model.ZeroGrad()
 			wi := 0
@@ -601,14 +645,20 @@ func (t *Trainer) lmUpdate(seqs []*lmSeq, p *progress, lr float64) (st lmrl.Stat
 				b := microBatch(mb)
 				pass, err := passFor(model, &r.pass, &r.passTokens, batchTokens(b))
 				if err != nil {
-					return st, 0, steps, fmt.Errorf("the training pass: %w", err)
+					return st, vst, 0, 0, steps, fmt.Errorf("the training pass: %w", err)
 				}
-				_, dl, de, err := microLoss(pass, b, mb, w[wi:wi+len(mb)], loss, &st)
+				var mc *criticLoss
+				if crit != nil {
+					cc := *crit
+					cc.w = crit.w[wi : wi+len(mb)]
+					mc = &cc
+				}
+				_, g, err := microLoss(pass, b, mb, w[wi:wi+len(mb)], loss, &st, mc)
 				if err != nil {
-					return st, 0, steps, err
+					return st, vst, 0, 0, steps, err
 				}
-				if err := pass.Backward(dl, de); err != nil {
-					return st, 0, steps, err
+				if err := pass.BackwardScores(g); err != nil {
+					return st, vst, 0, 0, steps, err
 				}
 				wi += len(mb)
 			}
@@ -619,24 +669,43 @@ func (t *Trainer) lmUpdate(seqs []*lmSeq, p *progress, lr float64) (st lmrl.Stat
 				gpu.AdamArgs{LR: float32(lr), Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: p.opt.step})
 			t.dev.Download(hostStats, r.stats)
 			gradNorm = float64(hostStats[gpu.StatGradNorm])
+			if v := r.value; v != nil {
+				vlr := c.Critic.LR
+				if vlr == 0 {
+					vlr = lr
+				} else if c.PPO.AnnealLR {
+					vlr *= lr / c.PPO.LearningRate
+				}
+				t.dev.Fill(r.stats, 0)
+				t.dev.ClipGradNorm(v.Grads, float32(c.PPO.MaxGradNorm), r.stats)
+				t.dev.Adam(v.Params, v.Grads, r.vopt.m, r.vopt.v,
+					gpu.AdamArgs{LR: float32(vlr), Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: p.opt.step})
+				t.dev.Download(hostStats, r.stats)
+				vGradNorm = float64(hostStats[gpu.StatGradNorm])
+			}
 			steps++
 		}
 	}
-	return st, gradNorm, steps, nil
+	return st, vst, gradNorm, vGradNorm, steps, nil
 }
 
 // microLoss runs the forward pass of a micro-batch b of the sequences mb
-// (whose aggregation weights are w) and returns its part of the loss,
-// Σ w·ℓ over its scored tokens, with the gradients Backward takes: in each
-// scored log-probability and, when the loss has an entropy bonus, in each
-// entropy (nil otherwise). Its figures add to st.
-func microLoss(pass *lm.Pass, b lm.Batch, mb []*lmSeq, w []float64, loss lmrl.Loss, st *lmrl.Stats) (total float64, dl, de []float32, err error) {
-	sc, err := pass.Forward(b, lm.ForwardOptions{Entropy: true})
+// (whose aggregation weights are w) and returns its part of the policy
+// loss, Σ w·ℓ over its scored tokens, with the gradients BackwardScores
+// takes: in each scored log-probability, when the loss has an entropy
+// bonus in each entropy (nil otherwise), and with a critic (nil: none) in
+// each value. Its figures add to st and the critic's.
+func microLoss(pass *lm.Pass, b lm.Batch, mb []*lmSeq, w []float64, loss lmrl.Loss, st *lmrl.Stats, crit *criticLoss) (total float64, g lm.ScoreGrads, err error) {
+	opt := lm.ForwardOptions{Entropy: true}
+	if crit != nil {
+		opt.Values = crit.head
+	}
+	sc, err := pass.Forward(b, opt)
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("the training pass: %w", err)
+		return 0, g, fmt.Errorf("the training pass: %w", err)
 	}
 	idx := scoredIndex(mb)
-	dl, de = make([]float32, len(idx)), make([]float32, len(idx))
+	dl, de := make([]float32, len(idx)), make([]float32, len(idx))
 	for k, at := range idx {
 		s := mb[at[0]]
 		tok := lmrl.Token{LogP: float64(sc.LogProbs[k]), OldLogP: float64(s.oldLogp[at[1]]), Entropy: float64(sc.Entropy[k]), Adv: s.adv[at[1]]}
@@ -646,7 +715,7 @@ func microLoss(pass *lm.Pass, b lm.Batch, mb []*lmSeq, w []float64, loss lmrl.Lo
 		var ts lmrl.Stats
 		lt, dlogp, dent, err := loss.TokenLoss(tok, &ts)
 		if err != nil {
-			return 0, nil, nil, err
+			return 0, g, err
 		}
 		weight := w[at[0]]
 		pg := lt + loss.EntCoef*tok.Entropy
@@ -661,5 +730,9 @@ func microLoss(pass *lm.Pass, b lm.Batch, mb []*lmSeq, w []float64, loss lmrl.Lo
 	if loss.EntCoef == 0 {
 		de = nil
 	}
-	return total, dl, de, nil
+	g = lm.ScoreGrads{LogP: dl, Entropy: de}
+	if crit != nil {
+		g.Values = crit.valueGrads(sc.Values, mb, idx)
+	}
+	return total, g, nil
 }

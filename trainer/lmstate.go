@@ -9,6 +9,7 @@ import (
 	"github.com/agenttrainer/agenttrainer/agents/lm/chat"
 	"github.com/agenttrainer/agenttrainer/envs"
 	"github.com/agenttrainer/agenttrainer/envs/text"
+	"github.com/agenttrainer/agenttrainer/gpu"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 	"github.com/agenttrainer/agenttrainer/trainer/textrl"
 )
@@ -17,11 +18,18 @@ import (
 // tensor (lm.params) with Adam's moments beside it, and the reference
 // policy's (lm.ref_params) when the run has one: after a warm start it is
 // not the model the config makes. The run's model/ directory holds the
-// policy in the Hugging Face layout.
+// policy in the Hugging Face layout. A run with a value head (gae) keeps
+// it (lm.value_head: the weight, then the bias) with its Adam moments.
 const (
 	lmParamsTensor = "lm.params"
 	lmRefTensor    = "lm.ref_params"
+	lmValueTensor  = "lm.value_head"
 )
+
+// adamNames are a parameter tensor's name with those of its Adam moments.
+func adamNames(name string) [3]string {
+	return [3]string{name, "optimizer.exp_avg." + name, "optimizer.exp_avg_sq." + name}
+}
 
 func (t *Trainer) lmCheckpointTensors(opt *adam) []runstore.Tensor {
 	m := t.lmr.pol.Model
@@ -42,6 +50,14 @@ func (t *Trainer) lmCheckpointTensors(opt *adam) []runstore.Tensor {
 		td := runstore.Tensor{Name: lmRefTensor, Shape: []int{n}, Data: make([]float32, n)}
 		t.dev.Download(td.Data, ref.Params)
 		out = append(out, td)
+	}
+	if v := t.lmr.value; v != nil {
+		k := v.Len()
+		for i, src := range [3]gpu.Tensor{v.Params, t.lmr.vopt.m, t.lmr.vopt.v} {
+			td := runstore.Tensor{Name: adamNames(lmValueTensor)[i], Shape: []int{k}, Data: make([]float32, k)}
+			t.dev.Download(td.Data, src)
+			out = append(out, td)
+		}
 	}
 	return out
 }
@@ -77,6 +93,38 @@ func (t *Trainer) loadLMWeights(tensors map[string]runstore.Tensor) error {
 			t.dev.Upload(ref.Params, td.Data)
 		}
 	}
+	return t.loadValueHead(tensors)
+}
+
+// loadValueHead puts a checkpoint's value head and its Adam moments into
+// a gae run's; a checkpoint without one (a run of another estimator)
+// leaves the head as it was, with a note.
+func (t *Trainer) loadValueHead(tensors map[string]runstore.Tensor) error {
+	v := t.lmr.value
+	if v == nil {
+		return nil
+	}
+	names := adamNames(lmValueTensor)
+	if _, ok := tensors[names[0]]; !ok {
+		t.notes = append(t.notes, "the checkpoint has no value head (its run did not use algorithm.adv_estimator = gae): the value head starts at 0")
+		return nil
+	}
+	var got [3][]float32
+	for i, name := range names {
+		td, ok := tensors[name]
+		if !ok {
+			return fmt.Errorf("checkpoint lacks tensor %s beside %s", name, names[0])
+		}
+		if len(td.Data) != v.Len() {
+			return fmt.Errorf("tensor %s holds %d values, this model's value head has %d (another agent.hidden_size?)", name, len(td.Data), v.Len())
+		}
+		got[i] = td.Data
+	}
+	if err := v.Set(got[0][:v.Len()-1], got[0][v.Len()-1:]); err != nil {
+		return fmt.Errorf("tensor %s: %w", names[0], err)
+	}
+	t.dev.Upload(t.lmr.vopt.m, got[1])
+	t.dev.Upload(t.lmr.vopt.v, got[2])
 	return nil
 }
 

@@ -98,7 +98,7 @@ func (f *runFiles) writeMetrics(m *Metrics, now time.Time) error {
 func (t *Trainer) openRun() (*runFiles, error) {
 	c := &t.cfg
 	dir := t.opts.RunDir
-	if t.resume == nil {
+	if t.resume == nil && !t.reopen {
 		var err error
 		if dir, err = runstore.Create(*c, dir, t.opts.Now()); err != nil {
 			return nil, fmt.Errorf("cannot create the run directory: %w", err)
@@ -109,8 +109,12 @@ func (t *Trainer) openRun() (*runFiles, error) {
 		return nil, err
 	}
 	f := &runFiles{dir: dir, lock: lock}
-	if t.resume != nil {
-		if err := runstore.Reopen(dir, t.resume.state.Iter); err != nil {
+	if t.resume != nil || t.reopen {
+		iter := 0 // a run continued in its warm start has no iteration yet
+		if t.resume != nil {
+			iter = t.resume.state.Iter
+		}
+		if err := runstore.Reopen(dir, iter); err != nil {
 			f.close()
 			return nil, err
 		}

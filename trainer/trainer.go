@@ -99,6 +99,7 @@ type Trainer struct {
 	policyObs []float32
 
 	resume         *resumePoint // set by Resume
+	reopen         bool         // Resume of a language-model run stopped in its warm-start phase: no checkpoint, the run directory reopened
 	resumeAdam     [2][]float32 // Adam moments from the checkpoint
 	warnedSnapshot bool         // said once that the envs cannot be saved
 	warnedSkip     bool         // said once that an update was skipped for want of samples

@@ -57,6 +57,9 @@ type Pass struct {
 	// The scored rows: their final hidden states, normed, and a chunk of
 	// their logits.
 	sel, selNorm, rstdF, logits, logp, ent, dlogp, dent gpu.Tensor
+	// The value head's outputs and their gradients at the scored rows,
+	// allocated on its first use.
+	vals, dvals gpu.Tensor
 
 	// The batch in hand.
 	n            int
@@ -67,6 +70,7 @@ type Pass struct {
 	logitsFor    int // the chunk the logits buffer holds (−1: none)
 	entropy      bool
 	invTemp      float32
+	value        *ValueHead // the head the last Forward computed values with
 }
 
 // NewPass prepares a pass for batches of up to maxTokens tokens of which
@@ -111,12 +115,17 @@ type ForwardOptions struct {
 	// Temperature divides the logits before the softmax (0 or 1: none),
 	// as RL trainers score a policy that sampled with a temperature.
 	Temperature float64
+	// Values, when set, also computes the value head's estimate at each
+	// scored position: the value of the state from which that position's
+	// target is drawn (verl's values at the response tokens).
+	Values *ValueHead
 }
 
 // Scores are what Forward returns per scored position.
 type Scores struct {
 	LogProbs []float32
 	Entropy  []float32 // nil unless asked for
+	Values   []float32 // nil unless asked for
 }
 
 // first returns the first n rows of t.
@@ -185,7 +194,10 @@ func (p *Pass) Forward(b Batch, opt ForwardOptions) (Scores, error) {
 	m, ops, c := p.m, p.m.ops, p.m.Config
 	d := dimsOf(c)
 	n := p.n
-	p.entropy, p.invTemp = opt.Entropy, 1
+	p.entropy, p.invTemp, p.value = opt.Entropy, 1, opt.Values
+	if v := opt.Values; v != nil && v.hidden != d.h {
+		return Scores{}, fmt.Errorf("a value head for a %d-wide model cannot score a %d-wide one", v.hidden, d.h)
+	}
 	if opt.Temperature > 0 {
 		p.invTemp = float32(1 / opt.Temperature)
 	}
@@ -225,7 +237,11 @@ func (p *Pass) Forward(b Batch, opt ForwardOptions) (Scores, error) {
 	}
 	s := len(p.selIdx)
 	if s == 0 {
-		return Scores{LogProbs: []float32{}}, nil
+		out := Scores{LogProbs: []float32{}}
+		if opt.Values != nil {
+			out.Values = []float32{}
+		}
+		return out, nil
 	}
 	m.Dev.GatherRows(first(p.sel, s), first(p.x[c.Layers], n), p.selIdx)
 	ops.RMSNorm(gpu.NormArgs{X: first(p.sel, s), Y: first(p.selNorm, s), W: m.w.normF, RStd: first(p.rstdF, s), Groups: 1, Width: d.h, Eps: float32(c.RMSNormEps)})
@@ -241,6 +257,16 @@ func (p *Pass) Forward(b Batch, opt ForwardOptions) (Scores, error) {
 	}
 	out := Scores{LogProbs: make([]float32, s)}
 	m.Dev.Download(out.LogProbs, first(p.logp, s))
+	if v := opt.Values; v != nil {
+		if p.vals.Rows == 0 {
+			p.vals, p.dvals = m.Dev.Alloc(p.maxSel, 1), m.Dev.Alloc(p.maxSel, 1)
+		}
+		vals := first(p.vals, s)
+		m.Dev.MatMul(vals, first(p.selNorm, s), false, v.w, false, 0)
+		m.Dev.BiasAct(vals, v.b, gpu.Identity)
+		out.Values = make([]float32, s)
+		m.Dev.Download(out.Values, vals)
+	}
 	if opt.Entropy {
 		out.Entropy = make([]float32, s)
 		m.Dev.Download(out.Entropy, first(p.ent, s))
@@ -288,15 +314,34 @@ func (p *Pass) attnArgs(l int, qkv gpu.Tensor) gpu.AttentionArgs {
 // dEntropy·entropy, when Forward computed entropies and dEntropy is
 // given) over the scored positions of the last Forward.
 func (p *Pass) Backward(dLogP, dEntropy []float32) error {
+	return p.BackwardScores(ScoreGrads{LogP: dLogP, Entropy: dEntropy})
+}
+
+// ScoreGrads are the gradients of a loss in what Forward returned, one per
+// scored position: the log-probabilities, and optionally the entropies
+// and the values (nil: none).
+type ScoreGrads struct {
+	LogP, Entropy, Values []float32
+}
+
+// BackwardScores adds to the model's gradients those of Σ g.LogP·logp +
+// g.Entropy·entropy + g.Values·value over the scored positions of the last
+// Forward; the value term's also go to the value head's gradients (the
+// trunk's are summed with the policy's: a shared trunk).
+func (p *Pass) BackwardScores(g ScoreGrads) error {
+	dLogP, dEntropy := g.LogP, g.Entropy
 	if !p.m.HasGrads() {
 		return fmt.Errorf("backward needs gradients; this model was loaded for inference (LoadOptions.Inference)")
 	}
 	s := len(p.selIdx)
-	if len(dLogP) != s || dEntropy != nil && len(dEntropy) != s {
+	if len(dLogP) != s || dEntropy != nil && len(dEntropy) != s || g.Values != nil && len(g.Values) != s {
 		return fmt.Errorf("backward needs one gradient per scored position (%d), not %d", s, len(dLogP))
 	}
 	if dEntropy != nil && !p.entropy {
 		return fmt.Errorf("an entropy gradient needs a forward that computed entropies")
+	}
+	if g.Values != nil && p.value == nil {
+		return fmt.Errorf("a value gradient needs a forward that computed values (ForwardOptions.Values)")
 	}
 	m, ops, c := p.m, p.m.ops, p.m.Config
 	d := dimsOf(c)
@@ -329,6 +374,15 @@ func (p *Pass) Backward(dLogP, dEntropy []float32) error {
 			p.logitsFor = -1
 			m.Dev.MatMul(dnorm.RowRange(c0, c1), a.Logits, false, m.w.head, true, 0)
 			m.Dev.MatMul(m.g.head, p.selNorm.RowRange(c0, c1), true, a.Logits, false, 1)
+		}
+		if v := p.value; g.Values != nil {
+			// V = norm·w + b: the head's gradients, and w·dV into the
+			// normed hidden states beside the policy head's.
+			dv := first(p.dvals, s)
+			m.Dev.Upload(dv, g.Values)
+			m.Dev.MatMul(v.gw, first(p.selNorm, s), true, dv, false, 1)
+			m.Dev.ColSum(v.gb, dv, 1)
+			m.Dev.MatMul(dnorm, dv, false, v.w, true, 1)
 		}
 		// The final norm's backward, over the scored rows' hidden states
 		// (sel still holds them from Forward).

@@ -37,6 +37,7 @@ type Config struct {
 	Rollout   RolloutConfig   `toml:"rollout"`
 	Actor     ActorConfig     `toml:"actor"`
 	Algorithm AlgorithmConfig `toml:"algorithm"`
+	Critic    CriticConfig    `toml:"critic"`
 	Trainer   TrainerConfig   `toml:"trainer"`
 	SFT       SFTConfig       `toml:"sft"`
 	Workflow  WorkflowConfig  `toml:"workflow"`
@@ -85,7 +86,7 @@ type ActorConfig struct {
 // AlgorithmConfig is how language-model samples become advantages (verl's
 // algorithm section).
 type AlgorithmConfig struct {
-	AdvEstimator     string  `toml:"adv_estimator" check:"oneof=grpo|drgrpo|rloo|reinforce_plus_plus_baseline"`
+	AdvEstimator     string  `toml:"adv_estimator" check:"oneof=grpo|drgrpo|rloo|reinforce_plus_plus_baseline|gae"`
 	NormAdvByStd     bool    `toml:"norm_adv_by_std_in_grpo" live:""`
 	StepwiseAdv      string  `toml:"stepwise_advantage" check:"oneof=broadcast|per_step"`
 	UseKLInReward    bool    `toml:"use_kl_in_reward"`
@@ -93,6 +94,18 @@ type AlgorithmConfig struct {
 	KLPenalty        string  `toml:"kl_penalty" live:"" check:"oneof=kl|k1|mse|k2|low_var_kl|k3"`
 	FilterGroups     bool    `toml:"filter_groups" live:""`
 	MaxNumGenBatches int     `toml:"max_num_gen_batches" live:"" check:"[0,1000]"`
+	// GAE's discount and λ over the response tokens (adv_estimator = gae).
+	Gamma float64 `toml:"gamma" live:"" check:"[0,1]"`
+	Lam   float64 `toml:"lam" live:"" check:"[0,1]"`
+}
+
+// CriticConfig is the value head of language-model PPO (adv_estimator =
+// gae; verl's critic section): a linear layer on the policy's trunk.
+type CriticConfig struct {
+	CliprangeValue float64 `toml:"cliprange_value" live:"" check:"[0,1000]"`
+	LossAggMode    string  `toml:"loss_agg_mode" live:"" check:"oneof=token-mean|seq-mean-token-mean|seq-mean-token-sum|seq-mean-token-sum-norm"`
+	VFCoef         float64 `toml:"vf_coef" live:"" check:"(0,100]"`
+	LR             float64 `toml:"lr" live:"" check:"[0,1]"`
 }
 
 // LM reports whether the config trains a language model.

@@ -190,7 +190,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"unknown key with typo", []string{"ppo.learnig_rate=1e-3"}, "", `ppo.learnig_rate: unknown key; did you mean ppo.learning_rate?`},
 		{"key without section", []string{"learning_rate=1e-3"}, "", `did you mean ppo.learning_rate or sft.learning_rate?`},
-		{"unknown section", []string{"optim.lr=1"}, "", "optim.lr: unknown key (`agenttrainer config` lists every key)"},
+		{"unknown section", []string{"scheduler.warmup=1"}, "", "scheduler.warmup: unknown key (`agenttrainer config` lists every key)"},
 		{"not key=value", []string{"ppo.gamma"}, "", `override "ppo.gamma": not of the form key=value`},
 		{"empty key", []string{"=3"}, "", `not of the form key=value`},
 		{"string for int", []string{"ppo.num_steps=abc"}, "", `ppo.num_steps: expects an integer, got "abc" (a string)`},
@@ -205,6 +205,14 @@ func TestBadInput(t *testing.T) {
 		{"gamma above 1", []string{"ppo.gamma=1.5"}, "", `ppo.gamma: must be between 0 and 1, got 1.5`},
 		{"lambda below 0", []string{"ppo.gae_lambda=-0.1"}, "", `ppo.gae_lambda: must be between 0 and 1, got -0.1`},
 		{"zero envs", []string{"env.num_envs=0"}, "", `env.num_envs: must be between 1 and 1048576, got 0`},
+		// Language-model PPO's keys (adv_estimator = gae).
+		{"unknown estimator", []string{"algorithm.adv_estimator=ppo"}, "", `algorithm.adv_estimator: must be one of grpo, drgrpo, rloo, reinforce_plus_plus_baseline, gae, got "ppo"`},
+		{"lm gamma above 1", []string{"algorithm.gamma=1.01"}, "", `algorithm.gamma: must be between 0 and 1, got 1.01`},
+		{"lm lam below 0", []string{"algorithm.lam=-0.5"}, "", `algorithm.lam: must be between 0 and 1, got -0.5`},
+		{"negative value clip", []string{"critic.cliprange_value=-0.2"}, "", `critic.cliprange_value: must be between 0 and 1000, got -0.2`},
+		{"zero vf_coef", []string{"critic.vf_coef=0"}, "", `critic.vf_coef: must be over 0 and at most 100, got 0`},
+		{"unknown critic agg", []string{"critic.loss_agg_mode=mean"}, "", `critic.loss_agg_mode: must be one of token-mean`},
+		{"critic lr above 1", []string{"critic.lr=2"}, "", `critic.lr: must be between 0 and 1, got 2`},
 		{"empty hidden", []string{"agent.hidden=[]"}, "", `needs at least one hidden layer`},
 		{"zero layer", []string{"agent.hidden=[64,0]"}, "", `layer sizes must be between 1 and 65536, got [64 0]`},
 		// Sizes that would exhaust memory or time are refused with the limit.

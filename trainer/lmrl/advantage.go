@@ -1,6 +1,7 @@
 // Package lmrl is the arithmetic of token-level RL for language models, in
 // plain Go: advantage estimators over groups of samples of one task (GRPO,
-// Dr.GRPO, RLOO, REINFORCE++ with baseline), the clipped policy loss with
+// Dr.GRPO, RLOO, REINFORCE++ with baseline) and token-level GAE with the
+// clipped value loss of a critic (PPO proper), the clipped policy loss with
 // clip-higher and dual clip, the KL estimators to a reference policy, and
 // the ways token losses aggregate into a batch's loss (verl's
 // loss_agg_mode). The trainer's language-model loop (trainer/lm.go) calls

@@ -39,12 +39,16 @@ func JobFromConfig(c config.Config) Job {
 
 // WarmStart runs the [sft] phase of c on a run's policy before RL
 // (trainer.Trainer.SetWarmStart's hook), writing the model to sft.out or
-// runDir/sft-model.
+// runDir/sft-model. Its progress is kept in runDir/trainer.WarmStartState
+// (every trainer.save_interval_s, and when it stops), so that a run
+// stopped in the phase continues it on --resume.
 func WarmStart(ctx context.Context, p *lmagent.Policy, c config.Config, runDir string, logf func(string, ...any)) (Outcome, error) {
 	j := JobFromConfig(c)
 	if j.Out == "" {
 		j.Out = filepath.Join(runDir, "sft-model")
 	}
+	j.Train.State = filepath.Join(runDir, trainer.WarmStartState)
+	j.Train.SaveEvery = time.Duration(c.Trainer.SaveEveryS * float64(time.Second))
 	j.Log = logWriter(logf)
 	return j.RunOn(ctx, p)
 }

@@ -137,14 +137,15 @@ func (j *Job) RunOn(ctx context.Context, s *lmagent.Policy) (Outcome, error) {
 	}
 	out.TrainExamples, out.HeldOutExamples = len(train), len(held)
 	j.logf("sft: %d parameters, %d training and %d held-out examples, %d skipped\n", out.Params, len(train), len(held), len(out.Skipped))
-	trainCtx := ctx
+	// The time limit is the schedule's budget, which Train also stops at
+	// (counting the time of a stopped phase it continues).
 	j.Train.TimeBudget = j.TimeLimit
-	if j.TimeLimit > 0 {
-		var cancel context.CancelFunc
-		trainCtx, cancel = context.WithTimeout(ctx, j.TimeLimit)
-		defer cancel()
+	if j.Train.State != "" {
+		if _, err := os.Stat(j.Train.State); err == nil {
+			j.logf("sft: continuing from %s\n", j.Train.State)
+		}
 	}
-	out.Result, err = Train(trainCtx, s.Model, train, held, j.Train, func(p Progress) {
+	out.Result, err = Train(ctx, s.Model, train, held, j.Train, func(p Progress) {
 		if p.Step == 1 || !math.IsNaN(p.HeldOut) || p.Step%50 == 0 {
 			j.logf("step %d/%d epoch %d lr %.2e loss %.4f grad_norm %.3f held_out %.4f tokens %d %.0fs\n",
 				p.Step, p.Steps, p.Epoch, p.LR, p.Loss, p.GradNorm, p.HeldOut, p.Tokens, p.Elapsed.Seconds())
@@ -158,6 +159,9 @@ func (j *Job) RunOn(ctx context.Context, s *lmagent.Policy) (Outcome, error) {
 			return out, fmt.Errorf("saving the model: %w", err)
 		}
 		j.logf("sft: wrote %s\n", j.Out)
+	}
+	if ctx.Err() != nil { // stopped: no evaluation
+		return out, nil
 	}
 	if err := j.evaluate(ctx, s, maxLen, &out); err != nil {
 		return out, err

@@ -37,6 +37,12 @@ type TrainOptions struct {
 	// the warmup and cosine follow whichever of the steps or the time is
 	// further along, so that a run cut by a time limit still anneals.
 	TimeBudget time.Duration
+	// State, when set, is a file that keeps the training's progress: Train
+	// writes it every SaveEvery (0: only at the end) and when it stops or
+	// ends, and when the file is there at the start it continues from it
+	// (a training that had ended is not run again).
+	State     string
+	SaveEvery time.Duration
 }
 
 // DefaultTrainOptions are settings that train the small from-scratch
@@ -66,6 +72,8 @@ func (o TrainOptions) check() error {
 		return fmt.Errorf("max_grad_norm must not be negative, got %v", o.MaxGradNorm)
 	case o.EvalEvery < 0:
 		return fmt.Errorf("eval_every must not be negative, got %d", o.EvalEvery)
+	case o.SaveEvery < 0:
+		return fmt.Errorf("the state's save interval must not be negative, got %v", o.SaveEvery)
 	}
 	return nil
 }
@@ -288,7 +296,8 @@ type Result struct {
 
 // Train runs the epochs over train, measuring heldout's loss every
 // EvalEvery steps and at the end. Cancelling ctx stops after the current
-// step with what was learnt (Result.StoppedEarly).
+// step with what was learnt (Result.StoppedEarly). With o.State it keeps
+// its progress there and continues from it.
 func Train(ctx context.Context, m *lm.Model, train, heldout []Example, o TrainOptions, report func(Progress)) (Result, error) {
 	t, err := NewTrainer(m, o)
 	if err != nil {
@@ -313,7 +322,33 @@ func Train(ctx context.Context, m *lm.Model, train, heldout []Example, o TrainOp
 		steps += len(plan[e])
 	}
 	start := time.Now()
-	res := Result{HeldOutLoss: math.NaN()}
+	res := Result{HeldOutLoss: math.NaN(), TrainLoss: math.NaN()}
+	fp := ""
+	var resumed trainState
+	if o.State != "" {
+		fp = fingerprint(train, heldout, o)
+		st, found, err := t.loadState(o.State, fp, steps)
+		if err != nil {
+			return res, err
+		}
+		if found {
+			resumed = st
+			start = start.Add(-st.Elapsed)
+			res.Tokens, res.HeldOutLoss, res.TrainLoss = st.Tokens, st.HeldOut, st.Loss
+			if st.Done {
+				res.Steps, res.Elapsed, res.TrainLoss = t.step, st.Elapsed, st.Loss
+				return res, nil
+			}
+		}
+	}
+	lastSave := time.Now()
+	save := func(epochSum float64, done bool) error {
+		if o.State == "" {
+			return nil
+		}
+		lastSave = time.Now()
+		return t.saveState(o.State, fp, trainState{Step: t.step, EpochSum: epochSum, Loss: res.TrainLoss, HeldOut: res.HeldOutLoss, Tokens: res.Tokens, Elapsed: time.Since(start), Done: done})
+	}
 	heldOut := func() (float64, error) {
 		if len(heldout) == 0 {
 			return math.NaN(), nil
@@ -321,10 +356,19 @@ func Train(ctx context.Context, m *lm.Model, train, heldout []Example, o TrainOp
 		l, _, err := t.Loss(heldout)
 		return l, err
 	}
+	outOfTime := func() bool { return o.TimeBudget > 0 && time.Since(start) >= o.TimeBudget }
+	done := 0 // batches of earlier epochs
+	sum := 0.0
 	for e, bs := range plan {
-		sum := 0.0
+		sum = 0
 		for i, b := range bs {
-			if ctx.Err() != nil {
+			if done+i < resumed.Step { // trained before the state was saved
+				if done+i == resumed.Step-1 {
+					sum = resumed.EpochSum
+				}
+				continue
+			}
+			if ctx.Err() != nil || outOfTime() {
 				res.StoppedEarly = true
 				break
 			}
@@ -353,15 +397,26 @@ func Train(ctx context.Context, m *lm.Model, train, heldout []Example, o TrainOp
 			if report != nil {
 				report(p)
 			}
+			if o.SaveEvery > 0 && time.Since(lastSave) >= o.SaveEvery && t.step < steps {
+				if err := save(sum, false); err != nil {
+					return res, fmt.Errorf("saving the state: %w", err)
+				}
+			}
 		}
 		if res.StoppedEarly {
 			break
 		}
+		done += len(bs)
 	}
 	if res.StoppedEarly {
 		if res.HeldOutLoss, err = heldOut(); err != nil {
 			return res, err
 		}
+	}
+	// A training cut by its time budget has ended; one cut by ctx goes on
+	// when the state is next loaded.
+	if err := save(sum, !res.StoppedEarly || outOfTime()); err != nil {
+		return res, fmt.Errorf("saving the state: %w", err)
 	}
 	res.Steps, res.Elapsed = t.step, time.Since(start)
 	res.TokensPerSec = float64(res.Tokens) / max(res.Elapsed.Seconds(), 1e-9)

@@ -3,6 +3,7 @@ package sft_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,111 @@ import (
 // model, writes sft-model in the run directory, and GRPO's first
 // validation already solves the tasks (an untrained model solves none).
 func TestWarmStartBeforeRL(t *testing.T) {
+	cfg, dir := warmStartRun(t)
+	run := filepath.Join(dir, "run")
+	tr, err := trainer.New(cfg, trainer.Options{RunDir: run, Device: gpu.NewCPU(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if _, err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checkWarmStarted(t, run)
+}
+
+// checkWarmStarted checks that a run wrote sft-model and that its first
+// validation solved the tasks.
+func checkWarmStarted(t *testing.T, run string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(run, "sft-model", "model.safetensors")); err != nil {
+		t.Fatalf("no sft-model: %v", err)
+	}
+	ms, err := runstore.ReadMetrics(run)
+	if err != nil || len(ms) == 0 {
+		t.Fatalf("metrics: %v", err)
+	}
+	if v, ok := ms[0].Value("val/pass_at_k"); !ok || v < 0.9 {
+		t.Fatalf("validation after the warm start: pass@k %v (%v)", v, ok)
+	}
+}
+
+// A run stopped in its warm start (here: the phase's process dies after
+// its first step), before any checkpoint, resumes inside the phase: the
+// phase continues from its state and RL follows.
+func TestWarmStartResumes(t *testing.T) {
+	cfg, dir := warmStartRun(t)
+	run := filepath.Join(dir, "run")
+	orig := trainer.WarmStartFor
+	defer func() { trainer.WarmStartFor = orig }()
+	trainer.WarmStartFor = func(c config.Config) (func(context.Context, trainer.WarmStart) error, error) {
+		phase, err := orig(c)
+		if err != nil || phase == nil {
+			return phase, err
+		}
+		return func(ctx context.Context, w trainer.WarmStart) error {
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			logf := w.Logf
+			w.Logf = func(format string, args ...any) {
+				if strings.HasPrefix(fmt.Sprintf(format, args...), "step 1/") {
+					cancel() // the phase stops after this step
+				}
+				logf(format, args...)
+			}
+			if err := phase(ctx, w); err != nil {
+				return err
+			}
+			return errors.New("killed in the warm start")
+		}, nil
+	}
+	tr, err := trainer.New(cfg, trainer.Options{RunDir: run, Device: gpu.NewCPU(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "killed in the warm start") {
+		t.Fatalf("the first run: %v", err)
+	}
+	tr.Close()
+	if _, err := os.Stat(filepath.Join(run, trainer.WarmStartState)); err != nil {
+		t.Fatalf("no warm-start state: %v", err)
+	}
+	trainer.WarmStartFor = orig
+	tr2, err := trainer.Resume(run, nil, trainer.Options{Device: gpu.NewCPU(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr2.Close()
+	events, stop := tr2.Subscribe(1 << 14)
+	var logs []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e := range events {
+			if e.Kind == trainer.EventLog {
+				logs = append(logs, e.Message)
+			}
+		}
+	}()
+	_, err = tr2.Run(context.Background())
+	stop()
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(logs, "")
+	if !strings.Contains(all, "sft: continuing from") || strings.Contains(all, "step 1/") {
+		t.Fatalf("the resumed phase did not continue from its state (or trained step 1 again):\n%s", all)
+	}
+	checkWarmStarted(t, run)
+	if _, err := os.Stat(filepath.Join(run, trainer.WarmStartState)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the warm-start state outlived the first checkpoint: %v", err)
+	}
+}
+
+// warmStartRun is a run's config with a supervised phase on 1-digit
+// addition, and the directory of its files.
+func warmStartRun(t *testing.T) (config.Config, string) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "demos.jsonl")
 	tasks := filepath.Join(dir, "tasks.jsonl")
@@ -42,25 +148,7 @@ func TestWarmStartBeforeRL(t *testing.T) {
 		"sft.data=" + data, "sft.epochs=150", "sft.batch_tokens=1024", "sft.learning_rate=3e-3", "sft.heldout_fraction=0"}); err != nil {
 		t.Fatal(err)
 	}
-	run := filepath.Join(dir, "run")
-	tr, err := trainer.New(cfg, trainer.Options{RunDir: run, Device: gpu.NewCPU(1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	if _, err := tr.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(run, "sft-model", "model.safetensors")); err != nil {
-		t.Fatalf("no sft-model: %v", err)
-	}
-	ms, err := runstore.ReadMetrics(run)
-	if err != nil || len(ms) == 0 {
-		t.Fatalf("metrics: %v", err)
-	}
-	if v, ok := ms[0].Value("val/pass_at_k"); !ok || v < 0.9 {
-		t.Fatalf("validation after the warm start: pass@k %v (%v)", v, ok)
-	}
+	return cfg, dir
 }
 
 func itoa(v int) string {
