@@ -14,7 +14,8 @@
 #
 # Environment: SEEDS (default "1 2 3"), TASKS (frozenlake addition
 # countdown), RL (1: run the RL phase), RL_STEPS_<task> (GRPO iterations),
-# OUT (work directory), BIN (agenttrainer binary; default: built here).
+# OUT (work directory), BIN (agenttrainer binary; default: built here),
+# THREADS (trainer.threads; default 0, every core).
 # Experiments run under nice -n 10, one at a time.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,6 +23,7 @@ cd "$root"
 seeds=${SEEDS:-"1 2 3"}
 tasks=${TASKS:-"frozenlake addition countdown"}
 rl=${RL:-1}
+threads=${THREADS:-0}
 out=${OUT:-$(mktemp -d /tmp/lm-learning.XXXXXX)}
 mkdir -p "$out"
 bin=${BIN:-$out/agenttrainer}
@@ -47,8 +49,9 @@ data() {
   case $t in
     frozenlake)
       run "$d/log" "$bin" data tasks --env "$env" --n 200 --seed 1000 --arg size=4 --out "$d/val.jsonl"
-      run "$d/log" "$bin" data tasks --env "$env" --n 4000 --seed 1 --arg size=4 --exclude "$d/val.jsonl" --out "$d/train.jsonl"
-      run "$d/log" "$bin" data demos --env "$env" --tasks "$d/train.jsonl" --out "$d/demos.jsonl" ;;
+      run "$d/log" "$bin" data tasks --env "$env" --n 30000 --seed 1 --arg size=4 --exclude "$d/val.jsonl" --out "$d/train.jsonl"
+      # The preset's workflow.agent_args: no system prompt, the latest turn only.
+      run "$d/log" "$bin" data demos --env "$env" --tasks "$d/train.jsonl" --agent-arg system_prompt= --agent-arg accumulate_history=false --out "$d/demos.jsonl" ;;
     addition)
       run "$d/log" "$bin" data tasks --env "$env" --n 1000 --seed 1000 --arg digits=3 --out "$d/val.jsonl"
       run "$d/log" "$bin" data tasks --env "$env" --n 60000 --seed 1 --arg digits=3 --exclude "$d/val.jsonl" --out "$d/train.jsonl"
@@ -68,12 +71,12 @@ for t in $tasks; do
     w=$out/$t/seed$s
     mkdir -p "$w"
     if [ ! -f "$w/sft.json" ]; then
-      run "$w/sft.log" "$bin" sft --json "$w/sft.json" env.id="$env" trainer.seed="$s" sft.data="$d/demos.jsonl" \
+      run "$w/sft.log" "$bin" sft --json "$w/sft.json" env.id="$env" trainer.seed="$s" trainer.threads="$threads" sft.data="$d/demos.jsonl" \
         sft.out="$w/sft-model" sft.eval_tasks="$d/val.jsonl"
     fi
     if [ "$rl" = 1 ] && [ ! -f "$w/rl.json" ]; then
       steps_var=RL_STEPS_$t
-      run "$w/rl.log" "$bin" train --quiet --run-dir "$w/rl-run" env.id="$env" trainer.seed="$s" agent.model="$w/sft-model" \
+      run "$w/rl.log" "$bin" train --quiet --run-dir "$w/rl-run" env.id="$env" trainer.seed="$s" trainer.threads="$threads" agent.model="$w/sft-model" \
         data.train_files="[\"$d/train.jsonl\"]" data.val_files="[\"$d/val.jsonl\"]" ${!steps_var:+trainer.total_training_steps=${!steps_var}}
       run "$w/rl-eval.log" "$bin" sft --eval-only --json "$w/rl.json" env.id="$env" trainer.seed="$s" \
         agent.model="$w/rl-run/model" sft.eval_tasks="$d/val.jsonl"
