@@ -67,6 +67,15 @@ type Generator struct {
 	x, norm, qkv, qR, kR, attn, gu, h gpu.Tensor
 	sel, rstd, logits                 gpu.Tensor
 	host                              []float32
+
+	// Weights laid out once per Generate call for the products of every
+	// step (on a device that packs, when the slots make products it
+	// packs): each layer's wqkv, wo, wgu, wd, then the head. fresh says
+	// which hold this call's weights; a call starts with none, since the
+	// weights may have been trained in place since the last.
+	packer gpu.WeightPacker
+	packs  []gpu.PackedWeight
+	fresh  []bool
 }
 
 // prefillChunk is the most prompt tokens one step takes (a variable for
@@ -84,12 +93,18 @@ func (m *Model) NewGenerator(slots, maxLen int) (*Generator, error) {
 		return nil, fmt.Errorf("%d tokens is longer than the model's context of %d", maxLen, m.Config.MaxPositions)
 	}
 	rows := slots + prefillChunk
-	if err := m.checkMemory(GeneratorBytes(m.Config, slots, maxLen, rows),
+	packer, packs := m.Dev.(gpu.WeightPacker)
+	packs = packs && packer.PacksRows(slots)
+	if err := m.checkMemory(GeneratorBytes(m.Config, slots, maxLen, rows, packs),
 		fmt.Sprintf("a generator of %d sequences of %d tokens", slots, maxLen), "generate fewer sequences at once or shorter ones"); err != nil {
 		return nil, err
 	}
 	d, dev := dimsOf(m.Config), m.Dev
 	g := &Generator{m: m, slots: slots, maxLen: maxLen, maxRows: rows}
+	if packs {
+		n := 4*m.Config.Layers + 1
+		g.packer, g.packs, g.fresh = packer, make([]gpu.PackedWeight, n), make([]bool, n)
+	}
 	for l := 0; l < m.Config.Layers; l++ {
 		g.kc = append(g.kc, dev.Alloc(slots*d.kv, maxLen))
 		g.vc = append(g.vc, dev.Alloc(slots*maxLen, d.kv))
@@ -115,7 +130,7 @@ func (g *Generator) step(ids, slot, pos []int32, want []int32) []float32 {
 	scale := float32(1 / math.Sqrt(float64(d.hd)))
 	for l, w := range m.w.layers {
 		ops.RMSNorm(gpu.NormArgs{X: x, Y: norm, W: w.ln1, RStd: first(g.rstd, n), Groups: 1, Width: d.h, Eps: eps})
-		ops.Linear(qkv, norm, w.wqkv, 0)
+		g.linear(qkv, norm, w.wqkv, 4*l, 0)
 		if c.QKVBias {
 			m.Dev.BiasAct(qkv, w.bqkv, gpu.Identity)
 		}
@@ -128,18 +143,18 @@ func (g *Generator) step(ids, slot, pos []int32, want []int32) []float32 {
 		attn := first(g.attn, n)
 		ops.CacheAttention(gpu.CacheArgs{QKV: qkv, Out: attn, KCache: g.kc[l], VCache: g.vc[l], Slot: slot, Pos: pos, MaxLen: g.maxLen,
 			Heads: d.heads, KVHeads: d.kvHeads, HeadDim: d.hd, Scale: scale})
-		ops.Linear(x, attn, w.wo, 1)
+		g.linear(x, attn, w.wo, 4*l+1, 1)
 		if c.OBias {
 			m.Dev.BiasAct(x, w.bo, gpu.Identity)
 		}
 		ops.RMSNorm(gpu.NormArgs{X: x, Y: norm, W: w.ln2, RStd: first(g.rstd, n), Groups: 1, Width: d.h, Eps: eps})
 		gu, h := first(g.gu, n), first(g.h, n)
-		ops.Linear(gu, norm, w.wgu, 0)
+		g.linear(gu, norm, w.wgu, 4*l+2, 0)
 		if c.MLPBias {
 			m.Dev.BiasAct(gu, w.bgu, gpu.Identity)
 		}
 		ops.SwiGLU(h, gu)
-		ops.Linear(x, h, w.wd, 1)
+		g.linear(x, h, w.wd, 4*l+3, 1)
 		if c.MLPBias {
 			m.Dev.BiasAct(x, w.bd, gpu.Identity)
 		}
@@ -149,13 +164,28 @@ func (g *Generator) step(ids, slot, pos []int32, want []int32) []float32 {
 	m.Dev.GatherRows(sel, x, want)
 	ops.RMSNorm(gpu.NormArgs{X: sel, Y: sel, W: m.w.normF, RStd: first(g.rstd, k), Groups: 1, Width: d.h, Eps: eps})
 	logits := first(g.logits, k)
-	ops.Linear(logits, sel, m.w.head, 0)
+	g.linear(logits, sel, m.w.head, 4*len(m.w.layers), 0)
 	if hm, ok := m.Dev.(interface{ Data(gpu.Tensor) []float32 }); ok {
 		return hm.Data(logits) // the CPU: read in place
 	}
 	g.host = grow(g.host, k*d.vocab)
 	m.Dev.Download(g.host, logits)
 	return g.host
+}
+
+// linear is ops.Linear(c, a, b, beta) for weight b, the packs' i-th:
+// from the pack where the device packs products of a's rows, packing b
+// on its first such product of the call.
+func (g *Generator) linear(c, a, b gpu.Tensor, i int, beta float32) {
+	if g.packer == nil || !g.packer.PacksRows(a.Rows) {
+		g.m.ops.Linear(c, a, b, beta)
+		return
+	}
+	if !g.fresh[i] {
+		g.packer.PackWeight(&g.packs[i], b)
+		g.fresh[i] = true
+	}
+	g.packer.LinearPacked(c, a, &g.packs[i], beta)
 }
 
 // seqState is a prompt being completed in a slot.
@@ -173,6 +203,7 @@ func (g *Generator) Generate(prompts [][]int32, opt SampleOptions) ([]Completion
 	if err := g.checkRequest(prompts, opt); err != nil {
 		return nil, err
 	}
+	clear(g.fresh) // the weights may have changed since the last call
 	out := make([]Completion, len(prompts))
 	var free []int32
 	for s := g.slots - 1; s >= 0; s-- {
