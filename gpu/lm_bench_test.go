@@ -22,14 +22,18 @@ func threadCPU() float64 {
 
 // BenchmarkLinear times the projections of decoding (1 row) and batched
 // sampling (64 rows) on a 20M model's and SmolLM-135M's widest weights,
-// through Linear and, for comparison, MatMul: GFLOP/s, and the weights'
-// bytes read per second.
+// through Linear, LinearPacked (weights packed once, as a generator does;
+// batched rows only) and, for comparison, MatMul: GFLOP/s, and the
+// weights' bytes read per second.
 func BenchmarkLinear(b *testing.B) {
 	for _, s := range []struct{ m, n, k int }{
 		{1, 2816, 512}, {1, 4096, 512}, {1, 3072, 576}, {1, 49152, 576}, {1, 576, 1536}, {1, 960, 576},
 		{64, 2816, 512}, {64, 4096, 512}, {64, 3072, 576}, {64, 49152, 576},
 	} {
-		for _, route := range []string{"Linear", "MatMul"} {
+		for _, route := range []string{"Linear", "Packed", "MatMul"} {
+			if route == "Packed" && s.m == 1 {
+				continue // Linear's route: nothing is packed
+			}
 			b.Run(fmt.Sprintf("%dx%dx%d/%s", s.m, s.n, s.k, route), func(b *testing.B) {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
@@ -37,12 +41,17 @@ func BenchmarkLinear(b *testing.B) {
 				defer d.Close()
 				r := rand.New(rand.NewPCG(1, 2))
 				a, w, c := tensorFrom(d, s.m, s.k, randSlice(r, s.m*s.k, 1)), tensorFrom(d, s.k, s.n, randSlice(r, s.k*s.n, 1)), d.Alloc(s.m, s.n)
+				var p PackedWeight
+				d.PackWeight(&p, w)
 				b.ResetTimer()
 				cpu := threadCPU()
 				for i := 0; i < b.N; i++ {
-					if route == "Linear" {
+					switch route {
+					case "Linear":
 						d.Linear(c, a, w, 0)
-					} else {
+					case "Packed":
+						d.LinearPacked(c, a, &p, 0)
+					default:
 						d.MatMul(c, a, false, w, false, 0)
 					}
 				}

@@ -76,6 +76,8 @@ type Generator struct {
 	packer gpu.WeightPacker
 	packs  []gpu.PackedWeight
 	fresh  []bool
+
+	copies int // prompts copied from another slot's cache (for the tests)
 }
 
 // prefillChunk is the most prompt tokens one step takes (a variable for
@@ -193,7 +195,8 @@ type seqState struct {
 	index  int // the prompt's
 	slot   int32
 	prompt []int32
-	fed    int // prompt tokens in the cache
+	fed    int  // prompt tokens fed (in the cache once the step ran)
+	ready  bool // the whole prompt is in the cache (a donor for copies)
 	out    Completion
 	rng    *rand.Rand
 }
@@ -233,6 +236,15 @@ func (g *Generator) Generate(prompts [][]int32, opt SampleOptions) ([]Completion
 				want, wantSeq = append(want, int32(len(ids)-1)), append(wantSeq, s)
 				continue
 			}
+			if s.fed == 0 && len(s.prompt) > 1 {
+				if d := donor(active, s); d != nil {
+					if !d.ready {
+						continue // d's prefill is under way: copy it next step
+					}
+					g.copyPrompt(d.slot, s.slot, len(s.prompt)-1)
+					s.fed = len(s.prompt) - 1
+				}
+			}
 			take := min(budget, len(s.prompt)-s.fed)
 			if take == 0 {
 				continue
@@ -246,7 +258,13 @@ func (g *Generator) Generate(prompts [][]int32, opt SampleOptions) ([]Completion
 				want, wantSeq = append(want, int32(len(ids)-1)), append(wantSeq, s)
 			}
 		}
+		if len(ids) == 0 { // cannot happen: a waiting prompt's donor is fed
+			return nil, fmt.Errorf("generation stalled with %d sequences waiting", len(active))
+		}
 		logits := g.step(ids, slot, pos, want)
+		for _, s := range active {
+			s.ready = s.fed == len(s.prompt)
+		}
 		v := g.m.Config.VocabSize
 		toks, lps := sampler.rows(logits, len(want), v, &opt, func(i int) *rand.Rand { return wantSeq[i].rng })
 		for i, s := range wantSeq {
@@ -273,6 +291,40 @@ func (g *Generator) Generate(prompts [][]int32, opt SampleOptions) ([]Completion
 		active = kept
 	}
 	return out, nil
+}
+
+// donor is an active sequence other than s with s's prompt whose prefill
+// has begun, ready ones first, or nil: several completions of one prompt
+// (an RL group) then prefill it once. The copies' sequences feed only the
+// prompt's last token themselves (its logits are their first draw); every
+// row's arithmetic is the same whatever else a step holds, so a copied
+// prompt gives the bits its own prefill would.
+func donor(active []*seqState, s *seqState) *seqState {
+	var found *seqState
+	for _, d := range active {
+		if d == s || d.fed == 0 || !slices.Equal(d.prompt, s.prompt) {
+			continue
+		}
+		if d.ready {
+			return d
+		}
+		found = d
+	}
+	return found
+}
+
+// copyPrompt copies the first n positions of slot from's caches into slot
+// to's: every layer's values, and its keys with the rest of the slot's
+// columns (one contiguous block; positions past n are written before
+// they are read, as in any reused slot).
+func (g *Generator) copyPrompt(from, to int32, n int) {
+	kv, ml, dev := dimsOf(g.m.Config).kv, g.maxLen, g.m.Dev
+	f, t := int(from), int(to)
+	for l := range g.kc {
+		dev.Copy(g.kc[l].RowRange(t*kv, (t+1)*kv), g.kc[l].RowRange(f*kv, (f+1)*kv))
+		dev.Copy(g.vc[l].RowRange(t*ml, t*ml+n), g.vc[l].RowRange(f*ml, f*ml+n))
+	}
+	g.copies++
 }
 
 func (g *Generator) checkRequest(prompts [][]int32, opt SampleOptions) error {

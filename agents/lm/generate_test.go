@@ -89,3 +89,51 @@ func TestPackedGeneratorFollowsWeightUpdates(t *testing.T) {
 		}
 	}
 }
+
+// Completions of one prompt (an RL group) share its prefill: the copies'
+// caches are filled from the first's, and every completion is the one its
+// prompt and seed give alone, bit for bit, however the slots are shared
+// and whether or not a donor is still there to copy from.
+func TestSharedPromptsGiveTheirOwnCompletions(t *testing.T) {
+	dev := gpu.NewCPU(0)
+	defer dev.Close()
+	m := loadTest(t, dev, "qwen3")
+	r := rand.New(rand.NewPCG(7, 7))
+	a, b, c := testPrompts(r, 128, 9, 14, 1)[0], testPrompts(r, 128, 14)[0], []int32{3}
+	prompts := [][]int32{a, a, b, a, c, b, c, a, a, b, a, a}
+	for _, tc := range []struct {
+		slots, newTokens int
+		stop             []int32
+		shares           bool
+	}{
+		{8, 10, nil, true},
+		{3, 10, nil, true},
+		{12, 1, nil, false}, // each donor is done before a copy could start
+		{8, 16, []int32{5, 9, 17, 33, 60, 100}, true},
+	} {
+		opt := SampleOptions{MaxNewTokens: tc.newTokens, Temperature: 1.1, TopK: 40, Seed: 3, StopIDs: tc.stop}
+		g, err := m.NewGenerator(tc.slots, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := g.Generate(prompts, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if shares := g.copies > 0; shares != tc.shares {
+			t.Fatalf("%d slots, %d new tokens: %d prompts copied", tc.slots, tc.newTokens, g.copies)
+		}
+		same := 0
+		for i, p := range prompts {
+			o := opt
+			o.Seeds = []uint64{opt.Seed + uint64(i)}
+			sameCompletions(t, "shared prefill vs alone", got[i:i+1], generateWith(t, m, 1, [][]int32{p}, o))
+			if i > 0 && slices.Equal(got[i].Tokens, got[0].Tokens) {
+				same++
+			}
+		}
+		if same == len(prompts)-1 {
+			t.Fatal("every completion is the same: the seeds did not differ")
+		}
+	}
+}
