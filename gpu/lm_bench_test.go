@@ -29,6 +29,7 @@ func BenchmarkLinear(b *testing.B) {
 	for _, s := range []struct{ m, n, k int }{
 		{1, 2816, 512}, {1, 4096, 512}, {1, 3072, 576}, {1, 49152, 576}, {1, 576, 1536}, {1, 960, 576},
 		{64, 2816, 512}, {64, 4096, 512}, {64, 3072, 576}, {64, 49152, 576},
+		{320, 2816, 512}, {320, 1024, 512},
 	} {
 		for _, route := range []string{"Linear", "Packed", "MatMul"} {
 			if route == "Packed" && s.m == 1 {
