@@ -201,7 +201,9 @@ type seqState struct {
 	rng    *rand.Rand
 }
 
-// Generate completes every prompt, at most Slots at a time.
+// Generate completes every prompt, at most Slots at a time. The model's
+// weights must not change during the call; between calls they may (the
+// generator lays them out again in each).
 func (g *Generator) Generate(prompts [][]int32, opt SampleOptions) ([]Completion, error) {
 	if err := g.checkRequest(prompts, opt); err != nil {
 		return nil, err
