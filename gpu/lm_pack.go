@@ -43,8 +43,9 @@ func packGroup(w, j int) int {
 // WeightPacker is TransformerOps that can lay weights out once for the
 // products of many steps (the CPU device).
 type WeightPacker interface {
-	// PacksRows says whether Linear of m rows reads its weight packed, so
-	// that packing in advance saves work.
+	// PacksRows says whether LinearPacked of m rows reads the pack (else
+	// it is Linear, which would copy panels of B or stream it): whether
+	// packing in advance saves work.
 	PacksRows(m int) bool
 	// PackWeight lays b out into p, reusing p's memory.
 	PackWeight(p *PackedWeight, b Tensor)
