@@ -79,9 +79,6 @@ func gemmT4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k 
 func gemm1x16(c *float32, a *float32, inca int, b *float32, ldb int, k int, zero bool)
 
 //go:noescape
-func gemm1x64(c *float32, a *float32, inca int, b *float32, ldb int, k int, zero bool)
-
-//go:noescape
 func dot16(a *float32, b *float32, n int) float32
 
 //go:noescape

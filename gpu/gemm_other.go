@@ -27,10 +27,6 @@ func gemm1x16(c *float32, a *float32, inca int, b *float32, ldb int, k int, zero
 	panic("gpu: no SIMD kernel on this platform")
 }
 
-func gemm1x64(c *float32, a *float32, inca int, b *float32, ldb int, k int, zero bool) {
-	panic("gpu: no SIMD kernel on this platform")
-}
-
 func dot16(a *float32, b *float32, n int) float32 { panic("gpu: no SIMD kernel on this platform") }
 
 func adam8(param, grad, mom, vel *float32, n int, k *[8]float32) {
