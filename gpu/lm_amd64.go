@@ -25,3 +25,8 @@ func swiglu8(h *float32, gate *float32, up *float32, n int)
 
 //go:noescape
 func swigluGrad8(dg *float32, du *float32, dh *float32, gate *float32, up *float32, n int)
+
+// gemm1x64 is gemm1x16 over 64 columns (lm_amd64.s).
+//
+//go:noescape
+func gemm1x64(c *float32, a *float32, inca int, b *float32, ldb int, k int, zero bool)

@@ -237,3 +237,69 @@ swiglugradloop:
 swiglugraddone:
 	VZEROUPPER
 	RET
+
+// func gemm1x64(c *float32, a *float32, inca int, b *float32, ldb int, k int, zero bool)
+//
+// gemm1x16 over 64 columns: eight independent chains of multiply-adds
+// where gemm1x16's two wait on each other's latency (the one-row products
+// of attention over a KV cache). Each element's chain is gemm1x16's.
+TEXT ·gemm1x64(SB), NOSPLIT, $0-49
+	MOVQ c+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ inca+16(FP), R9
+	MOVQ b+24(FP), DX
+	MOVQ ldb+32(FP), R10
+	MOVQ k+40(FP), CX
+	SHLQ $2, R9
+	SHLQ $2, R10
+	MOVBQZX zero+48(FP), AX
+	TESTQ   AX, AX
+	JNE     zeroT164
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	JMP     loopT164
+
+zeroT164:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+loopT164:
+	TESTQ CX, CX
+	JE    storeT164
+	VBROADCASTSS (SI), Y10
+	VFMADD231PS  (DX), Y10, Y0
+	VFMADD231PS  32(DX), Y10, Y1
+	VFMADD231PS  64(DX), Y10, Y2
+	VFMADD231PS  96(DX), Y10, Y3
+	VFMADD231PS  128(DX), Y10, Y4
+	VFMADD231PS  160(DX), Y10, Y5
+	VFMADD231PS  192(DX), Y10, Y6
+	VFMADD231PS  224(DX), Y10, Y7
+	ADDQ         R9, SI
+	ADDQ         R10, DX
+	DECQ         CX
+	JMP          loopT164
+
+storeT164:
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	VZEROUPPER
+	RET

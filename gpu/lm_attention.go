@@ -184,6 +184,22 @@ func (d *CPU) AttentionGrad(a AttentionArgs) {
 	})
 }
 
+// distinctSlots says whether no two of slot (each below n) are the same.
+func distinctSlots(slot []int32, n int) bool {
+	var small [8]uint64 // up to 512 slots without an allocation
+	seen := small[:]
+	if n > 64*len(small) {
+		seen = make([]uint64, (n+63)/64)
+	}
+	for _, s := range slot {
+		if seen[s/64]&(1<<(s%64)) != 0 {
+			return false
+		}
+		seen[s/64] |= 1 << (s % 64)
+	}
+	return true
+}
+
 // CacheAttention implements TransformerOps. A new token's scores against
 // its sequence's keys are one product of its group's query heads with the
 // transposed key cache, and its output one product of the probabilities
@@ -193,13 +209,27 @@ func (d *CPU) CacheAttention(a CacheArgs) {
 	qkv, out, kc, vc := d.data(a.QKV), d.data(a.Out), d.data(a.KCache), d.data(a.VCache)
 	hd, w, ow, kvw, ml := a.HeadDim, a.QKV.Cols, a.Out.Cols, a.KVHeads*a.HeadDim, a.MaxLen
 	n := a.QKV.Rows
-	for i := 0; i < n; i++ {
+	// store puts row i's key and value head g in the caches. A key's
+	// components lie a cache row apart (a line each), so where every row
+	// is its own sequence's (decoding) each unit stores its own head just
+	// before its scores read those lines; rows of one sequence (a prompt)
+	// read each other's keys, so they are all stored first.
+	store := func(i, g int) {
 		slot, pos := int(a.Slot[i]), int(a.Pos[i])
-		k := qkv[i*w+a.Heads*hd : i*w+a.Heads*hd+kvw]
+		k := qkv[i*w+(a.Heads+g)*hd : i*w+(a.Heads+g+1)*hd]
+		kcol := kc[(slot*kvw+g*hd)*ml+pos:]
 		for c, v := range k {
-			kc[(slot*kvw+c)*ml+pos] = v
+			kcol[c*ml] = v
 		}
-		copy(vc[(slot*ml+pos)*kvw:(slot*ml+pos+1)*kvw], qkv[i*w+(a.Heads+a.KVHeads)*hd:])
+		copy(vc[(slot*ml+pos)*kvw+g*hd:(slot*ml+pos)*kvw+(g+1)*hd], qkv[i*w+(a.Heads+a.KVHeads+g)*hd:])
+	}
+	perUnit := distinctSlots(a.Slot, a.VCache.Rows/ml)
+	if !perUnit {
+		for i := 0; i < n; i++ {
+			for g := 0; g < a.KVHeads; g++ {
+				store(i, g)
+			}
+		}
 	}
 	group := a.Heads / a.KVHeads
 	units := n * a.KVHeads
@@ -214,9 +244,13 @@ func (d *CPU) CacheAttention(a CacheArgs) {
 	d.stealer().run(chunks, func(chunk int) {
 		s := attnScratchPool.Get().(*attnScratch)
 		defer attnScratchPool.Put(s)
-		for u := units * chunk / chunks; u < units*(chunk+1)/chunks; u++ {
+		u0, u1 := units*chunk/chunks, units*(chunk+1)/chunks
+		for u := u0; u < u1; u++ {
 			i, g := u/a.KVHeads, u%a.KVHeads
 			slot, keys := int(a.Slot[i]), int(a.Pos[i])+1
+			if perUnit {
+				store(i, g)
+			}
 			kp := min(roundUp16(keys), ml) // whole strips of the kernels; the scores past keys are not read
 			s.s, s.drow = grow(s.s, group*kp), grow(s.drow, group)
 			q := qkv[i*w+g*group*hd:]

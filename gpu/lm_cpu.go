@@ -47,6 +47,13 @@ func (d *CPU) Linear(c, a, b Tensor, beta float32) {
 		d.MatMul(c, a, false, b, false, beta)
 		return
 	}
+	d.linear(c, a, b, beta, nil)
+}
+
+// linear is Linear's split by blocks of columns, reading B from packed
+// (PackWeight's layout) when it is given.
+func (d *CPU) linear(c, a, b Tensor, beta float32, packed []float32) {
+	m, n, k := c.Rows, c.Cols, a.Cols
 	// Blocks of columns: strips of the packed path, which the caller and
 	// the helpers share. A matrix-vector product stays on the caller: it
 	// streams B from memory, which one core nearly saturates, and a second
@@ -70,6 +77,10 @@ func (d *CPU) Linear(c, a, b Tensor, beta float32) {
 		}
 		if m <= gemvRows {
 			gemvBlock(cd, ad, bd, m, n, k, j0, j1, beta != 0)
+			return
+		}
+		if packed != nil {
+			packedStrips(cd, ad, packed, m, n, k, j0, j1, beta != 0)
 			return
 		}
 		s := packPool.Get().(*[]float32)

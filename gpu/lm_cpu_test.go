@@ -102,7 +102,7 @@ func checkGrad(t *testing.T, what string, r *rand.Rand, x []float64, analytic []
 
 func TestSgemmWithStrides(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, s := range []struct{ m, n, k int }{{1, 16, 5}, {3, 40, 7}, {9, 64, 300}, {70, 33, 64}, {64, 80, 16}, {5, 8, 3}} {
+	for _, s := range []struct{ m, n, k int }{{1, 16, 5}, {3, 40, 7}, {9, 64, 300}, {70, 33, 64}, {64, 80, 16}, {5, 8, 3}, {3, 144, 70}} {
 		for _, transA := range []bool{false, true} {
 			for _, add := range []bool{false, true} {
 				lda, ldb, ldc := s.k+3, s.n+5, s.n+2
@@ -135,6 +135,29 @@ func TestSgemmWithStrides(t *testing.T) {
 				}
 				sgemm(c, ldc, a, lda, transA, b, ldb, s.m, s.n, s.k, add)
 				closeTo(t, fmt.Sprintf("%+v trans %v add %v", s, transA, add), c, want, 1e-5)
+			}
+		}
+	}
+}
+
+// A row of a product has the same bits whether sgemm takes it in a tile
+// of several rows or alone (the one-row kernels of 64 and 16 columns):
+// attention over a KV cache multiplies a few rows at a time.
+func TestSgemmRowsHaveTheSameBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	const m, n, k = 11, 208, 90
+	a, b := randSlice(r, m*k, 1), randSlice(r, k*n, 1)
+	for _, add := range []bool{false, true} {
+		c0 := randSlice(r, m*n, 1)
+		all := append([]float32(nil), c0...)
+		sgemm(all, n, a, k, false, b, n, m, n, k, add)
+		for i := 0; i < m; i++ {
+			row := append([]float32(nil), c0[i*n:(i+1)*n]...)
+			sgemm(row, n, a[i*k:], k, false, b, n, 1, n, k, add)
+			for j, v := range row {
+				if all[i*n+j] != v {
+					t.Fatalf("add %v: row %d column %d is %v alone, %v among %d rows", add, i, j, v, all[i*n+j], m)
+				}
 			}
 		}
 	}

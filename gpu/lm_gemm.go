@@ -66,7 +66,11 @@ func sgemm(c []float32, ldc int, a []float32, lda int, transA bool, b []float32,
 			} else {
 				ai = &a[i*lda+k0]
 			}
-			for j := 0; j < n16; j += 16 {
+			j := 0
+			for ; j+64 <= n16; j += 64 { // independent chains: a row's product is latency-bound
+				gemm1x64(&c[i*ldc+j], ai, inc, &bp[j], ldb, kc, zero)
+			}
+			for ; j < n16; j += 16 {
 				gemm1x16(&c[i*ldc+j], ai, inc, &bp[j], ldb, kc, zero)
 			}
 		}

@@ -17,3 +17,7 @@ func swiglu8(h *float32, gate *float32, up *float32, n int) {
 func swigluGrad8(dg *float32, du *float32, dh *float32, gate *float32, up *float32, n int) {
 	panic("gpu: no SIMD kernel on this platform")
 }
+
+func gemm1x64(c *float32, a *float32, inca int, b *float32, ldb int, k int, zero bool) {
+	panic("gpu: no SIMD kernel on this platform")
+}

@@ -2,6 +2,7 @@ package lm
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/agenttrainer/agenttrainer/gpu"
@@ -62,4 +63,41 @@ func repeat(n, times int) []int {
 		out[i] = n
 	}
 	return out
+}
+
+// BenchmarkGenerateGroups is an RL rollout's shape on the 20M model: 64
+// completions of 128-token prompts, 32 new tokens each, the prompts all
+// different or in 8 groups of 8 (GRPO's n = 8), which prefill each prompt
+// once and copy its cache to the rest of the group.
+func BenchmarkGenerateGroups(b *testing.B) {
+	const completions, promptLen, newTokens = 64, 128, 32
+	for _, group := range []int{1, 8} {
+		b.Run(fmt.Sprintf("group=%d", group), func(b *testing.B) {
+			dev := gpu.NewCPU(0)
+			defer dev.Close()
+			m, err := benchModel(dev, BenchShapes[1], 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			g, err := m.NewGenerator(completions, promptLen+newTokens)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(4, 4))
+			distinct := testPrompts(r, m.Config.VocabSize, repeat(promptLen, completions/group)...)
+			prompts := make([][]int32, completions)
+			for i := range prompts {
+				prompts[i] = distinct[i/group]
+			}
+			opt := SampleOptions{MaxNewTokens: newTokens, Temperature: 1}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				opt.Seed = uint64(i)
+				if _, err := g.Generate(prompts, opt); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(completions*newTokens*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
 }

@@ -67,9 +67,11 @@ func TestCUDAModelMatchesCPU(t *testing.T) {
 			t.Fatalf("%s: log-probs differ by %.3g, gradients by %.3g (parameter %d), values by %.3g, value-head gradients by %.3g", name, le, ge, at, ve, vge)
 		}
 		var out [2][]Completion
-		prompts := [][]int32{{1, 2, 3}, {4, 5, 6, 7, 8, 9}, {10}}
+		// Repeated prompts: the generator copies their caches (Copy of
+		// views on the device).
+		prompts := [][]int32{{1, 2, 3}, {4, 5, 6, 7, 8, 9}, {4, 5, 6, 7, 8, 9}, {10}, {1, 2, 3}}
 		for i, m := range []*Model{mc, mg} {
-			gen, err := m.NewGenerator(2, 32)
+			gen, err := m.NewGenerator(3, 32)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -67,6 +67,17 @@ type Generator struct {
 	x, norm, qkv, qR, kR, attn, gu, h gpu.Tensor
 	sel, rstd, logits                 gpu.Tensor
 	host                              []float32
+
+	// Weights laid out once per Generate call for the products of every
+	// step (on a device that packs, when the slots make products it
+	// packs): each layer's wqkv, wo, wgu, wd, then the head. fresh says
+	// which hold this call's weights; a call starts with none, since the
+	// weights may have been trained in place since the last.
+	packer gpu.WeightPacker
+	packs  []gpu.PackedWeight
+	fresh  []bool
+
+	copies int // prompts copied from another slot's cache (for the tests)
 }
 
 // prefillChunk is the most prompt tokens one step takes (a variable for
@@ -84,12 +95,18 @@ func (m *Model) NewGenerator(slots, maxLen int) (*Generator, error) {
 		return nil, fmt.Errorf("%d tokens is longer than the model's context of %d", maxLen, m.Config.MaxPositions)
 	}
 	rows := slots + prefillChunk
-	if err := m.checkMemory(GeneratorBytes(m.Config, slots, maxLen, rows),
+	packer, packs := m.Dev.(gpu.WeightPacker)
+	packs = packs && packer.PacksRows(slots)
+	if err := m.checkMemory(GeneratorBytes(m.Config, slots, maxLen, rows, packs),
 		fmt.Sprintf("a generator of %d sequences of %d tokens", slots, maxLen), "generate fewer sequences at once or shorter ones"); err != nil {
 		return nil, err
 	}
 	d, dev := dimsOf(m.Config), m.Dev
 	g := &Generator{m: m, slots: slots, maxLen: maxLen, maxRows: rows}
+	if packs {
+		n := 4*m.Config.Layers + 1
+		g.packer, g.packs, g.fresh = packer, make([]gpu.PackedWeight, n), make([]bool, n)
+	}
 	for l := 0; l < m.Config.Layers; l++ {
 		g.kc = append(g.kc, dev.Alloc(slots*d.kv, maxLen))
 		g.vc = append(g.vc, dev.Alloc(slots*maxLen, d.kv))
@@ -115,7 +132,7 @@ func (g *Generator) step(ids, slot, pos []int32, want []int32) []float32 {
 	scale := float32(1 / math.Sqrt(float64(d.hd)))
 	for l, w := range m.w.layers {
 		ops.RMSNorm(gpu.NormArgs{X: x, Y: norm, W: w.ln1, RStd: first(g.rstd, n), Groups: 1, Width: d.h, Eps: eps})
-		ops.Linear(qkv, norm, w.wqkv, 0)
+		g.linear(qkv, norm, w.wqkv, 4*l, 0)
 		if c.QKVBias {
 			m.Dev.BiasAct(qkv, w.bqkv, gpu.Identity)
 		}
@@ -128,18 +145,18 @@ func (g *Generator) step(ids, slot, pos []int32, want []int32) []float32 {
 		attn := first(g.attn, n)
 		ops.CacheAttention(gpu.CacheArgs{QKV: qkv, Out: attn, KCache: g.kc[l], VCache: g.vc[l], Slot: slot, Pos: pos, MaxLen: g.maxLen,
 			Heads: d.heads, KVHeads: d.kvHeads, HeadDim: d.hd, Scale: scale})
-		ops.Linear(x, attn, w.wo, 1)
+		g.linear(x, attn, w.wo, 4*l+1, 1)
 		if c.OBias {
 			m.Dev.BiasAct(x, w.bo, gpu.Identity)
 		}
 		ops.RMSNorm(gpu.NormArgs{X: x, Y: norm, W: w.ln2, RStd: first(g.rstd, n), Groups: 1, Width: d.h, Eps: eps})
 		gu, h := first(g.gu, n), first(g.h, n)
-		ops.Linear(gu, norm, w.wgu, 0)
+		g.linear(gu, norm, w.wgu, 4*l+2, 0)
 		if c.MLPBias {
 			m.Dev.BiasAct(gu, w.bgu, gpu.Identity)
 		}
 		ops.SwiGLU(h, gu)
-		ops.Linear(x, h, w.wd, 1)
+		g.linear(x, h, w.wd, 4*l+3, 1)
 		if c.MLPBias {
 			m.Dev.BiasAct(x, w.bd, gpu.Identity)
 		}
@@ -149,7 +166,7 @@ func (g *Generator) step(ids, slot, pos []int32, want []int32) []float32 {
 	m.Dev.GatherRows(sel, x, want)
 	ops.RMSNorm(gpu.NormArgs{X: sel, Y: sel, W: m.w.normF, RStd: first(g.rstd, k), Groups: 1, Width: d.h, Eps: eps})
 	logits := first(g.logits, k)
-	ops.Linear(logits, sel, m.w.head, 0)
+	g.linear(logits, sel, m.w.head, 4*len(m.w.layers), 0)
 	if hm, ok := m.Dev.(interface{ Data(gpu.Tensor) []float32 }); ok {
 		return hm.Data(logits) // the CPU: read in place
 	}
@@ -158,21 +175,40 @@ func (g *Generator) step(ids, slot, pos []int32, want []int32) []float32 {
 	return g.host
 }
 
+// linear is ops.Linear(c, a, b, beta) for weight b, the packs' i-th:
+// from the pack where the device packs products of a's rows, packing b
+// on its first such product of the call.
+func (g *Generator) linear(c, a, b gpu.Tensor, i int, beta float32) {
+	if g.packer == nil || !g.packer.PacksRows(a.Rows) {
+		g.m.ops.Linear(c, a, b, beta)
+		return
+	}
+	if !g.fresh[i] {
+		g.packer.PackWeight(&g.packs[i], b)
+		g.fresh[i] = true
+	}
+	g.packer.LinearPacked(c, a, &g.packs[i], beta)
+}
+
 // seqState is a prompt being completed in a slot.
 type seqState struct {
 	index  int // the prompt's
 	slot   int32
 	prompt []int32
-	fed    int // prompt tokens in the cache
+	fed    int  // prompt tokens fed (in the cache once the step ran)
+	ready  bool // the whole prompt is in the cache (a donor for copies)
 	out    Completion
 	rng    *rand.Rand
 }
 
-// Generate completes every prompt, at most Slots at a time.
+// Generate completes every prompt, at most Slots at a time. The model's
+// weights must not change during the call; between calls they may (the
+// generator lays them out again in each).
 func (g *Generator) Generate(prompts [][]int32, opt SampleOptions) ([]Completion, error) {
 	if err := g.checkRequest(prompts, opt); err != nil {
 		return nil, err
 	}
+	clear(g.fresh) // the weights may have changed since the last call
 	out := make([]Completion, len(prompts))
 	var free []int32
 	for s := g.slots - 1; s >= 0; s-- {
@@ -202,6 +238,15 @@ func (g *Generator) Generate(prompts [][]int32, opt SampleOptions) ([]Completion
 				want, wantSeq = append(want, int32(len(ids)-1)), append(wantSeq, s)
 				continue
 			}
+			if s.fed == 0 && len(s.prompt) > 1 {
+				if d := donor(active, s); d != nil {
+					if !d.ready {
+						continue // d's prefill is under way: copy it next step
+					}
+					g.copyPrompt(d.slot, s.slot, len(s.prompt)-1)
+					s.fed = len(s.prompt) - 1
+				}
+			}
 			take := min(budget, len(s.prompt)-s.fed)
 			if take == 0 {
 				continue
@@ -215,7 +260,13 @@ func (g *Generator) Generate(prompts [][]int32, opt SampleOptions) ([]Completion
 				want, wantSeq = append(want, int32(len(ids)-1)), append(wantSeq, s)
 			}
 		}
+		if len(ids) == 0 { // cannot happen: a waiting prompt's donor is fed
+			return nil, fmt.Errorf("generation stalled with %d sequences waiting", len(active))
+		}
 		logits := g.step(ids, slot, pos, want)
+		for _, s := range active {
+			s.ready = s.fed == len(s.prompt)
+		}
 		v := g.m.Config.VocabSize
 		toks, lps := sampler.rows(logits, len(want), v, &opt, func(i int) *rand.Rand { return wantSeq[i].rng })
 		for i, s := range wantSeq {
@@ -242,6 +293,40 @@ func (g *Generator) Generate(prompts [][]int32, opt SampleOptions) ([]Completion
 		active = kept
 	}
 	return out, nil
+}
+
+// donor is an active sequence other than s with s's prompt whose prefill
+// has begun, ready ones first, or nil: several completions of one prompt
+// (an RL group) then prefill it once. The copies' sequences feed only the
+// prompt's last token themselves (its logits are their first draw); every
+// row's arithmetic is the same whatever else a step holds, so a copied
+// prompt gives the bits its own prefill would.
+func donor(active []*seqState, s *seqState) *seqState {
+	var found *seqState
+	for _, d := range active {
+		if d == s || d.fed == 0 || !slices.Equal(d.prompt, s.prompt) {
+			continue
+		}
+		if d.ready {
+			return d
+		}
+		found = d
+	}
+	return found
+}
+
+// copyPrompt copies the first n positions of slot from's caches into slot
+// to's: every layer's values, and its keys with the rest of the slot's
+// columns (one contiguous block; positions past n are written before
+// they are read, as in any reused slot).
+func (g *Generator) copyPrompt(from, to int32, n int) {
+	kv, ml, dev := dimsOf(g.m.Config).kv, g.maxLen, g.m.Dev
+	f, t := int(from), int(to)
+	for l := range g.kc {
+		dev.Copy(g.kc[l].RowRange(t*kv, (t+1)*kv), g.kc[l].RowRange(f*kv, (f+1)*kv))
+		dev.Copy(g.vc[l].RowRange(t*ml, t*ml+n), g.vc[l].RowRange(f*ml, f*ml+n))
+	}
+	g.copies++
 }
 
 func (g *Generator) checkRequest(prompts [][]int32, opt SampleOptions) error {

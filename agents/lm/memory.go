@@ -48,12 +48,17 @@ func PassBytes(c *hf.Config, tokens, selected int) int64 {
 
 // GeneratorBytes is what a Generator of slots sequences of up to maxLen
 // tokens holds: its KV cache, one step's scratch for up to rows tokens,
-// and the logits of every slot.
-func GeneratorBytes(c *hf.Config, slots, maxLen, rows int) int64 {
+// the logits of every slot and, when packed, a copy of the weights of
+// every product laid out for the device (gpu.WeightPacker).
+func GeneratorBytes(c *hf.Config, slots, maxLen, rows int, packed bool) int64 {
 	d := dimsOf(c)
 	cache := 2 * int64(c.Layers) * int64(slots) * int64(maxLen) * int64(d.kv)
 	step := int64(rows) * int64(2*d.h+d.qkv+d.q+d.heads+d.kvHeads+3*d.inter)
-	return 4 * (cache + step + 2*int64(slots)*int64(d.vocab))
+	var packs int64
+	if packed {
+		packs = int64(layerParams(c) + headParams(c))
+	}
+	return 4 * (cache + step + 2*int64(slots)*int64(d.vocab) + packs)
 }
 
 // checkMemory refuses a plan of need bytes beyond the model's limit (with
