@@ -55,13 +55,18 @@ func (d *CPU) Linear(c, a, b Tensor, beta float32) {
 func (d *CPU) linear(c, a, b Tensor, beta float32, packed []float32) {
 	m, n, k := c.Rows, c.Cols, a.Cols
 	// Blocks of columns: strips of the packed path, which the caller and
-	// the helpers share. A matrix-vector product stays on the caller: it
-	// streams B from memory, which one core nearly saturates, and a second
-	// core's share cost more in hand-offs than it gave (SmolLM-135M
-	// decoding: 15–16 tokens/s on one core, 10–13 on two, alternated on a
-	// loaded machine).
+	// the helpers share. A large matrix-vector product is split into one
+	// block a core: it streams B from memory, and one core draws only about
+	// two thirds of the memory's rate (SmolLM-135M decoding on an idle
+	// 2-core Zen 4: 28–30 tokens/s on the caller alone, 43 split). The
+	// blocks are stolen work, so on a loaded machine the caller takes the
+	// block of a helper that is not running.
 	width, chunks := packStrip, (n+packStrip-1)/packStrip
-	if m <= gemvRows || m*n*k < minParallelWork/8 || d.pool.parts() == 1 {
+	switch parts := d.pool.parts(); {
+	case m <= gemvRows && n*k >= gemvSplitMin && parts > 1:
+		width = (n/parts + 15) &^ 15
+		chunks = (n + width - 1) / width
+	case m <= gemvRows || m*n*k < minParallelWork/8 || parts == 1:
 		width, chunks = n, 1
 	}
 	cd, ad, bd := d.data(c), d.data(a), d.data(b)
@@ -92,6 +97,11 @@ func (d *CPU) linear(c, a, b Tensor, beta float32, packed []float32) {
 // smallRows is the most rows Linear splits by columns; gemvRows the most
 // it takes one at a time.
 const smallRows, gemvRows = 128, 6
+
+// gemvSplitMin is the weights (elements) from which a matrix-vector
+// product is split by columns between the cores: one core streams about
+// two thirds of what two do from memory (18.6 against 28–42 GB/s here).
+const gemvSplitMin = 1 << 18
 
 // gemvStrip is the columns of C a matrix-vector pass keeps in cache (64 KB
 // of a row of C, in L2) while B's rows stream through: each row of B is
