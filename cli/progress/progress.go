@@ -38,7 +38,7 @@ func Print(events <-chan trainer.Event, w io.Writer, quiet bool, total int64, de
 					fmt.Fprintln(w, Line(last, total))
 				}
 				fmt.Fprintf(w, "%s: %d steps in %.1f s (%s steps/s), ep_return_mean %s over the last 100 of %d episodes\n",
-					e.State, last.Step, float64(last.TimeS), Thousands(float64(last.SPS)), Num(last.EpReturnMean), last.Episodes)
+					e.State, last.Step, float64(last.TimeS), Rate(float64(last.SPS)), Num(last.EpReturnMean), last.Episodes)
 			}
 		}
 	}
@@ -49,7 +49,7 @@ func Print(events <-chan trainer.Event, w io.Writer, quiet bool, total int64, de
 // environments, agents and workflows reported.
 func Line(m trainer.Metrics, total int64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "step %9d/%d %3.0f%% | %8s steps/s", m.Step, total, 100*float64(m.Step)/float64(total), Thousands(float64(m.SPS)))
+	fmt.Fprintf(&b, "step %9d/%d %3.0f%% | %8s steps/s", m.Step, total, 100*float64(m.Step)/float64(total), Rate(float64(m.SPS)))
 	group := ""
 	for _, d := range runstore.MetricList() {
 		v, _ := m.Value(d.Name)
@@ -74,6 +74,19 @@ func Line(m trainer.Metrics, total int64) string {
 
 // Num prints a metric compactly; undefined values print as "-".
 func Num(f trainer.Float) string { return runstore.Metric{}.Format(float64(f)) }
+
+// Rate is a speed: whole numbers with thousands separated, and the digits
+// that matter below 100 (a language model's run does a fraction of a step a
+// second, which rounded to a whole number read as 0).
+func Rate(v float64) string {
+	switch {
+	case v >= 100 || v == 0 || math.IsNaN(v):
+		return Thousands(v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2g", v)
+}
 
 // Thousands prints v rounded, with commas between thousands.
 func Thousands(v float64) string {

@@ -23,3 +23,18 @@ func TestLine(t *testing.T) {
 		t.Errorf("with a reported figure: %q", got)
 	}
 }
+
+// Speeds keep the digits that matter: a language model's run does a
+// fraction of a step a second.
+func TestRate(t *testing.T) {
+	for _, tt := range []struct {
+		v    float64
+		want string
+	}{
+		{123456.7, "123,457"}, {100, "100"}, {42.37, "42.4"}, {2.345, "2.3"}, {0.1337, "0.13"}, {0, "0"},
+	} {
+		if got := Rate(tt.v); got != tt.want {
+			t.Errorf("Rate(%v) = %q, want %q", tt.v, got, tt.want)
+		}
+	}
+}
