@@ -427,6 +427,7 @@ func (t *Trainer) checkpoint(f *runFiles, sum *Summary, p *progress, pinned bool
 		if err := t.lmr.saveModel(f.dir, &t.cfg); err != nil {
 			t.logf("warning: %v", err)
 		}
+		t.dropWarmStartState(f.dir)
 	}
 	if pinned {
 		return t.pin(dir, path, p.step)

@@ -90,14 +90,11 @@ func resumeInWarmStart(dir string, overrides []string, opts Options) (t *Trainer
 	return t, true, nil
 }
 
-// dropWarmStartState removes the warm start's state once the run has a
-// checkpoint (a resume starts from that; the state is as large as the
-// model three times over).
+// dropWarmStartState removes the warm start's state once the run has
+// written a checkpoint (checkpoint calls it: a resume starts from that; the
+// state is as large as the model three times over).
 func (t *Trainer) dropWarmStartState(dir string) {
 	if t.lmr.warmStart == nil || t.lmr.warmStateDropped {
-		return
-	}
-	if names, err := runstore.Checkpoints(filepath.Join(dir, runstore.CheckpointsDir)); err != nil || len(names) == 0 {
 		return
 	}
 	if err := os.Remove(filepath.Join(dir, WarmStartState)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -192,7 +189,7 @@ func newLM(cfg config.Config, opts Options) (*Trainer, error) {
 	}
 	if need := float64(lm.TrainBytes(mc)); need > float64(limit) {
 		return nil, &config.Error{Key: "agent.name", Msg: fmt.Sprintf("training this %s-parameter model needs about %.1f GB (weights, gradients, Adam), more than the %.1f GB available; pick a smaller model",
-			fmtCount(mc.Params()), need/1e9, float64(limit)/1e9)}
+			lm.ParamCount(mc.Params()), need/1e9, float64(limit)/1e9)}
 	}
 	r := &lmRun{pol: pol, spec: spec, factory: factory, stats: t.dev.Alloc(1, gpu.NumStats)}
 	if cfg.Actor.UseKLLoss || cfg.Algorithm.UseKLInReward {
@@ -352,18 +349,6 @@ func generateTasks(cfg *config.Config, spec text.Spec, train, val []envs.Params)
 		}
 	}
 	return train, val, nil
-}
-
-func fmtCount(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.1fB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.1fM", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	}
-	return fmt.Sprint(n)
 }
 
 // saveModel writes the policy as a Hugging Face model directory in the run

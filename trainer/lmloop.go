@@ -84,7 +84,7 @@ func (t *Trainer) trainLM(ctx context.Context, f *runFiles) (Summary, error) {
 	t.stepsDone.Store(p.step)
 	mc := r.pol.Model.Config
 	t.logf("training %s with a %s-parameter %s model (%s chat, %d tokens) on %s for %d iterations",
-		c.Env.ID, fmtCount(mc.Params()), mc.Arch, r.pol.Format, r.pol.Tokenizer.VocabSize(), t.devInfo, c.Trainer.TotalTrainingSteps)
+		c.Env.ID, lm.ParamCount(mc.Params()), mc.Arch, r.pol.Format, r.pol.Tokenizer.VocabSize(), t.devInfo, c.Trainer.TotalTrainingSteps)
 	if r.warmStart != nil && t.resume == nil {
 		if err := r.warmStart(ctx, WarmStart{Policy: r.pol, RunDir: f.dir, Config: c.Clone(), Logf: t.logf}); err != nil {
 			return sum, fmt.Errorf("the warm start: %w", err)
@@ -137,7 +137,6 @@ func (t *Trainer) trainLM(ctx context.Context, f *runFiles) (Summary, error) {
 		if err := t.checkpointIfDue(f, &sum, p, iter); err != nil {
 			return sum, err
 		}
-		t.dropWarmStartState(f.dir)
 	}
 	if err := t.applyEdits(f, p.iter+1, p); err != nil {
 		return sum, err
@@ -146,7 +145,6 @@ func (t *Trainer) trainLM(ctx context.Context, f *runFiles) (Summary, error) {
 		if err := t.checkpoint(f, &sum, p, false); err != nil {
 			return sum, err
 		}
-		t.dropWarmStartState(f.dir)
 	}
 	return sum, nil
 }

@@ -87,13 +87,15 @@ func bytesText(b int64) string {
 	return fmt.Sprintf("%.0f KiB", float64(b)/(1<<10))
 }
 
-// count writes a parameter count as people do: 135M, 1.2B.
-func count(n int64) string {
+// ParamCount writes a parameter count as people do: 653K, 135M, 1.2B.
+func ParamCount(n int64) string {
 	switch {
 	case n >= 1e9:
 		return fmt.Sprintf("%.1fB", float64(n)/1e9)
 	case n >= 1e6:
 		return fmt.Sprintf("%.0fM", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%dK", n/1000)
 	}
-	return fmt.Sprintf("%dK", n/1000)
+	return fmt.Sprint(n)
 }

@@ -189,7 +189,7 @@ func checkModelMemory(cfg *hf.Config, limit int64, grads bool) error {
 			what = "its weights"
 		}
 		return fmt.Errorf("a %s model of %s parameters needs about %s for %s, more than the %s available",
-			cfg.Arch, count(cfg.Params()), bytesText(need), what, bytesText(limit))
+			cfg.Arch, ParamCount(cfg.Params()), bytesText(need), what, bytesText(limit))
 	}
 	return nil
 }

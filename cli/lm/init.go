@@ -169,7 +169,7 @@ func runInit(ctx context.Context, o InitOptions, stdout io.Writer) error {
 		vocab = fmt.Sprintf("%d characters and specials", cfg.VocabSize)
 	}
 	fmt.Fprintf(stdout, "wrote %s: %s, %s parameters (hidden %d, %d layers, %d heads and %d key-value heads of %d, intermediate %d, context %d, vocabulary of %s), %s weights, seed %d\n",
-		o.Out, cfg.Arch, paramCount(cfg.Params()), cfg.Hidden, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.HeadDim, cfg.Intermediate, cfg.MaxPositions,
+		o.Out, cfg.Arch, lm.ParamCount(cfg.Params()), cfg.Hidden, cfg.Layers, cfg.Heads, cfg.KVHeads, cfg.HeadDim, cfg.Intermediate, cfg.MaxPositions,
 		vocab, map[safetensors.DType]string{safetensors.F32: "float32", safetensors.BF16: "bfloat16"}[o.DType], o.Seed)
 	return nil
 }
@@ -226,15 +226,4 @@ func initTokenizer(vocab string) (tok *tokenizer.Tokenizer, eos []int, bos any, 
 		bos = t.ID
 	}
 	return tok, eos, bos, nil
-}
-
-// paramCount writes a parameter count as people do: 135M, 1.2B.
-func paramCount(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.1fB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.1fM", float64(n)/1e6)
-	}
-	return fmt.Sprintf("%.0fK", float64(n)/1e3)
 }
