@@ -143,6 +143,17 @@ type HostMemory interface {
 	Wrap(data []float32, rows, cols int) Tensor
 }
 
+// PrepareTransformer readies dev's transformer ops (the CUDA device compiles
+// their kernels), so that a failure is an error when a model is opened
+// rather than a panic in its first pass. A device with nothing to prepare
+// returns nil.
+func PrepareTransformer(dev Device) error {
+	if p, ok := dev.(interface{ PrepareTransformer() error }); ok {
+		return p.PrepareTransformer()
+	}
+	return nil
+}
+
 // Device runs the tensor work of the policy forward and backward passes, the
 // PPO losses and the optimizer. A Device is used from one goroutine at a time.
 type Device interface {

@@ -43,6 +43,20 @@ var lmPTX struct {
 	byArch map[string]string
 }
 
+// PrepareTransformer compiles and loads the transformer kernels now
+// (PrepareTransformer in gpu.go). A failed sync op does not poison the
+// device, so the caller can report the error and close it.
+func (d *CUDA) PrepareTransformer() error {
+	if d.closed {
+		return fmt.Errorf("gpu: use of a closed CUDA device")
+	}
+	d.ops <- cudaOp{name: "lm_prepare", fn: d.lmLoad, sync: true}
+	if err := <-d.reply; err != nil {
+		return fmt.Errorf("cuda:%d: %v", d.ordinal, err)
+	}
+	return nil
+}
+
 // lmLoad compiles and loads the transformer kernels if this device has not
 // yet (owner side).
 func (d *CUDA) lmLoad() error {

@@ -17,6 +17,8 @@ typedef unsigned long long u64;
 #define LM_BLOCK 128
 #define LM_CHUNK 512   /* keys whose scores a block holds at once */
 #define LM_MAX_HD 512  /* the widest head the attention kernels take */
+/* NVRTC has no math.h, so no INFINITY: -inf from its bits. */
+#define LM_NEG_INF __int_as_float(0xff800000)
 
 #define GRID_STRIDE(i, n) \
 	for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (u64)gridDim.x * blockDim.x)
@@ -60,7 +62,7 @@ __device__ float lm_block_max(float v) {
 	if (lane == 0) sh[w] = v;
 	__syncthreads();
 	if (w == 0) {
-		v = lane < nw ? sh[lane] : -INFINITY;
+		v = lane < nw ? sh[lane] : LM_NEG_INF;
 		v = lm_warp_max(v);
 		if (lane == 0) result = v;
 	}
@@ -206,12 +208,12 @@ __device__ void lm_attend(const float* q, u64 hd, float scale, const float* k, u
 	for (int t = 0; t < per; t++) acc[t] = 0.0f;
 	for (u64 d = threadIdx.x; d < hd; d += blockDim.x) qs[d] = q[d];
 	__syncthreads();
-	float m = -INFINITY, l = 0.0f;
+	float m = LM_NEG_INF, l = 0.0f;
 	for (u64 c0 = 0; c0 <= last; c0 += LM_CHUNK) {
 		u64 c1 = c0 + LM_CHUNK <= last + 1 ? c0 + LM_CHUNK : last + 1;
-		float cm = -INFINITY;
+		float cm = LM_NEG_INF;
 		for (u64 j = c0 + threadIdx.x; j < c1; j += blockDim.x) {
-			float sc = -INFINITY;
+			float sc = LM_NEG_INF;
 			if (!mask || mask[j]) {
 				float dot = 0.0f;
 				for (u64 d = 0; d < hd; d++) dot += qs[d] * k[j * kj + d * kd];
@@ -222,10 +224,10 @@ __device__ void lm_attend(const float* q, u64 hd, float scale, const float* k, u
 		}
 		cm = lm_block_max(cm);
 		float nm = fmaxf(m, cm);
-		float alpha = (m == -INFINITY) ? 0.0f : expf(m - nm);
+		float alpha = (m == LM_NEG_INF) ? 0.0f : expf(m - nm);
 		float ps = 0.0f;
 		for (u64 j = c0 + threadIdx.x; j < c1; j += blockDim.x) {
-			float p = (s[j - c0] == -INFINITY) ? 0.0f : expf(s[j - c0] - nm);
+			float p = (s[j - c0] == LM_NEG_INF) ? 0.0f : expf(s[j - c0] - nm);
 			s[j - c0] = p;
 			ps += p;
 		}
@@ -441,7 +443,7 @@ extern "C" __global__ void lm_logprobs(const float* z, const int* tgt, float* lp
 	float t = (float)invT;
 	BLOCK_STRIDE(i, m) {
 		const float* row = z + i * v;
-		float mx = -INFINITY;
+		float mx = LM_NEG_INF;
 		for (u64 j = threadIdx.x; j < v; j += blockDim.x) mx = fmaxf(mx, row[j] * t);
 		mx = lm_block_max(mx);
 		float s = 0.0f, sz = 0.0f;
@@ -467,7 +469,7 @@ extern "C" __global__ void lm_logprobs_grad(float* z, const int* tgt, const floa
 	float t = (float)invT;
 	BLOCK_STRIDE(i, m) {
 		float* row = z + i * v;
-		float mx = -INFINITY;
+		float mx = LM_NEG_INF;
 		for (u64 j = threadIdx.x; j < v; j += blockDim.x) mx = fmaxf(mx, row[j] * t);
 		mx = lm_block_max(mx);
 		float s = 0.0f, sz = 0.0f;

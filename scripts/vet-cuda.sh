@@ -20,7 +20,7 @@
 #
 #   scripts/vet-cuda.sh
 #   CUDA_HEADERS_DIR=/opt/cuda-headers scripts/vet-cuda.sh    # cache elsewhere
-#   VET_CUDA_ONLY_VET=1 scripts/vet-cuda.sh                   # step 1 only
+#   VET_CUDA_ONLY_VET=1 scripts/vet-cuda.sh                   # step 1, and the kernels through NVRTC
 #
 # Needs: go, a C compiler (installed with apt-get when missing and run as
 # root), apt-get and dpkg-deb (Debian or Ubuntu), amd64.
@@ -86,9 +86,17 @@ cd "$root"
 export CGO_ENABLED=1 CGO_CFLAGS="-I$cache/include ${CGO_CFLAGS:-}" CGO_LDFLAGS="-L$lib ${CGO_LDFLAGS:-}"
 go vet -tags cuda ./...
 log "go vet -tags cuda ./... passed ($(( $(date +%s) - start )) s so far)"
+export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# Every kernel module through the real NVRTC: the CPU stand-in compiles the
+# kernels with g++, which forgives what NVRTC refuses (math.h's INFINITY).
+go test -tags cuda -count=1 -v -run 'KernelsCompile' ./gpu/ > "${TMPDIR:-/tmp}/vet-cuda-compile.log" 2>&1 || {
+  cat "${TMPDIR:-/tmp}/vet-cuda-compile.log"; exit 1; }
+if grep -q -- '--- SKIP' "${TMPDIR:-/tmp}/vet-cuda-compile.log"; then
+  cat "${TMPDIR:-/tmp}/vet-cuda-compile.log"; echo "vet-cuda: NVRTC 11.8 is missing: the kernels were not compiled" >&2; exit 1
+fi
+log "every kernel module compiled with NVRTC 11.8 ($(grep -c -- '--- PASS' "${TMPDIR:-/tmp}/vet-cuda-compile.log") tests)"
 [ -n "${VET_CUDA_ONLY_VET:-}" ] && exit 0
 
-export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 go test -tags cuda -count=1 ./gpu/... > "${TMPDIR:-/tmp}/vet-cuda-gpu-test.log" 2>&1 || {
   cat "${TMPDIR:-/tmp}/vet-cuda-gpu-test.log"; exit 1; }
 go test -tags cuda -count=1 -v -run 'KernelsCompile|OpenWithoutGPU' ./gpu/ 2>&1 | grep -E '^(---|    cuda_test)' | sed 's/^/  /'
