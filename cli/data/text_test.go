@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -197,4 +198,84 @@ func testThink(t *testing.T, kind string) {
 	if _, err := run(t, "demos", "--env", "TextFrozenLake-v0", "--tasks", val, "--think", kind, "--out", demos); err == nil || !strings.Contains(err.Error(), "single-turn") {
 		t.Fatalf("a multi-turn task took a scratchpad: %v", err)
 	}
+}
+
+// The coords scratchpad names where P and G stand in the observation just
+// before each move (row and column from 1), and the agent still reads the
+// move after it: replaying each demonstration through the environment and
+// the agent wins every episode.
+func TestThinkCoords(t *testing.T) {
+	dir := t.TempDir()
+	tasks := filepath.Join(dir, "tasks.jsonl")
+	demos := filepath.Join(dir, "demos.jsonl")
+	if _, err := run(t, "tasks", "--env", "TextFrozenLake-v0", "--n", "30", "--seed", "5", "--arg", "size=4", "--out", tasks); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(t, "demos", "--env", "TextFrozenLake-v0", "--tasks", tasks, "--agent-arg", "system_prompt=",
+		"--agent-arg", "accumulate_history=false", "--think", "coords", "--out", demos); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	b, _ := os.ReadFile(demos)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	think := regexp.MustCompile("^P([1-9])([1-9])G([1-9])([1-9]) ```[A-Za-z]+```$")
+	var env text.Env
+	var agent textagent.Agent
+	var obs string
+	wins := 0
+	for i, line := range lines {
+		var tr textrl.Transcript
+		if err := json.Unmarshal([]byte(line), &tr); err != nil {
+			t.Fatal(err)
+		}
+		if tr.Turn <= 1 { // 0: a one-turn episode, written whole
+			var err error
+			if env, err = text.Make("TextFrozenLake-v0", tr.Task, nil); err != nil {
+				t.Fatal(err)
+			}
+			agent, _ = textagent.New("frozenlake", map[string]any{"system_prompt": "", "accumulate_history": false})
+			var info text.Info
+			obs, info, _ = env.Reset(nil)
+			agent.UpdateFromEnv(obs, 0, false, info)
+		}
+		got := tr.Messages[len(tr.Messages)-1].Content
+		m := think.FindStringSubmatch(got)
+		if m == nil {
+			t.Fatalf("line %d: %q is not P<row><col>G<row><col> then the move", i+1, got)
+		}
+		if want := tileAt(obs, "P") + tileAt(obs, "G"); m[1]+m[2]+m[3]+m[4] != want {
+			t.Fatalf("line %d: %q, but the observation has P and G at %s:\n%s", i+1, got, want, obs)
+		}
+		next, reward, done, info, err := env.Step(agent.UpdateFromModel(got))
+		if err != nil {
+			t.Fatal(err)
+		}
+		obs = next
+		agent.UpdateFromEnv(next, reward, done, info)
+		if done && reward == 1 {
+			wins++
+		}
+	}
+	if wins != 30 {
+		t.Fatalf("%d of 30 replayed demonstrations won", wins)
+	}
+	if _, err := run(t, "demos", "--env", "Arithmetic-v0", "--tasks", tasks, "--think", "coords", "--out", demos); err == nil || !strings.Contains(err.Error(), "FrozenLake") {
+		t.Fatalf("coords took a task without a grid: %v", err)
+	}
+}
+
+// tileAt is where tile stands in a rendered lake, row and column from 1,
+// as two digits.
+func tileAt(obs, tile string) string {
+	row := 0
+	for _, line := range strings.Split(obs, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		row++
+		if col := slices.Index(fields, tile); col >= 0 {
+			return fmt.Sprintf("%d%d", row, col+1)
+		}
+	}
+	return "??"
 }
