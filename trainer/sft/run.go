@@ -147,8 +147,12 @@ func (j *Job) RunOn(ctx context.Context, s *lmagent.Policy) (Outcome, error) {
 	}
 	out.Result, err = Train(ctx, s.Model, train, held, j.Train, func(p Progress) {
 		if p.Step == 1 || !math.IsNaN(p.HeldOut) || p.Step%50 == 0 {
-			j.logf("step %d/%d epoch %d lr %.2e loss %.4f grad_norm %.3f held_out %.4f tokens %d %.0fs\n",
-				p.Step, p.Steps, p.Epoch, p.LR, p.Loss, p.GradNorm, p.HeldOut, p.Tokens, p.Elapsed.Seconds())
+			heldOut := "" // measured at evaluation steps only
+			if !math.IsNaN(p.HeldOut) {
+				heldOut = fmt.Sprintf(" held_out %.4f", p.HeldOut)
+			}
+			j.logf("step %d/%d epoch %d lr %.2e loss %.4f grad_norm %.3f%s tokens %d %.0fs\n",
+				p.Step, p.Steps, p.Epoch, p.LR, p.Loss, p.GradNorm, heldOut, p.Tokens, p.Elapsed.Seconds())
 		}
 	})
 	if err != nil {
