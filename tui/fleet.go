@@ -200,7 +200,14 @@ func (m *Model) launched(msg launchedMsg) tea.Cmd {
 		if msg.link.Close != nil {
 			msg.link.Close() // watched already
 		}
-		return nil
+		if msg.background {
+			return nil
+		}
+		// Attached while start-up's look for background runs was still
+		// dialling (slow on a loaded machine), which got there first: the
+		// user asked for this run's dashboard, so it is shown all the same.
+		m.runs.focus = r.id
+		return gotoMsg{to: scrDashboard}.apply(m)
 	}
 	r := m.runs.add(msg.link, msg.info, m.opts.Now)
 	r.attached, r.background = msg.attached, msg.background

@@ -193,6 +193,9 @@ type fakeHost struct {
 	detachable bool
 	sweeps     map[string]bool // sweep directory → its process runs
 	sweepCalls []string
+	// beforeAttach, when set, runs as Attach begins, outside the lock: what
+	// the app does while a dial is under way.
+	beforeAttach func(dir string)
 }
 
 func newFakeHost(hs *harness) *fakeHost {
@@ -228,6 +231,9 @@ func (f *fakeHost) link(dir string) *Link {
 }
 
 func (f *fakeHost) Attach(dir string) (*Link, error) {
+	if hook := f.beforeAttach; hook != nil {
+		hook(dir)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.attached = append(f.attached, dir)

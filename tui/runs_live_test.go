@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	"github.com/agenttrainer/agenttrainer/trainer/config"
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
@@ -97,6 +99,54 @@ func TestRunsAttachOpensTheDashboard(t *testing.T) {
 	hs.press("q")
 	if !hs.quit || !m.Result().Detached || len(tr.Calls()) != 0 {
 		t.Errorf("quit %v, detached %v, trainer calls %v", hs.quit, m.Result().Detached, tr.Calls())
+	}
+}
+
+// TestRunsAttachRacesStartupLook: a attaches to a run that start-up's look
+// for background runs (findBackground) also attaches to; on a loaded
+// machine either dial may answer first. Whichever does, the run is watched
+// once and a opens its dashboard (the runs browser stayed, after
+// "attaching…", when the look answered first).
+func TestRunsAttachRacesStartupLook(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		lookAnswers func(hs *harness, fl *fakeHost, look tea.Cmd) // around the press of a
+	}{
+		{"the look answers first", func(hs *harness, fl *fakeHost, look tea.Cmd) {
+			fl.beforeAttach = func(string) {
+				fl.beforeAttach = nil
+				hs.run(look) // while a's dial is under way
+			}
+			hs.press("a")
+		}},
+		{"a answers first", func(hs *harness, fl *fakeHost, look tea.Cmd) {
+			hs.press("a")
+			hs.run(look)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			hs, fl := liveHarness(t, 120, 40, nil)
+			hs.press("4")
+			fl.background = []string{newerRun}
+			look := hs.m.findBackground() // start-up's, still dialling
+			tt.lookAnswers(hs, fl, look)
+			m := hs.m
+			if len(fl.attached) != 2 {
+				t.Fatalf("attached to %v, want %s by the look and by a", fl.attached, newerRun)
+			}
+			if m.active != scrDashboard || m.starting {
+				t.Errorf("screen %v, starting %v; want the dashboard:\n%s", m.active, m.starting, hs.view())
+			}
+			if len(m.runs.runs) != 1 || m.cur() == nil || m.cur().info.RunDir != newerRun {
+				t.Fatalf("%d runs, want %s once", len(m.runs.runs), newerRun)
+			}
+			if len(fl.closed) != 1 || fl.closed[0] != newerRun {
+				t.Errorf("closed %v, want the second link to %s", fl.closed, newerRun)
+			}
+			if v := hs.view(); strings.Contains(v, "attaching…") || !strings.Contains(v, newerRun) {
+				t.Errorf("the dashboard does not show the run:\n%s", v)
+			}
+		})
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -207,46 +206,87 @@ func (c *Client) Edit(key, raw string) error {
 
 // Subscribe streams the run's events over a connection of its own. If the
 // training process dies, the stream ends with a failed EventDone that says
-// how to continue the run.
+// how to continue the run. A stream the training cut while it trains on
+// (a viewer too slow to read, on a loaded machine) is subscribed again; the
+// events in between are lost, as a slow subscriber's are anyway.
 func (c *Client) Subscribe(buffer int) (<-chan trainer.Event, func()) {
 	out := make(chan trainer.Event, max(buffer, 1))
-	conn, rd, err := c.connect()
+	var mu sync.Mutex
+	var conn net.Conn // the stream's connection now
+	unsubscribed := false
+	subscribe := func() (*bufio.Reader, error) {
+		nc, rd, err := c.connect()
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if unsubscribed {
+			nc.Close()
+			return nil, errUnsubscribed
+		}
+		conn = nc
+		b, _ := json.Marshal(request{Op: "subscribe", Buffer: buffer})
+		nc.Write(append(b, '\n'))
+		return rd, nil
+	}
+	rd, err := subscribe()
 	if err != nil {
 		out <- trainer.Event{Kind: trainer.EventDone, Time: time.Now(), State: trainer.StateFailed, Err: err, Message: err.Error()}
 		close(out)
 		return out, func() {}
 	}
-	b, _ := json.Marshal(request{Op: "subscribe", Buffer: buffer})
-	conn.Write(append(b, '\n'))
-	var once sync.Once
-	var unsubscribed atomic.Bool
-	stop := func() { once.Do(func() { conn.Close() }) }
 	go func() {
 		defer close(out)
-		sawEnd := false
 		for {
-			line, err := readLine(rd)
-			if err != nil {
-				break
+			forwarded, sawEnd := forward(rd, out)
+			mu.Lock()
+			conn.Close()
+			gone := unsubscribed
+			mu.Unlock()
+			if sawEnd || gone {
+				return
 			}
-			var r response
-			if json.Unmarshal(line, &r) != nil || r.Event == nil {
-				continue
+			// Only a stream that delivered events is taken again: one cut
+			// before its first (a refusal) would be retried for ever.
+			if forwarded {
+				if rd, err = subscribe(); err == nil {
+					continue
+				} else if errors.Is(err, errUnsubscribed) {
+					return
+				}
 			}
-			e := r.Event.event()
-			e.Message, e.Checkpoint = termtext.CleanText(e.Message), termtext.Clean(e.Checkpoint)
-			e.Err = termtext.Error(e.Err)
-			sawEnd = e.Kind == trainer.EventDone
-			trainer.Offer(out, e) // lossy like the trainer's own subscriptions
-		}
-		stop()
-		if !sawEnd && !unsubscribed.Load() {
 			err := fmt.Errorf("lost the training in %s (pid %d); if it crashed, `agenttrainer train --resume %s` continues it", c.runDir, c.ep.PID, c.runDir)
 			trainer.Offer(out, trainer.Event{Kind: trainer.EventDone, Time: time.Now(), State: trainer.StateFailed, Err: err, Message: err.Error()})
+			return
 		}
 	}()
 	return out, func() {
-		unsubscribed.Store(true)
-		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		unsubscribed = true
+		conn.Close()
+	}
+}
+
+var errUnsubscribed = errors.New("unsubscribed")
+
+// forward passes one stream's events to out until the stream ends; it
+// reports whether it passed any, and whether the last was the run's end.
+func forward(rd *bufio.Reader, out chan trainer.Event) (forwarded, sawEnd bool) {
+	for {
+		line, err := readLine(rd)
+		if err != nil {
+			return forwarded, sawEnd
+		}
+		var r response
+		if json.Unmarshal(line, &r) != nil || r.Event == nil {
+			continue
+		}
+		e := r.Event.event()
+		e.Message, e.Checkpoint = termtext.CleanText(e.Message), termtext.Clean(e.Checkpoint)
+		e.Err = termtext.Error(e.Err)
+		forwarded, sawEnd = true, e.Kind == trainer.EventDone
+		trainer.Offer(out, e) // lossy like the trainer's own subscriptions
 	}
 }

@@ -204,6 +204,37 @@ func TestVanishedTrainingEndsTheStream(t *testing.T) {
 	}
 }
 
+// A stream the training cuts while it trains on (it drops a viewer too
+// slow to read, on a loaded machine) is taken up again: the viewer sees
+// the run go on, not a run it lost.
+func TestCutStreamIsResubscribed(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	_, srv, _ := startRun(t, dir)
+	c, err := Dial(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	events, unsubscribe := c.Subscribe(64)
+	defer unsubscribe()
+	first := next(t, events, trainer.EventMetrics, nil)
+	srv.mu.Lock()
+	cut := len(srv.conns)
+	for conn := range srv.conns { // as a write that timed out does
+		conn.Close()
+	}
+	srv.mu.Unlock()
+	if cut == 0 {
+		t.Fatal("no connection to cut")
+	}
+	later := next(t, events, trainer.EventMetrics, func(e trainer.Event) bool {
+		return e.Metrics.Iter > first.Metrics.Iter+50
+	})
+	if later.Metrics.Iter <= first.Metrics.Iter {
+		t.Fatal("training did not advance")
+	}
+}
+
 // Viewers cannot make a training hold unbounded memory: connections are
 // limited, and a refused viewer is told why; the limit frees up as viewers
 // leave.

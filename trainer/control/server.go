@@ -18,8 +18,8 @@ import (
 	"github.com/agenttrainer/agenttrainer/trainer/runstore"
 )
 
-// writeTimeout bounds every write to a client: a viewer that stops reading
-// is dropped instead of holding anything up.
+// writeTimeout bounds how long a client may take no bytes of a write: a
+// viewer that stops reading is dropped instead of holding anything up.
 const writeTimeout = 5 * time.Second
 
 // maxSocketPath keeps within sockaddr_un's 108 bytes on Linux.
@@ -283,8 +283,7 @@ func (s *Server) stream(c net.Conn, sc *bufio.Scanner, buffer int) {
 					break drain
 				}
 			}
-			c.SetWriteDeadline(time.Now().Add(writeTimeout))
-			if _, err := c.Write(batch); err != nil || ended {
+			if err := writeProgressing(c, batch, writeTimeout); err != nil || ended {
 				return
 			}
 			// Events that arrive meanwhile wait in the queue for the next write.
@@ -297,6 +296,23 @@ func (s *Server) stream(c net.Conn, sc *bufio.Scanner, buffer int) {
 			return
 		}
 	}
+}
+
+// writeProgressing writes b to a subscriber, dropping it (an error) only
+// when a whole timeout passes with no byte taken. A batch can be hundreds
+// of KiB (a full queue of events, after a slow read), and a viewer starved
+// of CPU on a loaded machine reads it slowly but reads it: one deadline for
+// the whole batch dropped such viewers, who saw their run as lost.
+func writeProgressing(c net.Conn, b []byte, timeout time.Duration) error {
+	for len(b) > 0 {
+		c.SetWriteDeadline(time.Now().Add(timeout))
+		n, err := c.Write(b)
+		b = b[n:]
+		if err != nil && (n == 0 || !errors.Is(err, os.ErrDeadlineExceeded)) {
+			return err
+		}
+	}
+	return nil
 }
 
 // streamInterval is the least time between two writes to a subscriber;
