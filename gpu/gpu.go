@@ -144,9 +144,9 @@ type HostMemory interface {
 }
 
 // PrepareTransformer readies dev's transformer ops (the CUDA device compiles
-// their kernels), so that a failure is an error when a model is opened
-// rather than a panic in its first pass. A device with nothing to prepare
-// returns nil.
+// their kernels), so that a failure is an error when a model is made
+// (agents/lm calls it for every model) rather than a panic in its first
+// pass. A device with nothing to prepare returns nil.
 func PrepareTransformer(dev Device) error {
 	if p, ok := dev.(interface{ PrepareTransformer() error }); ok {
 		return p.PrepareTransformer()

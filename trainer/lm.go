@@ -167,10 +167,6 @@ func newLM(cfg config.Config, opts Options) (*Trainer, error) {
 		if t.dev, t.devInfo, err = gpu.Open(cfg.Trainer.Device, cfg.Trainer.Threads, work); err != nil {
 			return nil, &config.Error{Key: "trainer.device", Msg: err.Error()}
 		}
-		if err := gpu.PrepareTransformer(t.dev); err != nil {
-			t.dev.Close()
-			return nil, fmt.Errorf("trainer.device=%s cannot run a language model: %v", cfg.Trainer.Device, err)
-		}
 	}
 	built := false
 	defer func() {

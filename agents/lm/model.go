@@ -199,6 +199,12 @@ func newModel(dev gpu.Device, cfg *hf.Config, memoryLimit int64, grads bool) (*M
 	if !ok {
 		return nil, fmt.Errorf("device %s cannot run language models (no transformer operations)", dev.Name())
 	}
+	// Every model comes through here, so a device whose transformer
+	// kernels do not build (NVRTC's message) is refused now, not by a panic
+	// in the first pass.
+	if err := gpu.PrepareTransformer(dev); err != nil {
+		return nil, fmt.Errorf("device %s cannot run language models: %v", dev.Name(), err)
+	}
 	if err := checkModelMemory(cfg, memoryLimit, grads); err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	_ "github.com/agenttrainer/agenttrainer/envs/builtin" // the text worlds
 	"github.com/agenttrainer/agenttrainer/envs/tasks"
 	"github.com/agenttrainer/agenttrainer/envs/text"
+	"github.com/agenttrainer/agenttrainer/envs/text/frozenlake"
 	"github.com/agenttrainer/agenttrainer/internal/atomicfile"
 	"github.com/agenttrainer/agenttrainer/trainer/textrl"
 )
@@ -95,12 +96,10 @@ func parseText(args []string) (Options, error) {
 		return Options{}, cmdutil.Usagef("--env %q is not a text environment (%s)", o.Env, textIDs())
 	}
 	switch {
-	case o.Think != "" && o.Think != "padded-digits" && o.Think != "reversed-digits" && o.Think != "coords":
+	case o.Think != "" && scratchpadAgent[o.Think] == "":
 		return Options{}, cmdutil.Usagef("--think %q: the scratchpads known are padded-digits, reversed-digits (numeric answers) and coords (FrozenLake)", o.Think)
-	case o.Think == "coords" && spec.Agent != "frozenlake":
-		return Options{}, cmdutil.Usagef("--think coords needs the FrozenLake grid in the observations; %s's agent is %s", o.Env, spec.Agent)
-	case o.Think != "" && o.Think != "coords" && spec.Agent != "single_turn":
-		return Options{}, cmdutil.Usagef("--think %s needs a single-turn task (its agent reads the answer after </think>); %s's agent is %s", o.Think, o.Env, spec.Agent)
+	case o.Think != "" && spec.Agent != scratchpadAgent[o.Think]:
+		return Options{}, cmdutil.Usagef("--think %s needs %s; %s's agent is %s", o.Think, scratchpadNeed[scratchpadAgent[o.Think]], o.Env, spec.Agent)
 	}
 	ext := filepath.Ext(o.Out)
 	switch {
@@ -192,27 +191,31 @@ func runText(_ context.Context, o TextOptions, stdout io.Writer) error {
 	return nil
 }
 
+// scratchpadAgent is the agent each scratchpad's demonstrations must be
+// played by: single_turn grades what follows </think>; FrozenLake's reads
+// the move from the last ``` ``` block and shows the grid the coordinates
+// are read from.
+var scratchpadAgent = map[string]string{"padded-digits": "single_turn", "reversed-digits": "single_turn", "coords": "frozenlake"}
+
+var scratchpadNeed = map[string]string{"single_turn": "a single-turn task (its agent reads the answer after </think>)",
+	"frozenlake": "a FrozenLake task (the coordinates are read from its grid)"}
+
 // think rewrites the assistant answers of demos with the scratchpad kind.
 func think(kind string, demos []textrl.Transcript) error {
-	width := 0
-	for i := range demos {
-		for _, m := range demos[i].Messages {
-			if m.Role == "assistant" {
-				width = max(width, len(strings.TrimPrefix(m.Content, "-")))
+	rewrite := map[string]func(*textrl.Transcript) error{"reversed-digits": thinkReversed, "coords": thinkCoords}[kind]
+	if kind == "padded-digits" {
+		width := 0
+		for i := range demos {
+			for _, m := range demos[i].Messages {
+				if m.Role == "assistant" {
+					width = max(width, len(strings.TrimPrefix(m.Content, "-")))
+				}
 			}
 		}
+		rewrite = func(t *textrl.Transcript) error { return thinkPadded(t, width) }
 	}
 	for i := range demos {
-		var err error
-		switch kind {
-		case "padded-digits":
-			err = thinkPadded(&demos[i], width)
-		case "coords":
-			err = thinkCoords(&demos[i])
-		default:
-			err = thinkReversed(&demos[i])
-		}
-		if err != nil {
+		if err := rewrite(&demos[i]); err != nil {
 			return fmt.Errorf("demonstration %d: %w", i+1, err)
 		}
 	}
@@ -259,48 +262,18 @@ func thinkCoords(t *textrl.Transcript) error {
 		case "user":
 			grid = m.Content
 		case "assistant":
-			p, g, err := lakeCoords(grid)
-			if err != nil {
-				return fmt.Errorf("--think coords, turn %d: %w", i, err)
+			pr, pc, okP := frozenlake.Locate(grid, "P")
+			gr, gc, okG := frozenlake.Locate(grid, "G")
+			switch {
+			case !okP || !okG:
+				return fmt.Errorf("--think coords, message %d: the observation before the move shows no P and G tiles", i+1)
+			case max(pr, pc, gr, gc) > 9:
+				return fmt.Errorf("--think coords, message %d: a lake wider than 9 tiles (coords writes one digit a coordinate)", i+1)
 			}
-			t.Messages[i].Content = fmt.Sprintf("P%d%dG%d%d %s", p[0], p[1], g[0], g[1], m.Content)
+			t.Messages[i].Content = fmt.Sprintf("P%d%dG%d%d %s", pr, pc, gr, gc, m.Content)
 		}
 	}
 	return nil
-}
-
-// lakeCoords finds P and G (row and column from 1) in a rendered grid:
-// the lines of tab-separated tiles.
-func lakeCoords(obs string) (p, g [2]int, err error) {
-	row := 0
-	for _, line := range strings.Split(obs, "\n") {
-		if !strings.Contains(line, "\t") {
-			continue
-		}
-		row++
-		for col, tile := range strings.Split(strings.TrimSuffix(line, "\t"), "\t") {
-			switch strings.TrimSpace(tile) {
-			case "P":
-				p = [2]int{row, col + 1}
-			case "G":
-				g = [2]int{row, col + 1}
-			}
-		}
-	}
-	switch {
-	case p[0] == 0 || g[0] == 0:
-		return p, g, fmt.Errorf("the observation before the move shows no P and G tiles: %q", truncateText(obs, 80))
-	case max(p[0], p[1], g[0], g[1]) > 9:
-		return p, g, fmt.Errorf("a lake wider than 9 tiles: coords writes one digit a coordinate")
-	}
-	return p, g, nil
-}
-
-func truncateText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // thinkReversed rewrites each assistant answer of digits (with an optional

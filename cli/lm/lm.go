@@ -112,10 +112,6 @@ func (d deviceFlags) open() (gpu.Device, error) {
 	if err != nil {
 		return nil, cmdutil.Usagef("%s", strings.ReplaceAll(err.Error(), "trainer.device=", "--device "))
 	}
-	if err := gpu.PrepareTransformer(dev); err != nil {
-		dev.Close()
-		return nil, fmt.Errorf("--device %s cannot run a language model: %v", d.Device, err)
-	}
 	return dev, nil
 }
 

@@ -262,6 +262,25 @@ func (e *Env) render() string {
 	return b.String()
 }
 
+// Locate finds tile ("P", "G", "O", … as render writes them) in a
+// rendered lake: its row and column, from 1; ok is false when the lake has
+// none. Lines without a tab (a prompt's words around the grid) are not
+// rows.
+func Locate(obs, tile string) (row, col int, ok bool) {
+	for _, line := range strings.Split(obs, "\n") {
+		if !strings.Contains(line, "\t") {
+			continue
+		}
+		row++
+		for c, t := range strings.Split(strings.TrimSuffix(line, "\t"), "\t") {
+			if strings.TrimSpace(t) == tile {
+				return row, c + 1, true
+			}
+		}
+	}
+	return 0, 0, false
+}
+
 // Succeeded implements text.Succeeder: the player stands on the goal.
 func (e *Env) Succeeded() bool { return e.ready && e.desc[e.pos] == 'G' }
 
