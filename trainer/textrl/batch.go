@@ -19,7 +19,7 @@ type batcher struct {
 	linger   time.Duration
 
 	mu      sync.Mutex
-	active  int // episodes running
+	active  int // workers still playing episodes
 	pending []*call
 	busy    bool
 	timer   *time.Timer

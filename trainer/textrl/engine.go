@@ -43,14 +43,18 @@ func (e *Engine) Run(ctx context.Context, tasks []envs.Params, n int, factory Wo
 	close(queue)
 	b := newBatcher(ctx, e.o.Generator, e.o.MaxBatch, e.o.Linger)
 	var wg sync.WaitGroup
+	// A worker counts as running from before it starts until the queue is
+	// empty, not per episode: counted per episode, the first worker could
+	// play alone before the scheduler started the others, every request a
+	// batch of one.
 	for range min(e.o.MaxConcurrent, len(tasks)*n) {
 		wg.Add(1)
+		b.enter()
 		go func() {
 			defer wg.Done()
+			defer b.leave()
 			for ep := range queue {
-				b.enter()
 				e.play(ctx, b, ep, factory)
-				b.leave()
 			}
 		}()
 	}
