@@ -40,6 +40,14 @@ func BenchmarkMatMulShapes(b *testing.B) {
 		{"fwd/1024x1024·1024x128", 1024, 128, 1024, false, false},
 		{"dW/(1024x1024)ᵀ·1024x128", 1024, 128, 1024, true, false},
 		{"dX/1024x128·(1024x128)ᵀ", 1024, 1024, 128, false, true},
+		// The 20M language model's training products (8×256 tokens, hidden
+		// 512, fused q/k/v 1,024, fused gate/up 2,816, vocabulary 4,096).
+		{"lm/qkv/2048x512·512x1024", 2048, 1024, 512, false, false},
+		{"lm/gu/2048x512·512x2816", 2048, 2816, 512, false, false},
+		{"lm/down/2048x1408·1408x512", 2048, 512, 1408, false, false},
+		{"lm/head/2048x512·512x4096", 2048, 4096, 512, false, false},
+		{"lm/dW/(2048x512)ᵀ·2048x2816", 512, 2816, 2048, true, false},
+		{"lm/dX/2048x2816·(512x2816)ᵀ", 2048, 512, 2816, false, true},
 	} {
 		b.Run(s.name, func(b *testing.B) {
 			d := NewCPU(benchThreads)

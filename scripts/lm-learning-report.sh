@@ -51,8 +51,10 @@ data() {
       run "$d/log" "$bin" data tasks --env "$env" --n 200 --seed 1000 --arg size=4 --out "$d/val.jsonl"
       run "$d/log" "$bin" data tasks --env "$env" --n 30000 --seed 1 --arg size=4 --exclude "$d/val.jsonl" --out "$d/train.jsonl"
       # The preset's workflow.agent_args: no system prompt, the latest turn
-      # only; where P and G stand written before each move.
-      run "$d/log" "$bin" data demos --env "$env" --tasks "$d/train.jsonl" --agent-arg system_prompt= --agent-arg accumulate_history=false --think coords --out "$d/demos.jsonl" ;;
+      # only, the lake alone; where P and G stand and the tiles around P
+      # written before each move.
+      run "$d/log" "$bin" data demos --env "$env" --tasks "$d/train.jsonl" --agent-arg system_prompt= --agent-arg accumulate_history=false \
+        --agent-arg observation_only=true --think coords-neighbours --out "$d/demos.jsonl" ;;
     addition)
       run "$d/log" "$bin" data tasks --env "$env" --n 1000 --seed 1000 --arg digits=3 --out "$d/val.jsonl"
       run "$d/log" "$bin" data tasks --env "$env" --n 60000 --seed 1 --arg digits=3 --exclude "$d/val.jsonl" --out "$d/train.jsonl"

@@ -200,67 +200,117 @@ func testThink(t *testing.T, kind string) {
 	}
 }
 
-// The coords scratchpad names where P and G stand in the observation just
-// before each move (row and column from 1), and the agent still reads the
-// move after it: replaying each demonstration through the environment and
-// the agent wins every episode.
+// The coords scratchpads name where P and G stand in the observation just
+// before each move (row and column from 1), coords-neighbours also the
+// tiles around P, and the agent still reads the move after them: replaying
+// each demonstration through the environment and the agent wins every
+// episode.
 func TestThinkCoords(t *testing.T) {
-	dir := t.TempDir()
-	tasks := filepath.Join(dir, "tasks.jsonl")
-	demos := filepath.Join(dir, "demos.jsonl")
-	if _, err := run(t, "tasks", "--env", "TextFrozenLake-v0", "--n", "30", "--seed", "5", "--arg", "size=4", "--out", tasks); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := run(t, "demos", "--env", "TextFrozenLake-v0", "--tasks", tasks, "--agent-arg", "system_prompt=",
-		"--agent-arg", "accumulate_history=false", "--think", "coords", "--out", demos); err != nil {
-		t.Fatalf("%v %s", err, out)
-	}
-	b, _ := os.ReadFile(demos)
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	think := regexp.MustCompile("^P([1-9])([1-9])G([1-9])([1-9]) ```[A-Za-z]+```$")
-	var env text.Env
-	var agent textagent.Agent
-	var obs string
-	wins := 0
-	for i, line := range lines {
-		var tr textrl.Transcript
-		if err := json.Unmarshal([]byte(line), &tr); err != nil {
-			t.Fatal(err)
-		}
-		if tr.Turn <= 1 { // 0: a one-turn episode, written whole
-			var err error
-			if env, err = text.Make("TextFrozenLake-v0", tr.Task, nil); err != nil {
+	for _, tt := range []struct {
+		kind  string
+		args  map[string]any
+		think string
+	}{
+		{"coords", map[string]any{"system_prompt": "", "accumulate_history": false}, "^P([1-9])([1-9])G([1-9])([1-9])() ```[A-Za-z]+```$"},
+		{"coords-neighbours", map[string]any{"system_prompt": "", "accumulate_history": false, "observation_only": true},
+			"^P([1-9])([1-9])G([1-9])([1-9])([_OG#]{4}) ```[A-Za-z]+```$"},
+	} {
+		t.Run(tt.kind, func(t *testing.T) {
+			dir := t.TempDir()
+			tasks := filepath.Join(dir, "tasks.jsonl")
+			demos := filepath.Join(dir, "demos.jsonl")
+			if _, err := run(t, "tasks", "--env", "TextFrozenLake-v0", "--n", "30", "--seed", "5", "--arg", "size=4", "--out", tasks); err != nil {
 				t.Fatal(err)
 			}
-			agent, _ = textagent.New("frozenlake", map[string]any{"system_prompt": "", "accumulate_history": false})
-			var info text.Info
-			obs, info, _ = env.Reset(nil)
-			agent.UpdateFromEnv(obs, 0, false, info)
-		}
-		got := tr.Messages[len(tr.Messages)-1].Content
-		m := think.FindStringSubmatch(got)
-		if m == nil {
-			t.Fatalf("line %d: %q is not P<row><col>G<row><col> then the move", i+1, got)
-		}
-		if want := tileAt(obs, "P") + tileAt(obs, "G"); m[1]+m[2]+m[3]+m[4] != want {
-			t.Fatalf("line %d: %q, but the observation has P and G at %s:\n%s", i+1, got, want, obs)
-		}
-		next, reward, done, info, err := env.Step(agent.UpdateFromModel(got))
-		if err != nil {
-			t.Fatal(err)
-		}
-		obs = next
-		agent.UpdateFromEnv(next, reward, done, info)
-		if done && reward == 1 {
-			wins++
+			args := []string{"demos", "--env", "TextFrozenLake-v0", "--tasks", tasks, "--think", tt.kind, "--out", demos}
+			for k, v := range tt.args {
+				args = append(args, "--agent-arg", fmt.Sprintf("%s=%v", k, v))
+			}
+			if out, err := run(t, args...); err != nil {
+				t.Fatalf("%v %s", err, out)
+			}
+			b, _ := os.ReadFile(demos)
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			think := regexp.MustCompile(tt.think)
+			var env text.Env
+			var agent textagent.Agent
+			var obs string
+			wins, neighbours := 0, map[string]int{}
+			for i, line := range lines {
+				var tr textrl.Transcript
+				if err := json.Unmarshal([]byte(line), &tr); err != nil {
+					t.Fatal(err)
+				}
+				if tr.Turn <= 1 { // 0: a one-turn episode, written whole
+					var err error
+					if env, err = text.Make("TextFrozenLake-v0", tr.Task, nil); err != nil {
+						t.Fatal(err)
+					}
+					agent, _ = textagent.New("frozenlake", tt.args)
+					var info text.Info
+					obs, info, _ = env.Reset(nil)
+					agent.UpdateFromEnv(obs, 0, false, info)
+				}
+				if want := agent.Messages()[len(agent.Messages())-1].Content; tr.Messages[len(tr.Messages)-2].Content != want {
+					t.Fatalf("line %d: the user turn is %q, the agent shows %q", i+1, tr.Messages[len(tr.Messages)-2].Content, want)
+				}
+				got := tr.Messages[len(tr.Messages)-1].Content
+				m := think.FindStringSubmatch(got)
+				if m == nil {
+					t.Fatalf("line %d: %q is not %s", i+1, got, tt.think)
+				}
+				p := tileAt(obs, "P")
+				if want := p + tileAt(obs, "G"); m[1]+m[2]+m[3]+m[4] != want {
+					t.Fatalf("line %d: %q, but the observation has P and G at %s:\n%s", i+1, got, want, obs)
+				}
+				if m[5] != "" {
+					if want := around(obs, int(p[0]-'0'), int(p[1]-'0')); m[5] != want {
+						t.Fatalf("line %d: %q, but the tiles left, right, above and below P are %s:\n%s", i+1, got, want, obs)
+					}
+					neighbours[m[5]]++
+				}
+				next, reward, done, info, err := env.Step(agent.UpdateFromModel(got))
+				if err != nil {
+					t.Fatal(err)
+				}
+				obs = next
+				agent.UpdateFromEnv(next, reward, done, info)
+				if done && reward == 1 {
+					wins++
+				}
+			}
+			if wins != 30 {
+				t.Fatalf("%d of 30 replayed demonstrations won", wins)
+			}
+			if tt.kind == "coords-neighbours" && len(neighbours) < 5 {
+				t.Fatalf("the neighbours hardly vary over %d moves: %v", len(lines), neighbours)
+			}
+			if _, err := run(t, "demos", "--env", "Arithmetic-v0", "--tasks", tasks, "--think", tt.kind, "--out", demos); err == nil || !strings.Contains(err.Error(), "FrozenLake") {
+				t.Fatalf("%s took a task without a grid: %v", tt.kind, err)
+			}
+		})
+	}
+}
+
+// around is the tiles left of, right of, above and below row, col (from
+// 1) in a rendered lake, "#" off it.
+func around(obs string, row, col int) string {
+	var grid [][]string
+	for _, line := range strings.Split(obs, "\n") {
+		if fields := strings.Fields(line); len(fields) >= 2 {
+			grid = append(grid, fields)
 		}
 	}
-	if wins != 30 {
-		t.Fatalf("%d of 30 replayed demonstrations won", wins)
+	s := ""
+	for _, d := range [][2]int{{0, -1}, {0, 1}, {-1, 0}, {1, 0}} {
+		r, c := row-1+d[0], col-1+d[1]
+		if r < 0 || r >= len(grid) || c < 0 || c >= len(grid[r]) {
+			s += "#"
+		} else {
+			s += grid[r][c]
+		}
 	}
-	if _, err := run(t, "demos", "--env", "Arithmetic-v0", "--tasks", tasks, "--think", "coords", "--out", demos); err == nil || !strings.Contains(err.Error(), "FrozenLake") {
-		t.Fatalf("coords took a task without a grid: %v", err)
-	}
+	return s
 }
 
 // tileAt is where tile stands in a rendered lake, row and column from 1,

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -229,6 +230,8 @@ func TestFrozenLakeSystemPromptOption(t *testing.T) {
 		{"none", envs.Params{"system_prompt": ""}, []string{"user", "assistant", "user"}, "Current Observation (0): \nobs0\n" + flNotYet},
 		{"none, no history", envs.Params{"system_prompt": "", "accumulate_history": false}, []string{"user"}, "Current Observation (1): \nobs1\n" + flNotYet},
 		{"replaced, no history", envs.Params{"system_prompt": "Reach G.", "accumulate_history": false}, []string{"system", "user"}, "Reach G."},
+		{"observation only", envs.Params{"system_prompt": "", "observation_only": true}, []string{"user", "assistant", "user"}, "obs0"},
+		{"observation only, no history", envs.Params{"system_prompt": "", "accumulate_history": false, "observation_only": true}, []string{"user"}, "obs1"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a, err := New("frozenlake", tt.args)
@@ -250,5 +253,20 @@ func TestFrozenLakeSystemPromptOption(t *testing.T) {
 	}
 	if _, err := New("frozenlake", envs.Params{"system_prompt": 3}); err == nil {
 		t.Fatal("a numeric system_prompt was accepted")
+	}
+	if _, err := New("frozenlake", envs.Params{"observation_only": "yes"}); err == nil {
+		t.Fatal("observation_only = \"yes\" was accepted")
+	}
+	// Observation only still notes an answer that changed nothing.
+	a, err := New("frozenlake", envs.Params{"observation_only": true, "max_steps": 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.UpdateFromEnv("obs0", 0, false, nil)
+	a.UpdateFromModel("```Up```")
+	a.UpdateFromEnv("obs0", 0, false, nil)
+	m := a.Messages()
+	if want := "obs0" + flInvalid + fmt.Sprintf(flRemaining, 4); m[len(m)-1].Content != want {
+		t.Fatalf("the user turn after an invalid move is %q, want %q", m[len(m)-1].Content, want)
 	}
 }

@@ -15,7 +15,7 @@ func init() {
 	Register(Spec{
 		Name:        "frozenlake",
 		Description: "rLLM's FrozenLake agent: its prompts, the move in the last ``` block",
-		Args:        []string{"max_steps", "accumulate_thinking", "multistep_prompt", "accumulate_history", "system_prompt"},
+		Args:        []string{"max_steps", "accumulate_thinking", "multistep_prompt", "accumulate_history", "system_prompt", "observation_only"},
 		New: func(args envs.Params) (Agent, error) {
 			var o FrozenLakeOptions
 			ms, err := args.Int("max_steps", 0)
@@ -33,6 +33,9 @@ func init() {
 				return nil, err
 			}
 			if o.AccumulateHistory, err = args.Bool("accumulate_history", true); err != nil {
+				return nil, err
+			}
+			if o.ObservationOnly, err = args.Bool("observation_only", false); err != nil {
 				return nil, err
 			}
 			if _, set := args["system_prompt"]; set {
@@ -63,6 +66,12 @@ type FrozenLakeOptions struct {
 	// model trained from scratch reads nothing in rLLM's 1,240 characters
 	// of instructions, which cost it that many tokens of every prompt.
 	SystemPrompt *string
+	// ObservationOnly makes each user turn the rendered lake alone, without
+	// rLLM's "Current Observation (N):" header and its "You have not
+	// achieved the goal…" reminder (the notes on an invalid answer and on
+	// the steps left stay). Those 112 characters carry nothing a model
+	// trained from scratch reads, and were more than half of every prompt.
+	ObservationOnly bool
 }
 
 // DefaultFrozenLakeOptions are rLLM's defaults.
@@ -119,6 +128,9 @@ func (a *FrozenLake) UpdateFromEnv(observation string, reward float64, done bool
 		last.Reward, last.Done, last.Info = reward, done, info
 	}
 	content := fmt.Sprintf("Current Observation (%d): \n", a.step) + observation + "\n" + flNotYet
+	if a.o.ObservationOnly {
+		content = observation
+	}
 	if last != nil && last.Observation == observation {
 		content += flInvalid
 	}

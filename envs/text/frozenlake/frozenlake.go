@@ -262,19 +262,31 @@ func (e *Env) render() string {
 	return b.String()
 }
 
-// Locate finds tile ("P", "G", "O", … as render writes them) in a
-// rendered lake: its row and column, from 1; ok is false when the lake has
-// none. Lines without a tab (a prompt's words around the grid) are not
-// rows.
-func Locate(obs, tile string) (row, col int, ok bool) {
+// Tiles reads a rendered lake back: its rows of tiles ("P", "G", "O",
+// "_" as render writes them). Lines without a tab (a prompt's words around
+// the grid) are not rows.
+func Tiles(obs string) [][]string {
+	var rows [][]string
 	for _, line := range strings.Split(obs, "\n") {
 		if !strings.Contains(line, "\t") {
 			continue
 		}
-		row++
-		for c, t := range strings.Split(strings.TrimSuffix(line, "\t"), "\t") {
-			if strings.TrimSpace(t) == tile {
-				return row, c + 1, true
+		var row []string
+		for _, t := range strings.Split(strings.TrimSuffix(line, "\t"), "\t") {
+			row = append(row, strings.TrimSpace(t))
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// Locate finds tile in a rendered lake (see Tiles): its row and column,
+// from 1; ok is false when the lake has none.
+func Locate(obs, tile string) (row, col int, ok bool) {
+	for r, tiles := range Tiles(obs) {
+		for c, t := range tiles {
+			if t == tile {
+				return r + 1, c + 1, true
 			}
 		}
 	}
