@@ -73,6 +73,7 @@ func Keys() []agents.Key {
 		{Name: "num_attention_heads", Default: int64(4), Check: "[1,1024]", Doc: "lm: a from-scratch model's query heads."},
 		{Name: "num_key_value_heads", Default: int64(2), Check: "[1,1024]", Doc: "lm: a from-scratch model's key/value heads (grouped-query attention); divides num_attention_heads."},
 		{Name: "intermediate_size", Default: int64(256), Check: "[1,524288]", Doc: "lm: a from-scratch model's MLP width."},
+		{Name: "rope_theta", Default: 0.0, Check: "[0,1e12]", Doc: "lm: a from-scratch model's rotary base (0: the architecture's, 10,000 for llama, 1,000,000 for qwen2/qwen3). A small base (100) gives a short-context model more rotary frequencies that tell near positions apart."},
 		{Name: "vocab", Default: "char", Doc: "lm: a from-scratch model's vocabulary: \"char\" (one token a character) or a directory holding a tokenizer.json."},
 		{Name: "chat_format", Default: "auto", Check: "oneof=auto|chatml|llama3|template", Doc: "lm: how chats become text: \"chatml\" or \"llama3\" (prefix-preserving, what multi-turn RL needs), \"template\" (the model's own chat_template), \"auto\" (llama3 for Llama-3 tokenizers, else chatml)."},
 	}
@@ -112,6 +113,11 @@ func archConfig(c agents.Config, vocab int) (*hf.Config, error) {
 	cfg, err := hf.NewConfig(arch, vocab, h, int(c.Int("intermediate_size")), int(c.Int("num_hidden_layers")), heads, kv, 0, true)
 	if err != nil {
 		return nil, fmt.Errorf("agent.hidden_size: the model these sizes make: %v", err)
+	}
+	if theta := c.Float("rope_theta"); theta != 0 {
+		if err := cfg.Set("rope_theta", theta); err != nil {
+			return nil, fmt.Errorf("agent.rope_theta: %v", err)
+		}
 	}
 	return cfg, nil
 }
