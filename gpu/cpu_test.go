@@ -46,6 +46,10 @@ func TestMatMulMatchesReference(t *testing.T) {
 		// Several k panels and row groups, with remainders; the last is
 		// large enough to be split across cores.
 		{130, 48, 300}, {71, 17, 2*gemmKC + 1}, {260, 64, 300}, {9, 144, 130},
+		// Wider than a block of gemmNC columns: two blocks, the last widened.
+		{70, gemmNC + gemmNC/2 + 40, 300}, {13, 2*gemmNC + 8, 40},
+		// Tall enough that each core packs the blocks of B.
+		{300, gemmNC + 48, 2*gemmKC + 3},
 	}
 	for _, s := range shapes {
 		for _, ta := range []bool{false, true} {
