@@ -159,7 +159,18 @@ func TestHeadlessAttachToAPausedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { c.Stop(); c.Close() }()
+	defer func() {
+		// Stopped, the run writes its last checkpoint on the way out: wait
+		// for the process to end (its lock free) before the temporary
+		// directory goes, or its removal races the checkpoint.
+		c.Stop()
+		c.Close()
+		waitUntil(t, "the run to end", func() bool {
+			l, err := runstore.Acquire(dir)
+			l.Release()
+			return err == nil
+		})
+	}()
 	c.Pause()
 	waitUntil(t, "the pause", c.Paused)
 	ctx, cancel := context.WithCancel(context.Background())
