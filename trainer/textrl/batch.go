@@ -10,8 +10,8 @@ import (
 
 // batcher gathers the episodes' requests into Generate calls, one at a time
 // (the model is one device): a batch goes out when it is full, when every
-// running episode is waiting for the model, or when no new request came
-// for Linger while some episodes are still busy in their environments.
+// worker still playing episodes is waiting for the model, or when no new
+// request came for Linger while some are still busy in their environments.
 type batcher struct {
 	ctx      context.Context
 	gen      Generator
