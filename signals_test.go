@@ -165,11 +165,7 @@ func TestHeadlessAttachToAPausedRun(t *testing.T) {
 		// directory goes, or its removal races the checkpoint.
 		c.Stop()
 		c.Close()
-		waitUntil(t, "the run to end", func() bool {
-			l, err := runstore.Acquire(dir)
-			l.Release()
-			return err == nil
-		})
+		waitUntil(t, "the run to end", func() bool { return runstore.CheckFree(dir) == nil })
 	}()
 	c.Pause()
 	waitUntil(t, "the pause", c.Paused)

@@ -48,7 +48,8 @@ func TestMatMulMatchesReference(t *testing.T) {
 		{130, 48, 300}, {71, 17, 2*gemmKC + 1}, {260, 64, 300}, {9, 144, 130},
 		// Wider than a block of gemmNC columns: two blocks, the last widened.
 		{70, gemmNC + gemmNC/2 + 40, 300}, {13, 2*gemmNC + 8, 40},
-		// Tall enough that each core packs the blocks of B.
+		// Tall, so that each core takes several blocks of rows through both
+		// blocks of columns.
 		{300, gemmNC + 48, 2*gemmKC + 3},
 	}
 	for _, s := range shapes {

@@ -22,7 +22,7 @@ func TestAVX512KernelsGiveTheAVX2Bits(t *testing.T) {
 		{20, 96, 300}, {70, 160, 33}, // 8×32 tiles, four rows left, a 16-column remainder
 		{37, 16, 300}, {1030, 16, 36}, // 8×16 tiles (a 16-channel convolution)
 		{70, 1072, 300}, {13, 1304, 40}, // blocks of gemmNC columns, the last one widened, an 8-column remainder
-		{300, 1072, 300}, // tall enough that each core packs the blocks of B
+		{300, 1072, 300}, // several blocks of rows a core through both blocks of columns
 	} {
 		for _, transA := range []bool{false, true} {
 			av, bv, cv := randSlice(r, s.m*s.k, 1), randSlice(r, s.k*s.n, 1), randSlice(r, s.m*s.n, 1)

@@ -42,8 +42,8 @@ type gemmTask struct {
 	fn     func(part int)
 }
 
-// run does the task, with pack for packing operands.
-func (t *gemmTask) run(pack *gemmPack) {
+// run does the task, with pack for packing A.
+func (t *gemmTask) run(pack *[]float32) {
 	if t.fn != nil {
 		t.fn(t.lo)
 		return
@@ -62,8 +62,8 @@ func (t *gemmTask) run(pack *gemmPack) {
 type workerPool struct {
 	workers []*sidecar
 	tasks   []gemmTask     // task i goes to workers[i]
-	jobs    []func(Device) // jobs[i] runs tasks[i] with packing buffers of its own
-	pack    gemmPack       // the caller's buffers for packing operands (see gemmRows)
+	jobs    []func(Device) // jobs[i] runs tasks[i] with a packing buffer of its own
+	pack    []float32      // the caller's buffer for packing A (see gemmRows)
 	once    sync.Once
 	closed  bool // set by close: products then run on the calling goroutine
 }
@@ -71,7 +71,7 @@ type workerPool struct {
 func newWorkerPool(workers int) *workerPool {
 	p := &workerPool{tasks: make([]gemmTask, workers)}
 	for i := 0; i < workers; i++ {
-		task, pack := &p.tasks[i], gemmPack{}
+		task, pack := &p.tasks[i], []float32(nil)
 		p.workers = append(p.workers, startSidecar())
 		p.jobs = append(p.jobs, func(Device) { task.run(&pack) })
 	}
@@ -161,34 +161,22 @@ const gemmMC = 64
 
 // gemmNC is the widest block of columns gemmRows takes through every
 // block of rows before the next: the panel's rows of the block (256 × 512
-// values, 512 KB) then stay in L2 while all the blocks of rows meet them. Without it, a product wider than that (the 20M model's 2,816-wide
+// values, 512 KB) then stay in L2 while all the blocks of rows meet them.
+// Without it, a product wider than that (the 20M model's 2,816-wide
 // gate/up and 4,096-wide head) streamed the whole panel from L3 for every
 // block of 64 rows. Each element of C gets the same chain of multiply-adds.
 const gemmNC = 512
 
-// gemmPack is a part's buffers for packed operands, kept between products.
-type gemmPack struct{ a, b []float32 }
-
-// packBMinRows is the fewest rows of C for which gemmRows packs a wide B:
-// the copy is then under 1/256 of the multiply-adds.
-const packBMinRows = 128
-
 // gemmRows computes rows [lo, hi) of C += op(A)·B: the SIMD kernels take the
 // columns in strips of 16 or more where the CPU has them, the portable
-// kernel the rest. With pack given, operands whose layout would fight the
-// caches are copied first (the products are the same):
-//   - A transposed whose rows are longer than a block of C: each block of
-//     gemmMC of its columns over the panel, side by side. Stored,
-//     consecutive elements of a column lie a whole row apart (4 KB in a
-//     1,024-wide layer's weight gradient), so every step of the kernels
-//     would touch a new page and the same cache set, for every strip of B
-//     again.
-//   - B at least gemmNC wide, for many rows: each block of columns of the
-//     panel, its rows a cache line more than the block apart. Stored, the
-//     rows of a 4,096-wide B lie 16 KB apart and a block's 256 rows fell
-//     into an eighth of L2's sets, so the block could not stay there (the
-//     20M model's head: 77–88 GFLOP/s on a core, against 95–100 packed).
-func gemmRows(g *gemmArgs, lo, hi int, pack *gemmPack) {
+// kernel the rest. A transposed A whose rows are longer than a block of C
+// is packed first when pack is given: each block of gemmMC of its columns
+// over the panel side by side, into *pack (grown to the rows × gemmKC),
+// once a panel for every block of columns. Stored, consecutive elements of
+// a column lie a whole row apart (4 KB in a 1,024-wide layer's weight
+// gradient), so every step of the kernels would touch a new page and the
+// same cache set, for every strip of B again. The products are the same.
+func gemmRows(g *gemmArgs, lo, hi int, pack *[]float32) {
 	c, a, b, n, k := g.c, g.a, g.b, g.n, g.k
 	ldc, ldb := cmp.Or(g.ldc, n), cmp.Or(g.ldb, n)
 	n16 := 0
@@ -197,14 +185,14 @@ func gemmRows(g *gemmArgs, lo, hi int, pack *gemmPack) {
 	}
 	hi4 := lo + (hi-lo)&^3
 	packA := g.transA && pack != nil && g.lda > min(gemmMC, hi4-lo)
-	packB := pack != nil && n16 >= gemmNC && hi-lo >= packBMinRows
 	for k0 := 0; k0 < k && n16 > 0; k0 += gemmKC {
 		kc := min(gemmKC, k-k0)
+		bp := b[k0*ldb:] // the panel's rows of B
 		zero := g.overwrite && k0 == 0
 		if packA {
-			pack.a = grow(pack.a, (hi4-lo)*kc)
+			*pack = grow(*pack, (hi4-lo)*kc)
 			for i0 := lo; i0 < hi4; i0 += gemmMC {
-				w, at, blk := min(gemmMC, hi4-i0), a[k0*g.lda+i0:], pack.a[(i0-lo)*kc:]
+				w, at, blk := min(gemmMC, hi4-i0), a[k0*g.lda+i0:], (*pack)[(i0-lo)*kc:]
 				for p := 0; p < kc; p++ {
 					copy(blk[p*w:p*w+w], at[p*g.lda:p*g.lda+w])
 				}
@@ -217,17 +205,6 @@ func gemmRows(g *gemmArgs, lo, hi int, pack *gemmPack) {
 			if n16-jc1 < gemmNC/2 {
 				jc1 = n16
 			}
-			// The panel's rows of the block's B: bp[j] is column jc + j.
-			bp, ldbp := b[k0*ldb+jc:], ldb
-			if packB {
-				w := jc1 - jc
-				ldbp = w + 16
-				pack.b = grow(pack.b, kc*ldbp)
-				for p := 0; p < kc; p++ {
-					copy(pack.b[p*ldbp:p*ldbp+w], b[(k0+p)*ldb+jc:(k0+p)*ldb+jc1])
-				}
-				bp = pack.b
-			}
 			for i0 := lo; i0 < hi4; i0 += gemmMC {
 				i1 := min(i0+gemmMC, hi4)
 				// The block's A: row i of op(A) at at[(i−i0)·k] (as stored) or
@@ -235,7 +212,7 @@ func gemmRows(g *gemmArgs, lo, hi int, pack *gemmPack) {
 				at, lda := a[i0*k+k0:], k
 				switch {
 				case packA:
-					at, lda = pack.a[(i0-lo)*kc:], i1-i0
+					at, lda = (*pack)[(i0-lo)*kc:], i1-i0
 				case g.transA:
 					at, lda = a[k0*g.lda+i0:], g.lda
 				}
@@ -243,11 +220,11 @@ func gemmRows(g *gemmArgs, lo, hi int, pack *gemmPack) {
 					t := tileFor(n16, j)
 					i := i0
 					for ; i+t.rows <= i1; i += t.rows {
-						t.run(g.transA, c[i*ldc+j:], ldc, at, i-i0, lda, bp[j-jc:], ldbp, kc, zero)
+						t.run(g.transA, c[i*ldc+j:], ldc, at, i-i0, lda, bp[j:], ldb, kc, zero)
 					}
 					for ; i < i1; i += 4 { // rows left under a tile of 8: 4×16 tiles
 						for jj := j; jj < j+t.cols; jj += 16 {
-							tile4x16.run(g.transA, c[i*ldc+jj:], ldc, at, i-i0, lda, bp[jj-jc:], ldbp, kc, zero)
+							tile4x16.run(g.transA, c[i*ldc+jj:], ldc, at, i-i0, lda, bp[jj:], ldb, kc, zero)
 						}
 					}
 					j += t.cols
@@ -259,7 +236,7 @@ func gemmRows(g *gemmArgs, lo, hi int, pack *gemmPack) {
 					ai, inc = &a[k0*g.lda+i], g.lda // column i of A as stored
 				}
 				for j := jc; j < jc1; j += 16 {
-					gemm1x16(&c[i*ldc+j], ai, inc, &bp[j-jc], ldbp, kc, zero)
+					gemm1x16(&c[i*ldc+j], ai, inc, &bp[j], ldb, kc, zero)
 				}
 			}
 		}

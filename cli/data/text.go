@@ -202,10 +202,11 @@ var scratchpadNeed = map[string]string{"single_turn": "a single-turn task (its a
 
 // think rewrites the assistant answers of demos with the scratchpad kind.
 func think(kind string, demos []textrl.Transcript) error {
-	rewrite := map[string]func(*textrl.Transcript) error{"reversed-digits": thinkReversed,
-		"coords":            func(t *textrl.Transcript) error { return thinkCoords(t, kind) },
-		"coords-neighbours": func(t *textrl.Transcript) error { return thinkCoords(t, kind) }}[kind]
-	if kind == "padded-digits" {
+	rewrite := func(t *textrl.Transcript) error { return thinkCoords(t, kind) } // coords, coords-neighbours
+	switch kind {
+	case "reversed-digits":
+		rewrite = thinkReversed
+	case "padded-digits":
 		width := 0
 		for i := range demos {
 			for _, m := range demos[i].Messages {
@@ -269,8 +270,9 @@ func thinkCoords(t *textrl.Transcript, kind string) error {
 		case "user":
 			grid = m.Content
 		case "assistant":
-			pr, pc, okP := frozenlake.Locate(grid, "P")
-			gr, gc, okG := frozenlake.Locate(grid, "G")
+			lake := frozenlake.ReadLake(grid)
+			pr, pc, okP := lake.Find("P")
+			gr, gc, okG := lake.Find("G")
 			switch {
 			case !okP || !okG:
 				return fmt.Errorf("--think %s, message %d: the observation before the move shows no P and G tiles", kind, i+1)
@@ -279,14 +281,12 @@ func thinkCoords(t *textrl.Transcript, kind string) error {
 			}
 			pad := fmt.Sprintf("P%d%dG%d%d", pr, pc, gr, gc)
 			if kind == "coords-neighbours" {
-				tiles := frozenlake.Tiles(grid)
 				for _, d := range [][2]int{{0, -1}, {0, 1}, {-1, 0}, {1, 0}} {
-					r, c := pr-1+d[0], pc-1+d[1]
-					if r < 0 || r >= len(tiles) || c < 0 || c >= len(tiles[r]) {
-						pad += "#"
-						continue
+					tile, ok := lake.At(pr+d[0], pc+d[1])
+					if !ok {
+						tile = "#"
 					}
-					pad += tiles[r][c]
+					pad += tile
 				}
 			}
 			t.Messages[i].Content = pad + " " + m.Content

@@ -257,10 +257,9 @@ func TestParallelGroupsAreDeterministic(t *testing.T) {
 	}
 	run := func(conc, batch int) ([][]*Episode, Stats, *scripted) {
 		gen := newScripted(t, tok, noisy)
-		// An hour's linger: a partial batch goes out only when every running
-		// episode waits for the model, so how the batches form does not hang
-		// on how busy the machine is (a 20 ms linger on a loaded CI machine
-		// sent every request alone).
+		// An hour's linger: a partial batch goes out only when every worker
+		// waits for the model, so how the batches form does not hang on how
+		// busy the machine is.
 		e := newEngine(t, Options{Tokenizer: tok, Generator: gen, MaxConcurrent: conc, MaxBatch: batch, Seed: 7, Linger: time.Hour})
 		groups, st, err := e.Run(context.Background(), lakeTasks(8), 4, lakeWorkflow(t, nil, 6))
 		if err != nil {

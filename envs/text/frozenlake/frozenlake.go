@@ -262,11 +262,14 @@ func (e *Env) render() string {
 	return b.String()
 }
 
-// Tiles reads a rendered lake back: its rows of tiles ("P", "G", "O",
-// "_" as render writes them). Lines without a tab (a prompt's words around
-// the grid) are not rows.
-func Tiles(obs string) [][]string {
-	var rows [][]string
+// Lake is a rendered lake read back (ReadLake): rows of tiles ("P", "G",
+// "O", "_" as render writes them).
+type Lake [][]string
+
+// ReadLake reads the lake in obs. Lines without a tab (a prompt's words
+// around the grid) are not rows.
+func ReadLake(obs string) Lake {
+	var rows Lake
 	for _, line := range strings.Split(obs, "\n") {
 		if !strings.Contains(line, "\t") {
 			continue
@@ -280,10 +283,10 @@ func Tiles(obs string) [][]string {
 	return rows
 }
 
-// Locate finds tile in a rendered lake (see Tiles): its row and column,
-// from 1; ok is false when the lake has none.
-func Locate(obs, tile string) (row, col int, ok bool) {
-	for r, tiles := range Tiles(obs) {
+// Find is where tile stands, row and column from 1; ok is false when the
+// lake has none.
+func (l Lake) Find(tile string) (row, col int, ok bool) {
+	for r, tiles := range l {
 		for c, t := range tiles {
 			if t == tile {
 				return r + 1, c + 1, true
@@ -291,6 +294,14 @@ func Locate(obs, tile string) (row, col int, ok bool) {
 		}
 	}
 	return 0, 0, false
+}
+
+// At is the tile at row and column (from 1); ok is false off the lake.
+func (l Lake) At(row, col int) (tile string, ok bool) {
+	if row < 1 || row > len(l) || col < 1 || col > len(l[row-1]) {
+		return "", false
+	}
+	return l[row-1][col-1], true
 }
 
 // Succeeded implements text.Succeeder: the player stands on the goal.
