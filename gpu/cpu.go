@@ -351,6 +351,14 @@ func paddedStride(n int) int {
 // minibatch).
 // Row j of the transpose starts at dst[j·ldd] (ldd ≥ rows).
 func transpose(dst []float32, ldd int, src []float32, rows, cols int) []float32 {
+	transposeRows(dst, ldd, src, cols, rows, cols)
+	return dst
+}
+
+// transposeRows writes dst[j·ldd + i] = src[i·lds + j] for i < rows, j <
+// cols, in blocks of 8×8 (one kernel each where the CPU has it): row by
+// row, a column of dst would touch a new cache line at every element.
+func transposeRows(dst []float32, ldd int, src []float32, lds, rows, cols int) {
 	const blk = 8
 	for i0 := 0; i0 < rows; i0 += blk {
 		i1 := min(i0+blk, rows)
@@ -358,19 +366,18 @@ func transpose(dst []float32, ldd int, src []float32, rows, cols int) []float32 
 			j1 := min(j0+blk, cols)
 			if hasFMA && i1-i0 == blk && j1-j0 == blk {
 				_ = dst[(j1-1)*ldd+i1-1] // the kernel's last store, in bounds
-				_ = src[(i1-1)*cols+j1-1]
-				transpose8x8(&dst[j0*ldd+i0], ldd, &src[i0*cols+j0], cols)
+				_ = src[(i1-1)*lds+j1-1]
+				transpose8x8(&dst[j0*ldd+i0], ldd, &src[i0*lds+j0], lds)
 				continue
 			}
 			for i := i0; i < i1; i++ {
-				row := src[i*cols+j0 : i*cols+j1]
+				row := src[i*lds+j0 : i*lds+j1]
 				for j, v := range row {
 					dst[(j0+j)*ldd+i] = v
 				}
 			}
 		}
 	}
-	return dst
 }
 
 // BiasAct implements Device.

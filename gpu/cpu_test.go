@@ -651,5 +651,17 @@ func TestTranspose(t *testing.T) {
 				}
 			}
 		}
+		// The same block read out of rows 3 longer (a head's columns of
+		// fused q/k/v rows).
+		lds := s.cols + 3
+		wide := randSlice(r, s.rows*lds, 1)
+		transposeRows(dst, s.ldd, wide, lds, s.rows, s.cols)
+		for i := 0; i < s.rows; i++ {
+			for j := 0; j < s.cols; j++ {
+				if dst[j*s.ldd+i] != wide[i*lds+j] {
+					t.Fatalf("%v, source rows %d apart: element (%d, %d) is %v, want %v", s, lds, j, i, dst[j*s.ldd+i], wide[i*lds+j])
+				}
+			}
+		}
 	}
 }

@@ -109,3 +109,6 @@ func conv16x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, ru
 
 //go:noescape
 func transpose8x8(dst *float32, ldd int, src *float32, lds int)
+
+//go:noescape
+func prefetchTile(c *float32, ldc int)

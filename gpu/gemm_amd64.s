@@ -1149,3 +1149,28 @@ TEXT ·transpose8x8(SB), NOSPLIT, $0-32
 	STORE8(Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15)
 	VZEROUPPER
 	RET
+
+// func prefetchTile(c *float32, ldc int)
+//
+// Asks for an 8×32 block of C at c (rows ldc floats apart: eight rows of
+// 128 bytes) to be brought into L1, with the intent to write (PREFETCHW,
+// encoded by hand: Go's assembler lacks it). Prefetches never fault.
+// PREFETCHW_ROW is PREFETCHW (DI) then PREFETCHW 64(DI).
+#define PREFETCHW_ROW \
+	BYTE $0x0F; BYTE $0x0D; BYTE $0x0F; \
+	BYTE $0x0F; BYTE $0x0D; BYTE $0x4F; BYTE $0x40
+
+TEXT ·prefetchTile(SB), NOSPLIT, $0-16
+	MOVQ c+0(FP), DI
+	MOVQ ldc+8(FP), R8
+	SHLQ $2, R8
+	PREFETCHW_ROW; ADDQ R8, DI
+	PREFETCHW_ROW; ADDQ R8, DI
+	PREFETCHW_ROW; ADDQ R8, DI
+	PREFETCHW_ROW; ADDQ R8, DI
+	PREFETCHW_ROW; ADDQ R8, DI
+	PREFETCHW_ROW; ADDQ R8, DI
+	PREFETCHW_ROW; ADDQ R8, DI
+	PREFETCHW_ROW
+	RET
+

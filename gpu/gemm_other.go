@@ -15,6 +15,8 @@ func gemm4x16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k i
 	panic("gpu: no SIMD kernel on this platform")
 }
 
+func prefetchTile(c *float32, ldc int) {}
+
 func biasTanh8(x *float32, bias *float32, n int) {
 	panic("gpu: no SIMD kernel on this platform")
 }

@@ -21,6 +21,9 @@ var expConsts = [14]float32{
 func expSum8(dst *float32, src *float32, n int, scale float32, shift float32) float32
 
 //go:noescape
+func max8(x *float32, n int) float32
+
+//go:noescape
 func swiglu8(h *float32, gate *float32, up *float32, n int)
 
 //go:noescape

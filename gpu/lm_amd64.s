@@ -303,3 +303,51 @@ storeT164:
 	VMOVUPS Y7, 224(DI)
 	VZEROUPPER
 	RET
+
+// func max8(x *float32, n int) float32
+//
+// The largest of x[i] for i < n (a positive multiple of 8): four running
+// maxima, combined at the end. A NaN may be skipped; the callers' sums of
+// exponentials carry it instead.
+TEXT ·max8(SB), NOSPLIT, $0-20
+	MOVQ    x+0(FP), SI
+	MOVQ    n+8(FP), CX
+	VMOVUPS (SI), Y0
+	VMOVAPS Y0, Y1
+	VMOVAPS Y0, Y2
+	VMOVAPS Y0, Y3
+	ADDQ    $32, SI
+	SUBQ    $8, CX
+
+max32loop:
+	CMPQ   CX, $32
+	JLT    max8loop
+	VMAXPS (SI), Y0, Y0
+	VMAXPS 32(SI), Y1, Y1
+	VMAXPS 64(SI), Y2, Y2
+	VMAXPS 96(SI), Y3, Y3
+	ADDQ   $128, SI
+	SUBQ   $32, CX
+	JMP    max32loop
+
+max8loop:
+	TESTQ  CX, CX
+	JE     maxdone
+	VMAXPS (SI), Y0, Y0
+	ADDQ   $32, SI
+	SUBQ   $8, CX
+	JMP    max8loop
+
+maxdone:
+	VMAXPS       Y1, Y0, Y0
+	VMAXPS       Y3, Y2, Y2
+	VMAXPS       Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS       X1, X0, X0
+	VPERMILPS    $0x4E, X0, X1
+	VMAXPS       X1, X0, X0
+	VPERMILPS    $0xB1, X0, X1
+	VMAXPS       X1, X0, X0
+	MOVSS        X0, ret+16(FP)
+	VZEROUPPER
+	RET

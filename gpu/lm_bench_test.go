@@ -119,3 +119,34 @@ func BenchmarkCacheAttention(b *testing.B) {
 	}
 	b.ReportMetric(bytes/b.Elapsed().Seconds()/1e9, "GB/s")
 }
+
+// BenchmarkAttention times causal attention and its gradient over one
+// layer of the 20M model's training batch (8 sequences of 256 tokens, 8
+// query and 4 key/value heads of 64) on every core, reporting the useful
+// rate: the products of the scores below the diagonal (the forward's two,
+// the backward's five, its scores computed again).
+func BenchmarkAttention(b *testing.B) {
+	d := NewCPU(0)
+	defer d.Close()
+	const batch, seq, heads, kvHeads, hd = 8, 256, 8, 4, 64
+	n, w := batch*seq, (heads+2*kvHeads)*hd
+	r := rand.New(rand.NewPCG(5, 6))
+	a := AttentionArgs{QKV: tensorFrom(d, n, w, randSlice(r, n*w, 1)), Out: d.Alloc(n, heads*hd), LSE: d.Alloc(n, heads),
+		Batch: batch, Seq: seq, Heads: heads, KVHeads: kvHeads, HeadDim: hd, Scale: 0.125,
+		DOut: tensorFrom(d, n, heads*hd, randSlice(r, n*heads*hd, 1)), DQKV: d.Alloc(n, w)}
+	product := 2 * float64(batch*heads) * float64(seq*(seq+1)/2) * hd // one product's multiply-adds, ×2
+	for _, c := range []struct {
+		name     string
+		products float64
+		run      func(AttentionArgs)
+	}{{"forward", 2, d.Attention}, {"backward", 5, d.AttentionGrad}} {
+		b.Run(c.name, func(b *testing.B) {
+			d.Attention(a)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				c.run(a)
+			}
+			b.ReportMetric(c.products*product*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

@@ -439,10 +439,7 @@ var rowPool = sync.Pool{New: func() any { return new([]float32) }}
 // when asked, and s = Σ e, where e (as long as row) receives
 // exp(t·z − max).
 func logSumExp(row []float32, t float32, e []float32, entropy bool) (lse, h, s float32) {
-	mx := row[0] * t
-	for _, x := range row {
-		mx = max(mx, x*t)
-	}
+	mx := maxScaled(row, t)
 	s = ExpSum(e, row, t, mx)
 	ls := float32(math.Log(float64(s)))
 	if entropy {
@@ -507,6 +504,25 @@ func ExpSum(dst, src []float32, scale, shift float32) float32 {
 		s += e
 	}
 	return s
+}
+
+// maxScaled is the largest x[i]·scale for a positive scale (the logits'
+// inverse temperature, attention's 1/√d), taken as scale times the largest
+// x[i]: rounding is monotonic, so that is the same number, and the SIMD
+// kernel finds it eight elements at a time. x must not be empty. Where x
+// holds a NaN the result may not be NaN, unlike max's; the callers then
+// compute a sum of exponentials of every element, which is.
+func maxScaled(x []float32, scale float32) float32 {
+	n8, mx := 0, x[0]
+	if hasFMA {
+		if n8 = len(x) &^ 7; n8 > 0 {
+			mx = max8(&x[0], n8)
+		}
+	}
+	for _, v := range x[n8:] {
+		mx = max(mx, v)
+	}
+	return mx * scale
 }
 
 // exp32 is e^x in float32 to within a few ulps: e^x = 2^n·e^r with

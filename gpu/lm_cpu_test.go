@@ -441,6 +441,37 @@ func TestLogProbsAndGrad(t *testing.T) {
 
 // exp32 and the SIMD kernel behind ExpSum are within a few float32 ulps
 // of e^x from −87 to 88, 0 below and +Inf above.
+// TestMaxScaled: the largest x·scale, by the SIMD kernel in whole eights
+// and Go for the rest, against a plain loop, with the largest element in
+// every place (the kernel's four running maxima, the tail) and infinities.
+func TestMaxScaled(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, n := range []int{1, 7, 8, 9, 31, 32, 33, 40, 64, 71, 257} {
+		for at := 0; at < n; at += max(1, n/9) {
+			x := randSlice(r, n, 100)
+			for i := range x {
+				x[i] -= 200 // all negative: a kernel that started from 0 would be wrong
+			}
+			x[at] = -1
+			if n > 2 {
+				x[(at+1)%n] = float32(math.Inf(-1))
+			}
+			for _, scale := range []float32{1, 0.125, 0.7} {
+				want := float32(math.Inf(-1))
+				for _, v := range x {
+					want = max(want, v*scale)
+				}
+				if got := maxScaled(x, scale); got != want {
+					t.Fatalf("n %d, largest at %d, scale %v: %v, want %v", n, at, scale, got, want)
+				}
+			}
+		}
+	}
+	if got := maxScaled([]float32{1, 2, 3, 4, 5, 6, float32(math.Inf(1)), 8, 9}, 0.5); !math.IsInf(float64(got), 1) {
+		t.Errorf("with +Inf among them: %v", got)
+	}
+}
+
 func TestExp32AndExpSum(t *testing.T) {
 	var xs []float32
 	for x := -87.0; x < 88; x += 0.000731 {

@@ -10,6 +10,8 @@ func expSum8(dst *float32, src *float32, n int, scale float32, shift float32) fl
 	panic("gpu: no SIMD kernel on this platform")
 }
 
+func max8(x *float32, n int) float32 { panic("gpu: no SIMD kernel on this platform") }
+
 func swiglu8(h *float32, gate *float32, up *float32, n int) {
 	panic("gpu: no SIMD kernel on this platform")
 }

@@ -41,7 +41,10 @@ func PassBytes(c *hf.Config, tokens, selected int) int64 {
 	d := dimsOf(c)
 	n, l := int64(tokens), int64(c.Layers)
 	saved := 2*d.h + d.qkv + d.q + d.heads + 2*d.inter + 2
-	scratch := 3*d.h + 2*d.qkv + d.q + d.heads + d.kvHeads + 2*d.inter + 2*d.inter + d.h
+	scratch := 3*d.h + d.qkv + d.q + d.heads + d.kvHeads + 2*d.inter + 2*d.inter + d.h
+	if c.QKNorm { // attention's input beside the saved projection
+		scratch += d.qkv
+	}
 	sel := int64(selected) * int64(2*d.h+4)
 	return 4 * (n*l*int64(saved) + n*int64(d.h) + n*int64(scratch) + sel + int64(passChunk(d.vocab, selected))*int64(d.vocab))
 }

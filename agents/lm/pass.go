@@ -47,12 +47,15 @@ type Pass struct {
 	maxTokens, maxSel int
 
 	// Saved by Forward for Backward, per layer: its input, the residual
-	// after attention, the q/k/v projection before norm and RoPE, the
-	// attention output with its log-sum-exps, and the gate/up projection.
-	x, mid, qkvRaw, attn, lse, gu []gpu.Tensor
-	rstd1, rstd2                  []gpu.Tensor
+	// after attention, the q/k/v projection (attention's input, after
+	// RoPE; with per-head q/k norms, before them, which their backward
+	// needs), the attention output with its log-sum-exps, and the gate/up
+	// projection.
+	x, mid, qkvSaved, attn, lse, gu []gpu.Tensor
+	rstd1, rstd2                    []gpu.Tensor
 
-	// One layer's scratch.
+	// One layer's scratch (qkv only with per-head q/k norms: attention's
+	// input, made from the saved projection again in the backward).
 	norm, qkv, qR, kR, h, dx, dqkv, dattn, dgu, dh gpu.Tensor
 	// The scored rows: their final hidden states, normed, and a chunk of
 	// their logits.
@@ -91,14 +94,17 @@ func (m *Model) NewPass(maxTokens, maxSelected int) (*Pass, error) {
 	for l := 0; l < m.Config.Layers; l++ {
 		p.x = append(p.x, dev.Alloc(n, d.h))
 		p.mid = append(p.mid, dev.Alloc(n, d.h))
-		p.qkvRaw = append(p.qkvRaw, dev.Alloc(n, d.qkv))
+		p.qkvSaved = append(p.qkvSaved, dev.Alloc(n, d.qkv))
 		p.attn = append(p.attn, dev.Alloc(n, d.q))
 		p.lse = append(p.lse, dev.Alloc(n, d.heads))
 		p.gu = append(p.gu, dev.Alloc(n, 2*d.inter))
 		p.rstd1 = append(p.rstd1, dev.Alloc(n, 1))
 		p.rstd2 = append(p.rstd2, dev.Alloc(n, 1))
 	}
-	p.norm, p.qkv, p.qR, p.kR = dev.Alloc(n, d.h), dev.Alloc(n, d.qkv), dev.Alloc(n, d.heads), dev.Alloc(n, d.kvHeads)
+	p.norm, p.qR, p.kR = dev.Alloc(n, d.h), dev.Alloc(n, d.heads), dev.Alloc(n, d.kvHeads)
+	if m.Config.QKNorm {
+		p.qkv = dev.Alloc(n, d.qkv)
+	}
 	p.h, p.dx, p.dqkv, p.dattn = dev.Alloc(n, d.inter), dev.Alloc(n, d.h), dev.Alloc(n, d.qkv), dev.Alloc(n, d.q)
 	p.dgu, p.dh = dev.Alloc(n, 2*d.inter), dev.Alloc(n, d.inter)
 	s := maxSelected
@@ -207,14 +213,12 @@ func (p *Pass) Forward(b Batch, opt ForwardOptions) (Scores, error) {
 		x, mid := first(p.x[l], n), first(p.mid[l], n)
 		norm := first(p.norm, n)
 		ops.RMSNorm(gpu.NormArgs{X: x, Y: norm, W: w.ln1, RStd: first(p.rstd1[l], n), Groups: 1, Width: d.h, Eps: float32(c.RMSNormEps)})
-		raw := first(p.qkvRaw[l], n)
+		raw := first(p.qkvSaved[l], n)
 		m.Dev.MatMul(raw, norm, false, w.wqkv, false, 0)
 		if c.QKVBias {
 			m.Dev.BiasAct(raw, w.bqkv, gpu.Identity)
 		}
-		qkv := first(p.qkv, n)
-		p.prepareQKV(qkv, raw, w, cos, sin)
-		ops.Attention(p.attnArgs(l, qkv))
+		ops.Attention(p.attnArgs(l, p.prepareQKV(l, cos, sin)))
 		m.Dev.Copy(mid, x)
 		m.Dev.MatMul(mid, first(p.attn[l], n), false, w.wo, false, 1)
 		if c.OBias {
@@ -289,19 +293,25 @@ func maxPos(pos []int32) int {
 	return int(mx)
 }
 
-// prepareQKV turns the projection raw into attention's input qkv: the
-// per-head q/k norms (Qwen3), then RoPE on queries and keys.
-func (p *Pass) prepareQKV(qkv, raw gpu.Tensor, w layer, cos, sin gpu.Tensor) {
-	c, d := p.m.Config, dimsOf(p.m.Config)
-	n := qkv.Rows
-	p.m.Dev.Copy(qkv, raw)
+// prepareQKV turns layer l's q/k/v projection, saved by the forward, into
+// attention's input and returns it: RoPE on queries and keys, in place;
+// with per-head q/k norms (Qwen3), the norms and RoPE in the scratch, the
+// projection kept for the norms' backward, which calls it again.
+func (p *Pass) prepareQKV(l int, cos, sin gpu.Tensor) gpu.Tensor {
+	c, d, w := p.m.Config, dimsOf(p.m.Config), p.m.w.layers[l]
+	n := p.n
+	qkv := first(p.qkvSaved[l], n)
 	if c.QKNorm {
+		raw := qkv
+		qkv = first(p.qkv, n)
+		p.m.Dev.Copy(qkv, raw)
 		eps := float32(c.RMSNormEps)
 		p.m.ops.RMSNorm(gpu.NormArgs{X: qkv, Y: qkv, W: w.qnorm, RStd: first(p.qR, n), Col: 0, Groups: d.heads, Width: d.hd, Eps: eps})
 		p.m.ops.RMSNorm(gpu.NormArgs{X: qkv, Y: qkv, W: w.knorm, RStd: first(p.kR, n), Col: d.q, Groups: d.kvHeads, Width: d.hd, Eps: eps})
 	}
 	p.m.ops.Rope(gpu.RopeArgs{X: qkv, Col: 0, Heads: d.heads, HeadDim: d.hd, Pos: p.pos, Cos: cos, Sin: sin})
 	p.m.ops.Rope(gpu.RopeArgs{X: qkv, Col: d.q, Heads: d.kvHeads, HeadDim: d.hd, Pos: p.pos, Cos: cos, Sin: sin})
+	return qkv
 }
 
 func (p *Pass) attnArgs(l int, qkv gpu.Tensor) gpu.AttentionArgs {
@@ -418,8 +428,10 @@ func (p *Pass) BackwardScores(g ScoreGrads) error {
 		if c.OBias {
 			m.Dev.ColSum(g.bo, dx, 1)
 		}
-		raw, qkv, dqkv := first(p.qkvRaw[l], n), first(p.qkv, n), first(p.dqkv, n)
-		p.prepareQKV(qkv, raw, w, cos, sin)
+		raw, qkv, dqkv := first(p.qkvSaved[l], n), first(p.qkvSaved[l], n), first(p.dqkv, n)
+		if c.QKNorm {
+			qkv = p.prepareQKV(l, cos, sin)
+		}
 		a := p.attnArgs(l, qkv)
 		a.DOut, a.DQKV = dattn, dqkv
 		ops.AttentionGrad(a)
