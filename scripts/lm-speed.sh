@@ -8,7 +8,8 @@
 # ROUNDS rounds (default 3), with their range.
 #
 #   train   forward, backward and Adam over rows×seq tokens (5M, 20M: 8×256;
-#           SmolLM-135M: 2×256), tokens/s and useful GFLOP/s
+#           SmolLM-135M: 2×256), tokens/s and useful GFLOP/s, over
+#           TRAIN_STEPS steps a round (default 3)
 #   gen     64 prompts of 16 tokens, 64 new tokens each, sampled at
 #           temperature 1 with the token's log-prob, KV cache
 #   decode  the same for one prompt: tokens/s and the weights' and cache's
@@ -28,6 +29,9 @@ cd "$root"
 rounds=${ROUNDS:-3}
 shapes=${SHAPES:-"5M 20M SmolLM-135M"}
 kinds=" ${KINDS:-train gen decode} "
+# Training steps timed per round on each side after one untimed step: Go's
+# benchmark reports their mean, the reference their median.
+TRAIN_STEPS=${TRAIN_STEPS:-3}
 py=${PYTHON:-/usr/bin/python3}
 out=$(mktemp -d /tmp/lm-speed.XXXXXX)
 raw=$out/raw.jsonl
@@ -70,8 +74,8 @@ for r in $(seq 1 "$rounds"); do
   for s in $shapes; do
     args=$(shape "$s")
     if [[ $kinds == *" train "* ]]; then
-      gobench "$out/lm.test" "^BenchmarkTrain\$/^$s\$" train "$s" "$r"
-      torchbench $args --what train | sed "s/^{/{\"side\":\"torch\",\"kind\":\"train\",\"shape\":\"$s\",\"round\":$r,/" >> "$raw"
+      gobench "$out/lm.test" "^BenchmarkTrain\$/^$s\$" train "$s" "$r" "${TRAIN_STEPS}x"
+      torchbench $args --what train --repeat "$TRAIN_STEPS" | sed "s/^{/{\"side\":\"torch\",\"kind\":\"train\",\"shape\":\"$s\",\"round\":$r,/" >> "$raw"
     fi
     if [[ $kinds == *" gen "* ]]; then
       gobench "$out/lm.test" "^BenchmarkGenerate\$/^$s\$/^batch=64\$" gen "$s" "$r"
