@@ -4,10 +4,10 @@ package gpu
 
 import "math"
 
-// gemv4 is the decoding product's kernel (lm_amd64.s).
+// gemv is the decoding product's kernel (lm_amd64.s).
 //
 //go:noescape
-func gemv4(y *float32, x *float32, b *float32, ldb int, k int, w int)
+func gemv(y *float32, x *float32, b *float32, ldb int, k int, w int)
 
 // expConsts feeds the exponential kernels (EXP8 in lm_amd64.s): log₂e, ½,
 // ln2 in two parts, the bounds, Cephes' polynomial, 1 and +Inf.

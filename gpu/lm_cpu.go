@@ -129,7 +129,7 @@ func gemvBlock(c, a, b []float32, m, n, k, j0, j1 int, add bool) {
 				kc := min(gemmKC, k-k0)
 				for i := 0; i < m; i++ {
 					_ = a[i*k+k0+kc-1]
-					gemv4(&c[i*n+s0], &a[i*k+k0], &b[k0*n+s0], n, kc, w)
+					gemv(&c[i*n+s0], &a[i*k+k0], &b[k0*n+s0], n, kc, w)
 				}
 			}
 		}

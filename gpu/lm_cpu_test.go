@@ -169,7 +169,7 @@ func TestLinearMatchesMatMulBits(t *testing.T) {
 	defer d.Close()
 	r := rand.New(rand.NewPCG(1, 1))
 	for _, m := range []int{1, 2, 3, 5, 6, 7, 17, 64, 128} {
-		for _, nk := range [][2]int{{576, 576}, {1536, 576}, {200, 300}, {4096, 512}} {
+		for _, nk := range [][2]int{{576, 576}, {1536, 576}, {200, 300}, {4096, 512}, {80, 267}, {48, 13}} {
 			for _, beta := range []float32{0, 1, 0.5} {
 				n, k := nk[0], nk[1]
 				a, b, c0 := randSlice(r, m*k, 1), randSlice(r, k*n, 1), randSlice(r, m*n, 1)
