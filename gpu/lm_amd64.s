@@ -5,16 +5,16 @@
 // func gemv(y *float32, x *float32, b *float32, ldb int, k int, w int)
 //
 // y[0:w] += Σ_{p<k} x[p]·B[p, 0:w] for B's rows ldb apart, w a multiple of
-// 16: eight rows of B a pass, then four, then one, each element of y
-// taking its multiply-adds in order of p (one fused multiply-add each, as
-// the product kernels do), so a row of a product computed here has the
-// bits the tiles give it. B's rows stream in order, the weights of a
-// decoding step read once. Each row's part is a short run (a column band
-// of a layer's weight, split between the cores), so the more runs read at
-// once, the more of the memory's rate a core draws: eight rows a pass
-// rather than four read 20.2 → 24.2 GB/s in SmolLM-135M's batch-1
-// decoding and 24.0 → 26.8 in the 20M model's (medians of five alternated
-// runs of BenchmarkGenerate/…/batch=1, two-core Zen 4).
+// 16: eight rows of B a pass, then the last k mod 8 one at a time, each
+// element of y taking its multiply-adds in order of p (one fused
+// multiply-add each, as the product kernels do), so a row of a product
+// computed here has the bits the tiles give it. B's rows stream in order,
+// the weights of a decoding step read once. Each row's part is a short run
+// (a column band of a layer's weight, split between the cores), so the
+// more runs read at once, the more of the memory's rate a core draws:
+// eight rows a pass rather than four read 20.2 → 24.2 GB/s in SmolLM-135M's
+// batch-1 decoding and 24.0 → 26.8 in the 20M model's (medians of five
+// alternated runs of BenchmarkGenerate/…/batch=1, two-core Zen 4).
 TEXT ·gemv(SB), NOSPLIT, $0-48
 	MOVQ y+0(FP), DI
 	MOVQ x+8(FP), SI
@@ -24,11 +24,16 @@ TEXT ·gemv(SB), NOSPLIT, $0-48
 	MOVQ k+32(FP), CX
 	MOVQ w+40(FP), AX
 	SHLQ $2, AX
-	MOVQ AX, w+40(FP) // the width in bytes, which the 8-row loop compares with
+	MOVQ AX, w+40(FP) // the width in bytes, which the loops compare with
+
+// GEMV_ROW adds row's 16 values at AX times the broadcast x to y's (Y0, Y1).
+#define GEMV_ROW(row, x) \
+	VFMADD231PS (row)(AX*1), x, Y0; \
+	VFMADD231PS 32(row)(AX*1), x, Y1
 
 gemv8rows:
 	CMPQ CX, $8
-	JLT  gemv4rows
+	JLT  gemv1rows
 	VBROADCASTSS 0(SI), Y8
 	VBROADCASTSS 4(SI), Y9
 	VBROADCASTSS 8(SI), Y10
@@ -47,90 +52,47 @@ gemv8rows:
 	XORQ AX, AX
 
 gemv8cols:
-	VMOVUPS     (DI)(AX*1), Y0
-	VMOVUPS     32(DI)(AX*1), Y1
-	VFMADD231PS (DX)(AX*1), Y8, Y0
-	VFMADD231PS 32(DX)(AX*1), Y8, Y1
-	VFMADD231PS (R10)(AX*1), Y9, Y0
-	VFMADD231PS 32(R10)(AX*1), Y9, Y1
-	VFMADD231PS (R11)(AX*1), Y10, Y0
-	VFMADD231PS 32(R11)(AX*1), Y10, Y1
-	VFMADD231PS (R12)(AX*1), Y11, Y0
-	VFMADD231PS 32(R12)(AX*1), Y11, Y1
-	VFMADD231PS (R9)(AX*1), Y12, Y0
-	VFMADD231PS 32(R9)(AX*1), Y12, Y1
-	VFMADD231PS (R13)(AX*1), Y13, Y0
-	VFMADD231PS 32(R13)(AX*1), Y13, Y1
-	VFMADD231PS (R14)(AX*1), Y14, Y0
-	VFMADD231PS 32(R14)(AX*1), Y14, Y1
-	VFMADD231PS (BX)(AX*1), Y15, Y0
-	VFMADD231PS 32(BX)(AX*1), Y15, Y1
-	VMOVUPS     Y0, (DI)(AX*1)
-	VMOVUPS     Y1, 32(DI)(AX*1)
-	ADDQ        $64, AX
-	CMPQ        AX, w+40(FP)
-	JLT         gemv8cols
-	ADDQ        $32, SI
-	LEAQ        (BX)(R8*1), DX
-	SUBQ        $8, CX
-	JMP         gemv8rows
+	VMOVUPS (DI)(AX*1), Y0
+	VMOVUPS 32(DI)(AX*1), Y1
+	GEMV_ROW(DX, Y8)
+	GEMV_ROW(R10, Y9)
+	GEMV_ROW(R11, Y10)
+	GEMV_ROW(R12, Y11)
+	GEMV_ROW(R9, Y12)
+	GEMV_ROW(R13, Y13)
+	GEMV_ROW(R14, Y14)
+	GEMV_ROW(BX, Y15)
+	VMOVUPS Y0, (DI)(AX*1)
+	VMOVUPS Y1, 32(DI)(AX*1)
+	ADDQ    $64, AX
+	CMPQ    AX, w+40(FP)
+	JLT     gemv8cols
+	ADDQ    $32, SI
+	LEAQ    (BX)(R8*1), DX
+	SUBQ    $8, CX
+	JMP     gemv8rows
 
-gemv4rows:
-	MOVQ w+40(FP), BX
-	CMPQ CX, $4
-	JL   gemv4one
-	VBROADCASTSS 0(SI), Y8
-	VBROADCASTSS 4(SI), Y9
-	VBROADCASTSS 8(SI), Y10
-	VBROADCASTSS 12(SI), Y11
-	LEAQ (DX)(R8*1), R10
-	LEAQ (R10)(R8*1), R11
-	LEAQ (R11)(R8*1), R12
-	XORQ AX, AX
-
-gemv4cols:
-	VMOVUPS     (DI)(AX*1), Y0
-	VMOVUPS     32(DI)(AX*1), Y1
-	VFMADD231PS (DX)(AX*1), Y8, Y0
-	VFMADD231PS 32(DX)(AX*1), Y8, Y1
-	VFMADD231PS (R10)(AX*1), Y9, Y0
-	VFMADD231PS 32(R10)(AX*1), Y9, Y1
-	VFMADD231PS (R11)(AX*1), Y10, Y0
-	VFMADD231PS 32(R11)(AX*1), Y10, Y1
-	VFMADD231PS (R12)(AX*1), Y11, Y0
-	VFMADD231PS 32(R12)(AX*1), Y11, Y1
-	VMOVUPS     Y0, (DI)(AX*1)
-	VMOVUPS     Y1, 32(DI)(AX*1)
-	ADDQ        $64, AX
-	CMPQ        AX, BX
-	JL          gemv4cols
-	ADDQ        $16, SI
-	LEAQ        (R12)(R8*1), DX
-	SUBQ        $4, CX
-	JMP         gemv4rows
-
-gemv4one:
+gemv1rows:
 	TESTQ CX, CX
-	JZ    gemv4done
+	JZ    gemvdone
 	VBROADCASTSS (SI), Y8
 	XORQ AX, AX
 
-gemv4onecols:
-	VMOVUPS     (DI)(AX*1), Y0
-	VMOVUPS     32(DI)(AX*1), Y1
-	VFMADD231PS (DX)(AX*1), Y8, Y0
-	VFMADD231PS 32(DX)(AX*1), Y8, Y1
-	VMOVUPS     Y0, (DI)(AX*1)
-	VMOVUPS     Y1, 32(DI)(AX*1)
-	ADDQ        $64, AX
-	CMPQ        AX, BX
-	JL          gemv4onecols
-	ADDQ        $4, SI
-	ADDQ        R8, DX
-	DECQ        CX
-	JMP         gemv4one
+gemv1cols:
+	VMOVUPS (DI)(AX*1), Y0
+	VMOVUPS 32(DI)(AX*1), Y1
+	GEMV_ROW(DX, Y8)
+	VMOVUPS Y0, (DI)(AX*1)
+	VMOVUPS Y1, 32(DI)(AX*1)
+	ADDQ    $64, AX
+	CMPQ    AX, w+40(FP)
+	JLT     gemv1cols
+	ADDQ    $4, SI
+	ADDQ    R8, DX
+	DECQ    CX
+	JMP     gemv1rows
 
-gemv4done:
+gemvdone:
 	VZEROUPPER
 	RET
 

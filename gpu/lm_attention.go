@@ -103,19 +103,26 @@ func scaleRow(x []float32, c float32) {
 	}
 }
 
+// maskScores sets to −Inf, whose exponential is 0, the scores p[0…i] of
+// the keys that mask (from base; nil: none) marks as padding.
+func maskScores(p []float32, mask []int32, base, i int) {
+	if mask == nil {
+		return
+	}
+	for j, m := range mask[base : base+i+1] {
+		if m == 0 {
+			p[j] = float32(math.Inf(-1))
+		}
+	}
+}
+
 // softmaxRow turns the scores p[0…i] of query i into unnormalised
 // probabilities e^(score·scale − max) in place (zero where mask, from
 // base, is 0, and beyond i), and returns the log-sum-exp of the scaled
 // scores it kept and 1/Σ, the normalisation left to the caller (cheaper
 // on a row of the output than on the scores).
 func softmaxRow(p []float32, mask []int32, base int, scale float32, i int) (lse, inv float32) {
-	if mask != nil {
-		for j := 0; j <= i; j++ {
-			if mask[base+j] == 0 {
-				p[j] = float32(math.Inf(-1)) // its exponential is 0
-			}
-		}
-	}
+	maskScores(p, mask, base, i)
 	mx := maxScaled(p[:i+1], scale)
 	sum := ExpSum(p[:i+1], p[:i+1], scale, mx)
 	clear(p[i+1:])
@@ -160,13 +167,7 @@ func (d *CPU) AttentionGrad(a AttentionArgs) {
 					l := lse[(base+i)*a.Heads+h]
 					o, do := out[(base+i)*ow+h*hd:(base+i)*ow+(h+1)*hd], dout[(base+i)*ow+h*hd:(base+i)*ow+(h+1)*hd]
 					di := dot(do, o) // Σ_j p_j·dp_j, as rowsum(dO ⊙ O)
-					if a.Mask != nil {
-						for j := 0; j <= i; j++ {
-							if a.Mask[base+j] == 0 {
-								p[j] = float32(math.Inf(-1))
-							}
-						}
-					}
+					maskScores(p, a.Mask, base, i)
 					ExpSum(p[:i+1], p[:i+1], a.Scale, l)
 					clear(p[i+1:])
 					dpi := dp[:i+1]

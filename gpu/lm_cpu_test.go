@@ -439,8 +439,6 @@ func TestLogProbsAndGrad(t *testing.T) {
 	}
 }
 
-// exp32 and the SIMD kernel behind ExpSum are within a few float32 ulps
-// of e^x from −87 to 88, 0 below and +Inf above.
 // TestMaxScaled: the largest x·scale, by the SIMD kernel in whole eights
 // and Go for the rest, against a plain loop, with the largest element in
 // every place (the kernel's four running maxima, the tail) and infinities.
@@ -472,6 +470,8 @@ func TestMaxScaled(t *testing.T) {
 	}
 }
 
+// exp32 and the SIMD kernel behind ExpSum are within a few float32 ulps
+// of e^x from −87 to 88, 0 below and +Inf above.
 func TestExp32AndExpSum(t *testing.T) {
 	var xs []float32
 	for x := -87.0; x < 88; x += 0.000731 {

@@ -428,7 +428,8 @@ func (p *Pass) BackwardScores(g ScoreGrads) error {
 		if c.OBias {
 			m.Dev.ColSum(g.bo, dx, 1)
 		}
-		raw, qkv, dqkv := first(p.qkvSaved[l], n), first(p.qkvSaved[l], n), first(p.dqkv, n)
+		raw, dqkv := first(p.qkvSaved[l], n), first(p.dqkv, n)
+		qkv := raw // roped in place by the forward, unless there are q/k norms
 		if c.QKNorm {
 			qkv = p.prepareQKV(l, cos, sin)
 		}
