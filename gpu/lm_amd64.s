@@ -370,3 +370,65 @@ maxdone:
 	MOVSS        X0, ret+16(FP)
 	VZEROUPPER
 	RET
+
+// func gemvGroup(y *float32, x *float32, b *float32, k int, w int)
+//
+// y[0:w] += Σ_{p<k} x[p]·B[p, 0:w] for w 16 or 32 and B's rows side by
+// side (a group of a packed panel, PackWeight's layout): y stays in
+// registers while B streams through in the order it lies in memory, one
+// contiguous run. Each element of y takes its multiply-adds in order of
+// p, one fused multiply-add each: gemv's chains, so gemv's bits.
+TEXT ·gemvGroup(SB), NOSPLIT, $0-40
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ b+16(FP), DX
+	MOVQ k+24(FP), CX
+	MOVQ w+32(FP), AX
+	CMPQ AX, $32
+	JNE  gemvgroup16
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	TESTQ   CX, CX
+	JZ      gemvgroup32done
+
+gemvgroup32:
+	VBROADCASTSS (SI), Y4
+	VFMADD231PS  0(DX), Y4, Y0
+	VFMADD231PS  32(DX), Y4, Y1
+	VFMADD231PS  64(DX), Y4, Y2
+	VFMADD231PS  96(DX), Y4, Y3
+	ADDQ         $4, SI
+	ADDQ         $128, DX
+	DECQ         CX
+	JNZ          gemvgroup32
+
+gemvgroup32done:
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VZEROUPPER
+	RET
+
+gemvgroup16:
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	TESTQ   CX, CX
+	JZ      gemvgroup16done
+
+gemvgroup16loop:
+	VBROADCASTSS (SI), Y4
+	VFMADD231PS  0(DX), Y4, Y0
+	VFMADD231PS  32(DX), Y4, Y1
+	ADDQ         $4, SI
+	ADDQ         $64, DX
+	DECQ         CX
+	JNZ          gemvgroup16loop
+
+gemvgroup16done:
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VZEROUPPER
+	RET

@@ -65,6 +65,9 @@ func (d *CPU) linear(c, a, b Tensor, beta float32, packed []float32) {
 	switch parts := d.pool.parts(); {
 	case m <= gemvRows && n*k >= gemvSplitMin && parts > 1:
 		width = (n/parts + 15) &^ 15
+		if packed != nil {
+			width = (n/parts + 31) &^ 31 // whole groups of the pack
+		}
 		chunks = (n + width - 1) / width
 	case m <= gemvRows || m*n*k < minParallelWork/8 || parts == 1:
 		width, chunks = n, 1
@@ -79,6 +82,10 @@ func (d *CPU) linear(c, a, b Tensor, beta float32, packed []float32) {
 					row[j] *= beta
 				}
 			}
+		}
+		if m <= gemvRows && packed != nil {
+			gemvPacked(cd, ad, packed, m, n, k, j0, j1, beta != 0)
+			return
 		}
 		if m <= gemvRows {
 			gemvBlock(cd, ad, bd, m, n, k, j0, j1, beta != 0)

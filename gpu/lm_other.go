@@ -6,6 +6,10 @@ func gemv(y *float32, x *float32, b *float32, ldb int, k int, w int) {
 	panic("gpu: no SIMD kernel on this platform")
 }
 
+func gemvGroup(y *float32, x *float32, b *float32, k int, w int) {
+	panic("gpu: no SIMD kernel on this platform")
+}
+
 func expSum8(dst *float32, src *float32, n int, scale float32, shift float32) float32 {
 	panic("gpu: no SIMD kernel on this platform")
 }

@@ -97,6 +97,9 @@ func (m *Model) NewGenerator(slots, maxLen int) (*Generator, error) {
 	rows := slots + prefillChunk
 	packer, packs := m.Dev.(gpu.WeightPacker)
 	packs = packs && packer.PacksRows(slots)
+	if packs && m.checkMemory(GeneratorBytes(m.Config, slots, maxLen, rows, true), "", "") != nil {
+		packs = false // the packs are a speed-up, not worth refusing for
+	}
 	if err := m.checkMemory(GeneratorBytes(m.Config, slots, maxLen, rows, packs),
 		fmt.Sprintf("a generator of %d sequences of %d tokens", slots, maxLen), "generate fewer sequences at once or shorter ones"); err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package lm
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/agenttrainer/agenttrainer/gpu"
@@ -87,6 +88,50 @@ func TestPackedGeneratorFollowsWeightUpdates(t *testing.T) {
 		if !changed {
 			t.Fatal("the update changed no log-probability: the test would not see stale packs")
 		}
+	}
+}
+
+// A generator whose packed weights would not fit the model's memory limit
+// streams the weights unpacked instead of refusing, and generates the same
+// completions, bit for bit, as one that packs.
+func TestGeneratorWithoutRoomForPacks(t *testing.T) {
+	dev := gpu.NewCPU(0)
+	defer dev.Close()
+	m := loadTest(t, dev, "qwen2")
+	r := rand.New(rand.NewPCG(7, 8))
+	prompts := testPrompts(r, 128, 5, 9, 1)
+	opt := SampleOptions{MaxNewTokens: 12, Temperature: 1, Seed: 41}
+	packing, err := m.NewGenerator(1, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if packing.packer == nil {
+		t.Fatal("a one-slot generator on the CPU does not pack its weights")
+	}
+	want, err := packing.Generate(prompts, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := 1 + prefillChunk
+	unpacked := GeneratorBytes(m.Config, 1, 64, rows, false)
+	packed := GeneratorBytes(m.Config, 1, 64, rows, true)
+	m.MemoryLimit = modelBytes(m.Config, m.HasGrads()) + (unpacked+packed)/2
+	defer func() { m.MemoryLimit = 0 }()
+	g, err := m.NewGenerator(1, 64)
+	if err != nil {
+		t.Fatalf("a generator that fits without its packs was refused: %v", err)
+	}
+	if g.packer != nil {
+		t.Fatal("the generator packs its weights beyond the memory limit")
+	}
+	got, err := g.Generate(prompts, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameCompletions(t, "unpacked vs packed", got, want)
+	m.MemoryLimit = modelBytes(m.Config, m.HasGrads()) + unpacked - 1
+	if _, err := m.NewGenerator(1, 64); err == nil || !strings.Contains(err.Error(), "generate fewer sequences") {
+		t.Fatalf("a generator beyond the limit even unpacked: %v, want a refusal that says how to shrink it", err)
 	}
 }
 
