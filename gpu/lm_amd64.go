@@ -34,8 +34,7 @@ func swigluGrad8(dg *float32, du *float32, dh *float32, gate *float32, up *float
 //go:noescape
 func gemm1x64(c *float32, a *float32, inca int, b *float32, ldb int, k int, zero bool)
 
-// gemvGroup is gemv over one group of a packed panel, 16 or 32 columns
-// wide (lm_amd64.s).
+// gemm1x32 is gemm1x16 over 32 columns (lm_amd64.s).
 //
 //go:noescape
-func gemvGroup(y *float32, x *float32, b *float32, k int, w int)
+func gemm1x32(c *float32, a *float32, inca int, b *float32, ldb int, k int, zero bool)

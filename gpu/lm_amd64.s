@@ -2,6 +2,21 @@
 
 #include "textflag.h"
 
+// GEMM1_ARGS loads a one-row kernel's arguments (C's row in DI, A's at SI
+// inca·4 bytes apart in R9, B's rows at DX ldb·4 apart in R10, k in CX)
+// and tests zero (AX ≠ 0: start from zeros).
+#define GEMM1_ARGS \
+	MOVQ c+0(FP), DI;      \
+	MOVQ a+8(FP), SI;      \
+	MOVQ inca+16(FP), R9;  \
+	MOVQ b+24(FP), DX;     \
+	MOVQ ldb+32(FP), R10;  \
+	MOVQ k+40(FP), CX;     \
+	SHLQ $2, R9;           \
+	SHLQ $2, R10;          \
+	MOVBQZX zero+48(FP), AX; \
+	TESTQ AX, AX
+
 // func gemv(y *float32, x *float32, b *float32, ldb int, k int, w int)
 //
 // y[0:w] += Σ_{p<k} x[p]·B[p, 0:w] for B's rows ldb apart, w a multiple of
@@ -263,16 +278,7 @@ swiglugraddone:
 // where gemm1x16's two wait on each other's latency (the one-row products
 // of attention over a KV cache). Each element's chain is gemm1x16's.
 TEXT ·gemm1x64(SB), NOSPLIT, $0-49
-	MOVQ c+0(FP), DI
-	MOVQ a+8(FP), SI
-	MOVQ inca+16(FP), R9
-	MOVQ b+24(FP), DX
-	MOVQ ldb+32(FP), R10
-	MOVQ k+40(FP), CX
-	SHLQ $2, R9
-	SHLQ $2, R10
-	MOVBQZX zero+48(FP), AX
-	TESTQ   AX, AX
+	GEMM1_ARGS
 	JNE     zeroT164
 	VMOVUPS (DI), Y0
 	VMOVUPS 32(DI), Y1
@@ -371,64 +377,44 @@ maxdone:
 	VZEROUPPER
 	RET
 
-// func gemvGroup(y *float32, x *float32, b *float32, k int, w int)
+// func gemm1x32(c *float32, a *float32, inca int, b *float32, ldb int, k int, zero bool)
 //
-// y[0:w] += Σ_{p<k} x[p]·B[p, 0:w] for w 16 or 32 and B's rows side by
-// side (a group of a packed panel, PackWeight's layout): y stays in
-// registers while B streams through in the order it lies in memory, one
-// contiguous run. Each element of y takes its multiply-adds in order of
-// p, one fused multiply-add each: gemv's chains, so gemv's bits.
-TEXT ·gemvGroup(SB), NOSPLIT, $0-40
-	MOVQ y+0(FP), DI
-	MOVQ x+8(FP), SI
-	MOVQ b+16(FP), DX
-	MOVQ k+24(FP), CX
-	MOVQ w+32(FP), AX
-	CMPQ AX, $32
-	JNE  gemvgroup16
-	VMOVUPS 0(DI), Y0
+// gemm1x64 over 32 columns: a row of a packed group (PackWeight's layout,
+// ldb 32) is one contiguous run, read in the order it lies with C's row in
+// registers (batch-1 decoding; two passes of gemm1x16 over alternate
+// halves of each row drew about half the memory's rate). The same chains.
+TEXT ·gemm1x32(SB), NOSPLIT, $0-49
+	GEMM1_ARGS
+	JNE     zeroT132
+	VMOVUPS (DI), Y0
 	VMOVUPS 32(DI), Y1
 	VMOVUPS 64(DI), Y2
 	VMOVUPS 96(DI), Y3
-	TESTQ   CX, CX
-	JZ      gemvgroup32done
+	JMP     loopT132
 
-gemvgroup32:
-	VBROADCASTSS (SI), Y4
-	VFMADD231PS  0(DX), Y4, Y0
-	VFMADD231PS  32(DX), Y4, Y1
-	VFMADD231PS  64(DX), Y4, Y2
-	VFMADD231PS  96(DX), Y4, Y3
-	ADDQ         $4, SI
-	ADDQ         $128, DX
+zeroT132:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+loopT132:
+	TESTQ CX, CX
+	JE    storeT132
+	VBROADCASTSS (SI), Y10
+	VFMADD231PS  (DX), Y10, Y0
+	VFMADD231PS  32(DX), Y10, Y1
+	VFMADD231PS  64(DX), Y10, Y2
+	VFMADD231PS  96(DX), Y10, Y3
+	ADDQ         R9, SI
+	ADDQ         R10, DX
 	DECQ         CX
-	JNZ          gemvgroup32
+	JMP          loopT132
 
-gemvgroup32done:
-	VMOVUPS Y0, 0(DI)
+storeT132:
+	VMOVUPS Y0, (DI)
 	VMOVUPS Y1, 32(DI)
 	VMOVUPS Y2, 64(DI)
 	VMOVUPS Y3, 96(DI)
-	VZEROUPPER
-	RET
-
-gemvgroup16:
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	TESTQ   CX, CX
-	JZ      gemvgroup16done
-
-gemvgroup16loop:
-	VBROADCASTSS (SI), Y4
-	VFMADD231PS  0(DX), Y4, Y0
-	VFMADD231PS  32(DX), Y4, Y1
-	ADDQ         $4, SI
-	ADDQ         $64, DX
-	DECQ         CX
-	JNZ          gemvgroup16loop
-
-gemvgroup16done:
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
 	VZEROUPPER
 	RET

@@ -83,16 +83,12 @@ func (d *CPU) linear(c, a, b Tensor, beta float32, packed []float32) {
 				}
 			}
 		}
-		if m <= gemvRows && packed != nil {
-			gemvPacked(cd, ad, packed, m, n, k, j0, j1, beta != 0)
+		if packed != nil {
+			packedStrips(cd, ad, packed, m, n, k, j0, j1, beta != 0)
 			return
 		}
 		if m <= gemvRows {
 			gemvBlock(cd, ad, bd, m, n, k, j0, j1, beta != 0)
-			return
-		}
-		if packed != nil {
-			packedStrips(cd, ad, packed, m, n, k, j0, j1, beta != 0)
 			return
 		}
 		s := packPool.Get().(*[]float32)

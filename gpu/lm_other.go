@@ -6,7 +6,7 @@ func gemv(y *float32, x *float32, b *float32, ldb int, k int, w int) {
 	panic("gpu: no SIMD kernel on this platform")
 }
 
-func gemvGroup(y *float32, x *float32, b *float32, k int, w int) {
+func gemm1x32(c *float32, a *float32, inca int, b *float32, ldb int, k int, zero bool) {
 	panic("gpu: no SIMD kernel on this platform")
 }
 

@@ -6,8 +6,8 @@ package gpu
 // a fifth of the time: every step re-read ~80 MB from memory to copy it.
 // The weights do not change while a batch is generated, so the generator
 // lays each matrix out once per Generate call and the products of every
-// step read that copy. Decoding one sequence reads it too (gemvPacked):
-// there the layout's long contiguous runs are what counts.
+// step read that copy. Decoding one sequence reads it too: there the
+// layout's long contiguous runs are what counts (packedGroup).
 
 // PackedWeight is a weight matrix (Linear's B, k×n) laid out for
 // LinearPacked. It is only as current as the last PackWeight: writing B
@@ -57,49 +57,6 @@ type WeightPacker interface {
 }
 
 var _ WeightPacker = (*CPU)(nil)
-
-// gemvPacked is gemvBlock reading B from packed (PackWeight's layout):
-// columns [j0, j1) of C (m×n) = A·B (+ C when add), j0 and j1 on groups'
-// bounds. Each group of a panel is one contiguous run of memory, which
-// gemvGroup reads in the order it lies, y in registers, where a core's
-// band of B is k short runs (each row split between the cores), each a
-// new stream for the prefetchers to find: the products of a SmolLM-135M
-// decoding step read 20–21 GB/s from B and 44–47 from the pack (every
-// weight once, alternated runs, two-core Zen 4). The same chains of
-// multiply-adds as gemvBlock: the same bits.
-func gemvPacked(c, a, packed []float32, m, n, k, j0, j1 int, add bool) {
-	if !add {
-		for i := 0; i < m; i++ {
-			clear(c[i*n+j0 : i*n+j1])
-		}
-	}
-	for s0 := j0 - j0%packStrip; s0 < j1; s0 += packStrip {
-		w := min(packStrip, n-s0)
-		strip := packed[s0*k : s0*k+k*w]
-		for k0 := 0; k0 < k; k0 += gemmKC {
-			kc := min(gemmKC, k-k0)
-			panel := strip[k0*w : k0*w+kc*w]
-			for j := max(j0-s0, 0); j < min(w, j1-s0); {
-				gw := packGroup(w, j)
-				group := panel[j*kc : (j+gw)*kc]
-				for i := 0; i < m; i++ {
-					ai, ci := a[i*k+k0:i*k+k0+kc], c[i*n+s0+j:i*n+s0+j+gw]
-					if gw >= 16 {
-						gemvGroup(&ci[0], &ai[0], &group[0], kc, gw)
-						continue
-					}
-					for p, av := range ai { // the last columns, as gemvBlock does them
-						br := group[p*gw : (p+1)*gw]
-						for jj, bv := range br {
-							ci[jj] += av * bv
-						}
-					}
-				}
-				j += gw
-			}
-		}
-	}
-}
 
 // packRows is the most rows LinearPacked multiplies from the pack (more
 // go to MatMul, as Linear's do): a prompt chunk's products too, where the
@@ -162,16 +119,19 @@ func (d *CPU) LinearPacked(c, a Tensor, p *PackedWeight, beta float32) {
 // B packed (PackWeight's layout) with the kernels packedBlock's sgemm
 // runs, over the same panels: the same chains of multiply-adds, so the
 // same bits. Each group of columns meets every row of A before the next
-// (A's panel, m×gemmKC, stays in L2).
+// (A's panel, m×gemmKC, stays in L2). j0 and j1 lie on groups' bounds
+// (multiples of 32 do), not only on strips': decoding splits a matrix
+// between the cores by halves, each then reading its groups of a panel as
+// one contiguous run.
 func packedStrips(c, a, packed []float32, m, n, k, j0, j1 int, add bool) {
-	for s0 := j0; s0 < j1; s0 += packStrip {
-		w := min(packStrip, j1-s0)
+	for s0 := j0 - j0%packStrip; s0 < j1; s0 += packStrip {
+		w := min(packStrip, n-s0)
 		strip := packed[s0*k : s0*k+k*w]
 		for k0 := 0; k0 < k; k0 += gemmKC {
 			kc := min(gemmKC, k-k0)
 			panel := strip[k0*w : k0*w+kc*w]
 			zero := !add && k0 == 0
-			for j := 0; j < w; {
+			for j := max(j0-s0, 0); j < min(w, j1-s0); {
 				gw := packGroup(w, j)
 				packedGroup(c[s0+j:], n, a[k0:], k, panel[j*kc:(j+gw)*kc], gw, m, kc, zero)
 				j += gw
@@ -183,8 +143,9 @@ func packedStrips(c, a, packed []float32, m, n, k, j0, j1 int, add bool) {
 // packedGroup computes C (m×gw, rows ldc apart) = A·B (+ C unless zero)
 // for one group of gw columns of a panel (B kc×gw, contiguous; A's rows
 // lda apart): tiles of eight rows where AVX-512 has them, then of four,
-// then single rows, as sgemm takes them; a group narrower than 16 in Go,
-// as sgemm's last columns.
+// then single rows, as sgemm takes them, each over the whole group in one
+// pass (batch-1 decoding is all single rows, and streams the pack); a
+// group narrower than 16 in Go, as sgemm's last columns.
 func packedGroup(c []float32, ldc int, a []float32, lda int, b []float32, gw, m, kc int, zero bool) {
 	_ = c[(m-1)*ldc+gw-1] // the kernels' last reads and writes, in bounds
 	_ = a[(m-1)*lda+kc-1]
@@ -218,9 +179,11 @@ func packedGroup(c []float32, ldc int, a []float32, lda int, b []float32, gw, m,
 			gemm4x16(&c[i*ldc+j], ldc, &a[i*lda], lda, &b[j], gw, kc, zero)
 		}
 	}
-	for ; i < m; i++ {
-		for j := 0; j < gw; j += 16 {
-			gemm1x16(&c[i*ldc+j], &a[i*lda], 1, &b[j], gw, kc, zero)
+	for ; i < m; i++ { // a row of the group at a time, in the order it lies
+		if gw == 32 {
+			gemm1x32(&c[i*ldc], &a[i*lda], 1, &b[0], gw, kc, zero)
+		} else {
+			gemm1x16(&c[i*ldc], &a[i*lda], 1, &b[0], gw, kc, zero)
 		}
 	}
 }

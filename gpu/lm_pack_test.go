@@ -13,7 +13,7 @@ func TestLinearPackedMatchesLinearBits(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 3))
 	var p PackedWeight // reused across shapes, as a generator reuses its packs
 	for _, m := range []int{1, 3, 6, 7, 17, 64, 128, 129, 320, 513} {
-		for _, nk := range [][2]int{{576, 576}, {200, 300}, {4096, 512}, {1408, 700}, {8, 40}, {1000, 300}, {960, 576}} {
+		for _, nk := range [][2]int{{576, 576}, {200, 300}, {4096, 512}, {1408, 700}, {8, 40}, {1000, 300}, {960, 576}, {208, 300}} {
 			for _, beta := range []float32{0, 1, 0.5} {
 				n, k := nk[0], nk[1]
 				a, b, c0 := randSlice(r, m*k, 1), randSlice(r, k*n, 1), randSlice(r, m*n, 1)

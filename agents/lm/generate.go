@@ -97,7 +97,7 @@ func (m *Model) NewGenerator(slots, maxLen int) (*Generator, error) {
 	rows := slots + prefillChunk
 	packer, packs := m.Dev.(gpu.WeightPacker)
 	packs = packs && packer.PacksRows(slots)
-	if packs && m.checkMemory(GeneratorBytes(m.Config, slots, maxLen, rows, true), "", "") != nil {
+	if packs && !m.fits(GeneratorBytes(m.Config, slots, maxLen, rows, true)) {
 		packs = false // the packs are a speed-up, not worth refusing for
 	}
 	if err := m.checkMemory(GeneratorBytes(m.Config, slots, maxLen, rows, packs),

@@ -67,15 +67,17 @@ func GeneratorBytes(c *hf.Config, slots, maxLen, rows int, packed bool) int64 {
 // checkMemory refuses a plan of need bytes beyond the model's limit (with
 // the model's own weights counted), naming what and how to shrink it.
 func (m *Model) checkMemory(need int64, what, fix string) error {
-	if m.MemoryLimit <= 0 {
+	if m.fits(need) {
 		return nil
 	}
-	own := modelBytes(m.Config, m.HasGrads())
-	if total := need + own; total > m.MemoryLimit {
-		return fmt.Errorf("%s would need about %s besides the model's %s, more than the %s available; %s",
-			what, bytesText(need), bytesText(own), bytesText(m.MemoryLimit), fix)
-	}
-	return nil
+	return fmt.Errorf("%s would need about %s besides the model's %s, more than the %s available; %s",
+		what, bytesText(need), bytesText(modelBytes(m.Config, m.HasGrads())), bytesText(m.MemoryLimit), fix)
+}
+
+// fits says whether a plan of need bytes fits the model's limit beside
+// the model's own weights (always, without a limit).
+func (m *Model) fits(need int64) bool {
+	return m.MemoryLimit <= 0 || need+modelBytes(m.Config, m.HasGrads()) <= m.MemoryLimit
 }
 
 func bytesText(b int64) string {
